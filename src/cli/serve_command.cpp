@@ -1,0 +1,145 @@
+// `switchyard serve`: the gateway in front of a fleet of engines.
+#include <CLI/CLI.hpp>
+#include <boost/asio.hpp>
+
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/command.h"
+#include "fleet/fleet.h"
+#include "fleet/fleet_config.h"
+#include "gateway/gateway.h"
+#include "http/server.h"
+#include "obs/gateway_metrics.h"
+
+namespace switchyard::cli {
+
+namespace net = boost::asio;
+
+namespace {
+
+struct ServeFlags {
+  std::string config_path;
+  std::string listen;  // overrides the config's
+};
+
+// "127.0.0.1:8080" or "[::1]:8080" into address and port.
+Result<std::pair<std::string, std::uint16_t>> split_listen(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon + 1 == text.size())
+    return Error{"listen address '" + text + "' needs a port, e.g. 127.0.0.1:8080"};
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  unsigned port = 0;
+  const char* first = text.data() + colon + 1;
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(first, last, port);
+  if (ec != std::errc() || end != last || port > 65535)
+    return Error{"listen address '" + text + "': the port must be a number from 0 to 65535"};
+  return std::pair{host, static_cast<std::uint16_t>(port)};
+}
+
+std::string self_path(const char* fallback) {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? fallback : p.string();
+}
+
+int run_serve(const ServeFlags& flags) {
+  auto config = fleet::load_fleet_config(flags.config_path);
+  if (!config) {
+    std::cerr << "switchyard serve: " << config.error().message << "\n";
+    return 2;
+  }
+  if (!flags.listen.empty()) config->listen = flags.listen;
+  auto listen = split_listen(config->listen);
+  if (!listen) {
+    std::cerr << "switchyard serve: " << listen.error().message << "\n";
+    return 2;
+  }
+
+  net::io_context io;
+  obs::GatewayMetrics metrics;
+  fleet::Fleet fleet(io.get_executor(), *config, self_path("switchyard"));
+  gateway::Gateway gateway(*config, fleet, metrics);
+
+  http::ServerOptions options;
+  options.address = listen->first;
+  options.port = listen->second;
+  options.body_limit = config->body_limit;
+  options.header_timeout = config->timeouts.client_header;
+  options.body_timeout = config->timeouts.client_body;
+  http::Server server(io.get_executor(), gateway, options);
+  auto port = server.listen();
+  if (!port) {
+    std::cerr << "switchyard serve: " << port.error().message << "\n";
+    return 1;
+  }
+  fleet.start();
+  server.start();
+  // Tests and scripts read this line for the port: keep its wording.
+  spdlog::info("switchyard gateway listening on http://{}:{} ({} instance(s), {} model(s))",
+               options.address, *port, config->instances.size(), config->models.size());
+
+  // SIGINT/SIGTERM: stop accepting, let in-flight requests finish within
+  // timeouts.drain, stop the engines, exit. A second signal skips the wait.
+  net::signal_set signals(io, SIGINT, SIGTERM);
+  bool draining = false;
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (draining) {
+        spdlog::warn("second signal: not waiting for in-flight requests");
+        draining = false;  // the drain loop below sees this and stops waiting
+        return;
+      }
+      draining = true;
+      spdlog::info("signal {}: draining {} in-flight request(s)", sig, server.active_requests());
+      server.stop_accepting();
+      wait_signal();
+      net::co_spawn(
+          io,
+          [&]() -> net::awaitable<void> {
+            const auto deadline = std::chrono::steady_clock::now() + config->timeouts.drain;
+            net::steady_timer tick(io);
+            while (draining && server.active_requests() > 0 &&
+                   std::chrono::steady_clock::now() < deadline) {
+              tick.expires_after(std::chrono::milliseconds(20));
+              co_await tick.async_wait(net::as_tuple(net::use_awaitable));
+            }
+            if (server.active_requests() > 0)
+              spdlog::warn("{} request(s) still in flight; stopping anyway",
+                           server.active_requests());
+            co_await fleet.stop();
+            signals.cancel();
+            io.stop();
+          },
+          net::detached);
+    });
+  };
+  wait_signal();
+  io.run();
+  spdlog::info("switchyard gateway stopped");
+  return 0;
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  auto* sub = app.add_subcommand("serve", "Run the gateway in front of a fleet of engines");
+  sub->add_option("-c,--config", flags->config_path, "Fleet configuration (YAML)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--listen", flags->listen,
+                  "Address:port to listen on, overriding the config (port 0: any free port)");
+  return {sub, [flags] { return run_serve(*flags); }};
+}
+
+}  // namespace switchyard::cli

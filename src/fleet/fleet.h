@@ -1,0 +1,43 @@
+// The set of engines behind the gateway: starts the supervised ones, waits
+// for them to be healthy, learns their slots, and stops them on shutdown.
+// It knows nothing of the gateway; the gateway subscribes to state changes.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "fleet/fleet_config.h"
+#include "fleet/instance.h"
+
+namespace switchyard::fleet {
+
+class Fleet {
+ public:
+  // `self_path` is the running binary, the value of ${SWITCHYARD} in commands.
+  Fleet(boost::asio::any_io_executor executor, const FleetConfig& config, std::string self_path);
+  ~Fleet();
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
+
+  const std::vector<std::unique_ptr<Instance>>& instances() const;
+
+  // Called on the executor whenever an instance's state or slots change.
+  void on_change(std::function<void(const Instance&)> callback);
+
+  // Launches supervised engines and probes every instance until healthy.
+  void start();
+
+  // Stops every supervised engine's process group: SIGTERM, then SIGKILL
+  // after timeouts.stop. Completes when all have exited.
+  boost::asio::awaitable<void> stop();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace switchyard::fleet

@@ -1,0 +1,33 @@
+// The serve pipeline as an HTTP handler: authenticate → inspect → resolve
+// the model → route to an instance with a free slot → forward and relay →
+// account. Sessions and sockets stay in src/http.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <memory>
+
+#include "fleet/fleet.h"
+#include "fleet/fleet_config.h"
+#include "http/exchange.h"
+#include "obs/gateway_metrics.h"
+
+namespace switchyard::gateway {
+
+class Gateway final : public http::Handler {
+ public:
+  // `fleet` and `metrics` must outlive the gateway. Subscribes to the fleet's
+  // state changes.
+  Gateway(const fleet::FleetConfig& config, fleet::Fleet& fleet, obs::GatewayMetrics& metrics);
+  ~Gateway() override;
+
+  std::optional<http::Response> screen(const http::RequestHead& head) override;
+  boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;
+  http::Response protocol_error(int status, std::string message) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,29 @@
+// Model names and aliases: what clients may ask for, and what it resolves to.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "fleet/fleet_config.h"
+
+namespace switchyard::gateway {
+
+class ModelCatalog {
+ public:
+  explicit ModelCatalog(const std::vector<fleet::ModelConfig>& models);
+
+  // The canonical model for a name or alias.
+  std::optional<std::string> resolve(std::string_view name) const;
+  const std::vector<fleet::ModelConfig>& models() const { return models_; }
+  // "a, b (alias of a), …", for error messages.
+  std::string describe() const;
+
+ private:
+  std::vector<fleet::ModelConfig> models_;
+  std::unordered_map<std::string, std::string> canonical_;  // name or alias → model
+};
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,72 @@
+// Chooses the instance for a request and counts what the gateway has in
+// flight on each. Engines' own metrics lag; these counts do not, so an
+// instance is never sent more requests than it has slots.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fleet/fleet_config.h"
+
+namespace switchyard::gateway {
+
+class Router;
+
+// One request counted on one instance; released when destroyed.
+class RouteLease {
+ public:
+  RouteLease() = default;
+  RouteLease(Router* router, std::size_t instance) : router_(router), instance_(instance) {}
+  RouteLease(RouteLease&& o) noexcept
+      : router_(std::exchange(o.router_, nullptr)), instance_(o.instance_) {}
+  RouteLease& operator=(RouteLease&& o) noexcept;
+  ~RouteLease();
+
+  explicit operator bool() const { return router_ != nullptr; }
+  std::size_t instance() const { return instance_; }
+
+ private:
+  Router* router_ = nullptr;
+  std::size_t instance_ = 0;
+};
+
+// Single-threaded: used from the gateway's I/O thread only.
+class Router {
+ public:
+  explicit Router(fleet::RoutingPolicy policy) : policy_(policy) {}
+
+  // Instances are added once, in fleet order; `index` is the fleet index.
+  void add_instance(std::size_t index, std::string model, int slots);
+  void set_ready(std::size_t index, bool ready);
+  void set_slots(std::size_t index, int slots);
+
+  // Why acquire() found nothing.
+  enum class Refusal { no_instance_ready, all_slots_busy };
+
+  // Counts a request on the best ready instance of `model` with a free slot.
+  std::optional<RouteLease> acquire(const std::string& model, Refusal* why = nullptr);
+  // Any ready instance of `model`, without taking a slot (tokenizer calls).
+  std::optional<std::size_t> any_ready(const std::string& model);
+
+  int in_flight(std::size_t index) const { return entries_.at(index).in_flight; }
+  bool ready(std::size_t index) const { return entries_.at(index).ready; }
+
+ private:
+  friend class RouteLease;
+  void release(std::size_t index);
+
+  struct Entry {
+    std::string model;
+    int slots = 1;
+    bool ready = false;
+    int in_flight = 0;
+  };
+  fleet::RoutingPolicy policy_;
+  std::vector<Entry> entries_;
+  std::size_t next_ = 0;  // round-robin cursor
+};
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,60 @@
+// The handler's side of one HTTP exchange: how it answers, without touching
+// the socket. The session that owns the connection implements it.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "http/message.h"
+
+namespace switchyard::http {
+
+// Every method returns false when the client is gone (write failed or timed
+// out); the handler then stops and releases what it holds.
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+
+  // A complete response. Call once, and not after start_stream().
+  virtual boost::asio::awaitable<bool> respond(Response response) = 0;
+
+  // A response whose body follows in chunks (Transfer-Encoding: chunked).
+  virtual boost::asio::awaitable<bool> start_stream(int status, Headers headers) = 0;
+  virtual boost::asio::awaitable<bool> send_chunk(std::string_view data) = 0;
+  virtual boost::asio::awaitable<bool> end_stream() = 0;
+
+  // Completes with true when the client closes or resets its connection.
+  // While the client is connected it waits until cancelled (awaitable
+  // operators' `||` cancel it when the work it guards ends first), and then
+  // completes with false.
+  virtual boost::asio::awaitable<bool> until_client_gone() = 0;
+
+  // Whether a status line has been sent.
+  virtual bool started() const = 0;
+};
+
+// What the server asks of the application. Implementations must not throw
+// from handle(); errors are answered as responses.
+class Handler {
+ public:
+  virtual ~Handler() = default;
+
+  // Called when the headers are in, before the body is read, to answer early
+  // (authentication, unknown path, wrong method) without reading a body that
+  // will not be used. The connection closes after such an answer.
+  virtual std::optional<Response> screen(const RequestHead& head) {
+    (void)head;
+    return std::nullopt;
+  }
+
+  virtual boost::asio::awaitable<void> handle(Request request, Exchange& exchange) = 0;
+
+  // The body of an error the server itself detects (malformed HTTP, body over
+  // the limit, timeouts), in the application's error format.
+  virtual Response protocol_error(int status, std::string message) = 0;
+};
+
+}  // namespace switchyard::http

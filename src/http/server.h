@@ -1,0 +1,58 @@
+// An HTTP/1.1 server: accepts connections and runs one session coroutine per
+// connection, handing each request to a Handler.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "http/exchange.h"
+
+namespace switchyard::http {
+
+struct ServerOptions {
+  // Address and port to listen on; port 0 lets the system choose a free one.
+  std::string address = "127.0.0.1";
+  std::uint16_t port = 8080;
+  // Largest request body accepted. Larger ones get 413, decided from
+  // Content-Length before the body is read. Agent requests reach several MiB.
+  std::uint64_t body_limit = 32ull << 20;
+  // How long a connection may take to send the next request's headers
+  // (keep-alive idle time included). Slow or idle clients are closed after it.
+  std::chrono::milliseconds header_timeout{std::chrono::seconds(60)};
+  // How long reading one request body may take.
+  std::chrono::milliseconds body_timeout{std::chrono::seconds(60)};
+  // How long one write to the client may block (a stalled reader).
+  std::chrono::milliseconds write_timeout{std::chrono::seconds(60)};
+  // Value of the Server header.
+  std::string server_name = "switchyard";
+};
+
+class Server {
+ public:
+  // `handler` must outlive the server and every session it started.
+  Server(boost::asio::any_io_executor executor, Handler& handler, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds and listens. The error names the address and the reason, e.g.
+  // "127.0.0.1:8080 is already in use".
+  Result<std::uint16_t> listen();
+  // Starts accepting on the executor. Precondition: listen() succeeded.
+  void start();
+  // Closes the listening socket; sessions already running go on.
+  void stop_accepting();
+  // Requests being handled right now (read complete, response not finished).
+  std::size_t active_requests() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace switchyard::http

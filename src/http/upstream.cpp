@@ -1,0 +1,191 @@
+#include "http/upstream.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <array>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "http/beast_glue.h"
+
+namespace switchyard::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+using net::awaitable;
+using net::ip::tcp;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+struct UpstreamPool::Connection {
+  explicit Connection(net::any_io_executor ex) : stream(ex) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+};
+
+struct UpstreamPool::State {
+  net::any_io_executor executor;
+  Url url;
+  UpstreamOptions options;
+  std::vector<std::unique_ptr<Connection>> idle;
+};
+
+UpstreamPool::UpstreamPool(net::any_io_executor executor, Url url, UpstreamOptions options)
+    : state_(std::make_unique<State>(State{executor, std::move(url), options, {}})) {}
+UpstreamPool::~UpstreamPool() = default;
+const Url& UpstreamPool::url() const { return state_->url; }
+const UpstreamOptions& UpstreamPool::options() const { return state_->options; }
+std::size_t UpstreamPool::idle_connections() const { return state_->idle.size(); }
+
+struct UpstreamCall::State {
+  explicit State(UpstreamPool::State& p) : pool(p) {}
+  UpstreamPool::State& pool;
+  std::unique_ptr<UpstreamPool::Connection> conn;
+  std::optional<beast_http::response_parser<beast_http::buffer_body>> parser;
+  std::array<char, 16 * 1024> piece;
+  bool done = false;  // the response was read to its end
+};
+
+UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(*pool.state_)) {}
+
+UpstreamCall::~UpstreamCall() {
+  auto& s = *state_;
+  if (s.conn && s.done && s.parser && s.parser->keep_alive() &&
+      s.pool.idle.size() < s.pool.options.max_idle) {
+    s.pool.idle.push_back(std::move(s.conn));
+  }
+}
+
+void UpstreamCall::abort() {
+  failure_ = UpstreamFailure::aborted;
+  if (state_->conn) state_->conn->stream.close();
+}
+
+namespace {
+
+UpstreamFailure classify(const boost::system::error_code& ec) {
+  if (ec == beast::error::timeout) return UpstreamFailure::timeout;
+  if (ec == net::error::operation_aborted) return UpstreamFailure::aborted;
+  if (ec.category() == beast_http::make_error_code(beast_http::error::end_of_stream).category() &&
+      ec != beast_http::error::end_of_stream && ec != beast_http::error::partial_message)
+    return UpstreamFailure::protocol;
+  return UpstreamFailure::reset;
+}
+
+awaitable<boost::system::error_code> connect(UpstreamPool::Connection& conn, const Url& url,
+                                             std::chrono::milliseconds timeout) {
+  tcp::resolver resolver(conn.stream.get_executor());
+  const std::string port = std::to_string(url.port);
+  auto [rec, results] = co_await resolver.async_resolve(url.host, port, use_tuple);
+  if (rec) co_return rec;
+  conn.stream.expires_after(timeout);
+  auto [cec, ep] = co_await conn.stream.async_connect(results, use_tuple);
+  if (!cec) conn.stream.socket().set_option(tcp::no_delay(true));
+  co_return cec;
+}
+
+}  // namespace
+
+awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& request) {
+  auto& s = *state_;
+  const auto& opts = s.pool.options;
+  beast_http::request<beast_http::string_body> req{
+      beast_http::string_to_verb(request.method), s.pool.url.path + request.target, 11};
+  copy_headers(request.headers, req);
+  req.set(beast_http::field::host, s.pool.url.authority());
+  req.keep_alive(true);
+  req.body() = request.body;
+  req.prepare_payload();
+
+  // A reused connection may have been closed by the upstream while idle; such
+  // a failure before any response byte is retried once on a fresh connection.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool reused = false;
+    if (!s.pool.idle.empty()) {
+      s.conn = std::move(s.pool.idle.back());
+      s.pool.idle.pop_back();
+      reused = true;
+    } else {
+      s.conn = std::make_unique<UpstreamPool::Connection>(s.pool.executor);
+      if (auto ec = co_await connect(*s.conn, s.pool.url, opts.connect_timeout)) {
+        if (failure_ != UpstreamFailure::aborted) failure_ = UpstreamFailure::connect;
+        co_return Error{fmt::format("cannot connect to {}: {}", s.pool.url.authority(),
+                                    ec == beast::error::timeout ? "timed out" : ec.message())};
+      }
+    }
+    auto& conn = *s.conn;
+    conn.stream.expires_after(opts.first_byte_timeout);
+    auto [wec, wn] = co_await beast_http::async_write(conn.stream, req, use_tuple);
+    if (!wec) {
+      s.parser.emplace();
+      s.parser->body_limit(boost::none);
+      auto [rec, rn] = co_await beast_http::async_read_header(conn.stream, conn.buffer, *s.parser,
+                                                              use_tuple);
+      if (!rec) {
+        UpstreamHead head;
+        head.status = static_cast<int>(s.parser->get().result_int());
+        head.headers = to_headers(s.parser->get());
+        s.done = s.parser->is_done();
+        co_return head;
+      }
+      wec = rec;
+    }
+    const bool stale = reused && failure_ != UpstreamFailure::aborted &&
+                       (wec == beast_http::error::end_of_stream || wec == net::error::eof ||
+                        wec == net::error::connection_reset || wec == net::error::broken_pipe);
+    if (stale) continue;
+    if (failure_ != UpstreamFailure::aborted) failure_ = classify(wec);
+    s.conn.reset();
+    co_return Error{fmt::format("{} failed: {}", s.pool.url.authority(),
+                                wec == beast::error::timeout ? "no response in time" : wec.message())};
+  }
+  failure_ = UpstreamFailure::reset;
+  co_return Error{fmt::format("{} closed the connection twice", s.pool.url.authority())};
+}
+
+awaitable<Result<std::string_view>> UpstreamCall::read_some() {
+  auto& s = *state_;
+  // Chunk framing alone yields no body bytes: read until there are some.
+  while (!s.done) {
+    auto& conn = *s.conn;
+    auto& body = s.parser->get().body();
+    body.data = s.piece.data();
+    body.size = s.piece.size();
+    conn.stream.expires_after(s.pool.options.idle_timeout);
+    auto [ec, n] =
+        co_await beast_http::async_read_some(conn.stream, conn.buffer, *s.parser, use_tuple);
+    if (ec == beast_http::error::need_buffer) ec = {};
+    if (ec) {
+      if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec);
+      conn.stream.close();
+      co_return Error{fmt::format("{} broke off the response: {}", s.pool.url.authority(),
+                                  ec == beast::error::timeout ? "no data within the idle timeout"
+                                                              : ec.message())};
+    }
+    const std::size_t got = s.piece.size() - body.size;
+    s.done = s.parser->is_done();
+    if (got > 0) co_return std::string_view(s.piece.data(), got);
+  }
+  co_return std::string_view{};
+}
+
+awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit) {
+  std::string out;
+  for (;;) {
+    auto piece = co_await read_some();
+    if (!piece) co_return piece.error();
+    if (piece->empty()) co_return out;
+    if (out.size() + piece->size() > limit) {
+      abort();
+      failure_ = UpstreamFailure::protocol;
+      co_return Error{fmt::format("response from {} exceeds {} bytes",
+                                  state_->pool.url.authority(), limit)};
+    }
+    out.append(*piece);
+  }
+}
+
+}  // namespace switchyard::http

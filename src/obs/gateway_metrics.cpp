@@ -1,0 +1,98 @@
+#include "obs/gateway_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace switchyard::obs {
+
+namespace {
+
+// Buckets from 5 ms to 10 min: first bytes of cached prompts to long
+// non-streamed generations.
+prometheus::Histogram::BucketBoundaries latency_buckets() {
+  return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
+}
+
+}  // namespace
+
+struct GatewayMetrics::Impl {
+  prometheus::Registry registry;
+  prometheus::Family<prometheus::Counter>& requests =
+      prometheus::BuildCounter()
+          .Name("switchyard_requests_total")
+          .Help("Requests answered, by model, instance and HTTP status.")
+          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& ttfb =
+      prometheus::BuildHistogram()
+          .Name("switchyard_time_to_first_byte_seconds")
+          .Help("Time from the request's arrival to the first response byte sent to the client.")
+          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& duration =
+      prometheus::BuildHistogram()
+          .Name("switchyard_request_duration_seconds")
+          .Help("Time from the request's arrival to the end of its response.")
+          .Register(registry);
+  prometheus::Family<prometheus::Gauge>& in_flight =
+      prometheus::BuildGauge()
+          .Name("switchyard_instance_in_flight")
+          .Help("Requests the gateway has in flight on each instance.")
+          .Register(registry);
+  prometheus::Family<prometheus::Gauge>& slots =
+      prometheus::BuildGauge()
+          .Name("switchyard_instance_slots")
+          .Help("Requests each instance may run at once.")
+          .Register(registry);
+  prometheus::Family<prometheus::Gauge>& up =
+      prometheus::BuildGauge()
+          .Name("switchyard_instance_up")
+          .Help("1 when the instance is ready to take requests, else 0.")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& tokens =
+      prometheus::BuildCounter()
+          .Name("switchyard_tokens_total")
+          .Help("Tokens engines reported in usage, by model and kind (prompt, completion).")
+          .Register(registry);
+};
+
+GatewayMetrics::GatewayMetrics() : impl_(std::make_unique<Impl>()) {}
+GatewayMetrics::~GatewayMetrics() = default;
+
+void GatewayMetrics::request_finished(const std::string& model, const std::string& instance,
+                                      int status, double ttfb_seconds, double total_seconds) {
+  const std::map<std::string, std::string> labels{
+      {"model", model}, {"instance", instance}, {"status", std::to_string(status)}};
+  impl_->requests.Add(labels).Increment();
+  const std::map<std::string, std::string> where{{"model", model}};
+  if (ttfb_seconds >= 0) impl_->ttfb.Add(where, latency_buckets()).Observe(ttfb_seconds);
+  impl_->duration.Add(where, latency_buckets()).Observe(total_seconds);
+}
+
+void GatewayMetrics::set_in_flight(const std::string& instance, int value) {
+  impl_->in_flight.Add({{"instance", instance}}).Set(value);
+}
+
+void GatewayMetrics::set_instance_up(const std::string& instance, const std::string& model,
+                                     bool up) {
+  impl_->up.Add({{"instance", instance}, {"model", model}}).Set(up ? 1 : 0);
+}
+
+void GatewayMetrics::set_instance_slots(const std::string& instance, int slots) {
+  impl_->slots.Add({{"instance", instance}}).Set(slots);
+}
+
+void GatewayMetrics::add_tokens(const std::string& model, long prompt_tokens,
+                                long completion_tokens) {
+  if (prompt_tokens > 0)
+    impl_->tokens.Add({{"model", model}, {"kind", "prompt"}}).Increment(prompt_tokens);
+  if (completion_tokens > 0)
+    impl_->tokens.Add({{"model", model}, {"kind", "completion"}}).Increment(completion_tokens);
+}
+
+std::string GatewayMetrics::render() const {
+  return prometheus::TextSerializer().Serialize(impl_->registry.Collect());
+}
+
+}  // namespace switchyard::obs

@@ -1,0 +1,44 @@
+#include "openai/api_error.h"
+
+#include "common/json_text.h"
+
+namespace switchyard::openai {
+
+ApiError ApiError::bad_request(std::string message, std::string param) {
+  return {400, std::move(message), "invalid_request_error", std::move(param), {}};
+}
+ApiError ApiError::unauthorized(std::string message) {
+  return {401, std::move(message), "authentication_error", {}, "invalid_api_key"};
+}
+ApiError ApiError::not_found(std::string message, std::string code) {
+  return {404, std::move(message), "invalid_request_error", {}, std::move(code)};
+}
+ApiError ApiError::method_not_allowed(std::string message) {
+  return {405, std::move(message), "invalid_request_error", {}, "method_not_allowed"};
+}
+ApiError ApiError::too_large(std::string message) {
+  return {413, std::move(message), "invalid_request_error", {}, "request_too_large"};
+}
+ApiError ApiError::unavailable(std::string message, std::string code) {
+  return {503, std::move(message), "server_error", {}, std::move(code)};
+}
+ApiError ApiError::bad_gateway(std::string message) {
+  return {502, std::move(message), "upstream_error", {}, "bad_gateway"};
+}
+ApiError ApiError::internal(std::string message) {
+  return {500, std::move(message), "server_error", {}, {}};
+}
+
+std::string error_body(const ApiError& e) {
+  const auto opt = [](const std::string& s) { return s.empty() ? std::string("null") : json_quote(s); };
+  return "{\"error\":{\"message\":" + json_quote(e.message) + ",\"type\":" + json_quote(e.type) +
+         ",\"param\":" + opt(e.param) + ",\"code\":" + opt(e.code) + "}}";
+}
+
+http::Response error_response(const ApiError& e) {
+  http::Response r = http::json_response(e.status, error_body(e));
+  if (e.status == 503 || e.status == 429) r.headers.add("Retry-After", "1");
+  return r;
+}
+
+}  // namespace switchyard::openai

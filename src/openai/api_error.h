@@ -1,0 +1,33 @@
+// OpenAI-style errors: the one place where a failure becomes an HTTP status
+// and a body {"error":{"message","type","param","code"}}.
+#pragma once
+
+#include <string>
+
+#include "http/message.h"
+
+namespace switchyard::openai {
+
+struct ApiError {
+  int status = 500;
+  std::string message;  // one line naming what was wrong
+  std::string type;     // invalid_request_error, authentication_error, ...
+  std::string param;    // the offending field, or empty
+  std::string code;     // a stable machine-readable code, or empty
+
+  static ApiError bad_request(std::string message, std::string param = {});
+  static ApiError unauthorized(std::string message);
+  static ApiError not_found(std::string message, std::string code = {});
+  static ApiError method_not_allowed(std::string message);
+  static ApiError too_large(std::string message);
+  static ApiError unavailable(std::string message, std::string code = {});
+  static ApiError bad_gateway(std::string message);
+  static ApiError internal(std::string message);
+};
+
+// The JSON body alone.
+std::string error_body(const ApiError& error);
+// A complete response; 503s carry Retry-After.
+http::Response error_response(const ApiError& error);
+
+}  // namespace switchyard::openai

@@ -1,0 +1,36 @@
+// llama-server's HTTP surface over the simulated engine: the same paths, JSON
+// keys and key order, status codes, headers and SSE framing as a real
+// llama-server (see ../shared/reference/llamacpp/ for the captures).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "http/exchange.h"
+#include "sim/engine.h"
+
+namespace switchyard::sim {
+
+struct LlamacppApiOptions {
+  // Name the model is served as (llama-server -a); echoed when a request
+  // names no model.
+  std::string model_alias = "sim";
+  // Shown in /props as model_path.
+  std::string model_path = "sim.gguf";
+};
+
+class LlamacppApi final : public http::Handler {
+ public:
+  // `engine` must outlive this handler.
+  LlamacppApi(Engine& engine, LlamacppApiOptions options);
+  ~LlamacppApi() override;
+
+  boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;
+  http::Response protocol_error(int status, std::string message) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace switchyard::sim
