@@ -34,7 +34,8 @@ Result<std::pair<std::string, std::uint16_t>> split_listen(const std::string& te
   if (colon == std::string::npos || colon + 1 == text.size())
     return Error{"listen address '" + text + "' needs a port, e.g. 127.0.0.1:8080"};
   std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host.empty()) host = "0.0.0.0";
   unsigned port = 0;
   const char* first = text.data() + colon + 1;

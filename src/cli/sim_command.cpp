@@ -62,7 +62,8 @@ Command add_sim_command(CLI::App& app) {
   sub->add_option("--port", flags->port, "Port to listen on (0: any free port)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  sub->add_option("--slots,--parallel", flags->engine.slots, "Parallel sequences; more requests wait")
+  sub->add_option("--slots,--parallel", flags->engine.slots,
+                  "Parallel sequences; more requests wait")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
   sub->add_option("--ctx-size,-c", flags->engine.ctx_size, "Total context, split across slots")

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,10 @@ namespace switchyard::fleet {
 
 Result<ChildProcess> ChildProcess::spawn(const std::string& command,
                                          const std::map<std::string, std::string>& env) {
+  // Orphans of the group (an engine whose shell exited) become our children,
+  // so they are reaped here instead of lingering as zombies.
+  static const bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
+  (void)subreaper;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     return Error{fmt::format("cannot create a pipe: {}", strerror(errno))};
@@ -69,12 +74,15 @@ Result<ChildProcess> ChildProcess::spawn(const std::string& command,
 }
 
 ChildProcess::ChildProcess(ChildProcess&& o) noexcept
-    : pid_(std::exchange(o.pid_, -1)), output_fd_(std::exchange(o.output_fd_, -1)) {}
+    : pid_(std::exchange(o.pid_, -1)),
+      pgid_(std::exchange(o.pgid_, -1)),
+      output_fd_(std::exchange(o.output_fd_, -1)) {}
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
   if (this != &o) {
     if (output_fd_ >= 0) close(output_fd_);
     pid_ = std::exchange(o.pid_, -1);
+    pgid_ = std::exchange(o.pgid_, -1);
     output_fd_ = std::exchange(o.output_fd_, -1);
   }
   return *this;
@@ -84,20 +92,32 @@ ChildProcess::~ChildProcess() {
   if (output_fd_ >= 0) close(output_fd_);
 }
 
-int ChildProcess::release_output_fd() { return std::exchange(output_fd_, -1); }
+int ChildProcess::release_output_fd() {
+  return std::exchange(output_fd_, -1);
+}
 
 void ChildProcess::signal(int sig) const {
-  if (pid_ > 0) ::kill(-pid_, sig);
+  if (pgid_ > 0) ::kill(-pgid_, sig);
 }
 
 bool ChildProcess::try_wait(int& status) {
-  if (pid_ <= 0) return true;
-  const pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r == pid_ || (r < 0 && errno == ECHILD)) {
-    pid_ = -1;
-    return true;
+  if (pgid_ <= 0) return true;
+  for (;;) {
+    int st = 0;
+    const pid_t r = waitpid(-pgid_, &st, WNOHANG);
+    if (r <= 0) break;  // nothing more has ended (or no children left)
+    if (r == pid_) {
+      status = st;
+      pid_ = -1;
+    }
   }
-  return false;
+  return pid_ < 0;
+}
+
+bool ChildProcess::group_alive() {
+  int ignored = 0;
+  try_wait(ignored);  // reap first: a zombie still counts for kill()
+  return pgid_ > 0 && ::kill(-pgid_, 0) == 0;
 }
 
 std::string describe_exit(int status) {

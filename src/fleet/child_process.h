@@ -1,6 +1,7 @@
 // A supervised engine process: started through /bin/sh in a process group of
 // its own (so stopping it stops whatever it spawned), with stdout and stderr
-// on one pipe for the supervisor to log.
+// on one pipe for the supervisor to log. The gateway is made a child
+// subreaper, so engines orphaned by their shell are still reaped here.
 #pragma once
 
 #include <sys/types.h>
@@ -30,12 +31,17 @@ class ChildProcess {
 
   // Signals the whole process group.
   void signal(int sig) const;
-  // Non-blocking reap: true (and the exit status) once the process has ended.
+  // Reaps what has ended in the group, without blocking. True (and the
+  // shell's exit status) once the shell itself has ended.
   bool try_wait(int& status);
+  // Whether any process of the group is still running. The shell may exit
+  // on SIGTERM while the engine it started runs on, so stopping waits for this.
+  bool group_alive();
 
  private:
-  ChildProcess(pid_t pid, int fd) : pid_(pid), output_fd_(fd) {}
-  pid_t pid_ = -1;
+  ChildProcess(pid_t pid, int fd) : pid_(pid), pgid_(pid), output_fd_(fd) {}
+  pid_t pid_ = -1;   // the shell; -1 once it has been reaped
+  pid_t pgid_ = -1;  // the group, which outlives the shell while the engine runs
   int output_fd_ = -1;
 };
 

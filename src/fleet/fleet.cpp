@@ -19,10 +19,14 @@ constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 const char* to_string(InstanceState state) {
   switch (state) {
-    case InstanceState::starting: return "starting";
-    case InstanceState::ready: return "ready";
-    case InstanceState::down: return "down";
-    case InstanceState::stopped: return "stopped";
+    case InstanceState::starting:
+      return "starting";
+    case InstanceState::ready:
+      return "ready";
+    case InstanceState::down:
+      return "down";
+    case InstanceState::stopped:
+      return "stopped";
   }
   return "unknown";
 }
@@ -160,6 +164,7 @@ awaitable<void> Fleet::State::run_instance(Instance& inst) {
     int status = 0;
     if (sup.process && sup.process->try_wait(status)) {
       spdlog::error("instance {}: engine {} during start-up", inst.name(), describe_exit(status));
+      sup.process->signal(SIGKILL);
       sup.process.reset();
       set_state(inst, InstanceState::down);
       co_return;
@@ -192,6 +197,7 @@ awaitable<void> Fleet::State::run_instance(Instance& inst) {
     int status = 0;
     if (sup.process->try_wait(status)) {
       spdlog::error("instance {}: engine {}", inst.name(), describe_exit(status));
+      sup.process->signal(SIGKILL);  // whatever the shell left behind
       sup.process.reset();
       set_state(inst, InstanceState::down);
       co_return;
@@ -257,18 +263,18 @@ awaitable<void> Fleet::stop() {
     bool running = false;
     for (std::size_t i = 0; i < s->supervised.size(); ++i) {
       auto& sup = s->supervised[i];
-      int status = 0;
       if (!sup.process) continue;
-      if (sup.process->try_wait(status)) {
-        spdlog::info("instance {}: engine {}", s->instances[i]->name(), describe_exit(status));
-        sup.process.reset();
-        s->set_state(*s->instances[i], InstanceState::stopped);
-      } else {
+      if (sup.process->group_alive()) {
         running = true;
+        continue;
       }
+      spdlog::info("instance {}: engine stopped{}", s->instances[i]->name(),
+                   killed ? " (killed after timeouts.stop)" : "");
+      sup.process.reset();
     }
     if (!running) break;
     if (!killed && std::chrono::steady_clock::now() > deadline) {
+      spdlog::warn("engines still running after timeouts.stop: sending SIGKILL");
       for (auto& sup : s->supervised)
         if (sup.process) sup.process->signal(SIGKILL);
       killed = true;

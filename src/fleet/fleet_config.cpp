@@ -49,7 +49,8 @@ void check_keys(const YAML::Node& map, const std::string& where,
 }
 
 std::string scalar(const YAML::Node& node, const std::string& field) {
-  if (!node.IsScalar()) fail(node, fmt::format("{}: expected a string, got {}", field, describe(node)));
+  if (!node.IsScalar())
+    fail(node, fmt::format("{}: expected a string, got {}", field, describe(node)));
   return node.Scalar();
 }
 
@@ -97,17 +98,20 @@ ModelConfig parse_model(const YAML::Node& node, std::size_t i) {
 InstanceConfig parse_instance(const YAML::Node& node, std::size_t i) {
   const auto where = fmt::format("instances[{}]", i);
   if (!node.IsMap()) fail(node, where + ": expected a mapping");
-  check_keys(node, where,
-             {"name", "model", "url", "command", "env", "gpus", "slots", "api_key", "served_model"});
+  check_keys(
+      node, where,
+      {"name", "model", "url", "command", "env", "gpus", "slots", "api_key", "served_model"});
   InstanceConfig inst;
-  inst.name = node["name"] ? non_empty(node["name"], where + ".name") : fmt::format("instance{}", i);
+  inst.name =
+      node["name"] ? non_empty(node["name"], where + ".name") : fmt::format("instance{}", i);
   if (!node["model"]) fail(node, where + ".model: required (the model this instance serves)");
   inst.model = non_empty(node["model"], where + ".model");
   if (node["url"]) inst.url = non_empty(node["url"], where + ".url");
   if (node["command"]) inst.command = non_empty(node["command"], where + ".command");
   if (inst.url.has_value() == inst.command.has_value())
-    fail(node, where + ": give exactly one of 'url' (an engine already running) and 'command' "
-                       "(an engine the gateway starts)");
+    fail(node, where +
+                   ": give exactly one of 'url' (an engine already running) and 'command' "
+                   "(an engine the gateway starts)");
   if (const auto env = node["env"]) {
     if (!env.IsMap()) fail(env, where + ".env: expected a mapping of NAME: value");
     for (const auto& kv : env) {
@@ -136,10 +140,14 @@ void parse_timeouts(const YAML::Node& node, Timeouts& t) {
              {"connect", "first_byte", "stream_idle", "client_header", "client_body", "startup",
               "drain", "stop"});
   const std::pair<const char*, std::chrono::milliseconds*> fields[] = {
-      {"connect", &t.connect},         {"first_byte", &t.first_byte},
-      {"stream_idle", &t.stream_idle}, {"client_header", &t.client_header},
-      {"client_body", &t.client_body}, {"startup", &t.startup},
-      {"drain", &t.drain},             {"stop", &t.stop}};
+      {"connect", &t.connect},
+      {"first_byte", &t.first_byte},
+      {"stream_idle", &t.stream_idle},
+      {"client_header", &t.client_header},
+      {"client_body", &t.client_body},
+      {"startup", &t.startup},
+      {"drain", &t.drain},
+      {"stop", &t.stop}};
   for (auto [name, target] : fields)
     if (node[name]) *target = duration(node[name], std::string("timeouts.") + name);
 }
@@ -184,10 +192,14 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   std::string_view unit(end, text.data() + text.size() - end);
   double ms_per_unit = 0;
-  if (unit.empty() || unit == "s") ms_per_unit = 1000;
-  else if (unit == "ms") ms_per_unit = 1;
-  else if (unit == "m" || unit == "min") ms_per_unit = 60000;
-  else if (unit == "h") ms_per_unit = 3600000;
+  if (unit.empty() || unit == "s")
+    ms_per_unit = 1000;
+  else if (unit == "ms")
+    ms_per_unit = 1;
+  else if (unit == "m" || unit == "min")
+    ms_per_unit = 60000;
+  else if (unit == "h")
+    ms_per_unit = 3600000;
   if (ec != std::errc() || ms_per_unit == 0 || value < 0 || !std::isfinite(value))
     return Error{fmt::format("'{}' is not a duration (use e.g. 250ms, 5s, 2m)", text)};
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(value * ms_per_unit)));
@@ -199,9 +211,8 @@ Result<std::uint64_t> parse_size(std::string_view text) {
   std::string unit(end, text.data() + text.size() - end);
   std::transform(unit.begin(), unit.end(), unit.begin(), ::tolower);
   static const std::pair<const char*, double> units[] = {
-      {"", 1},      {"b", 1},      {"k", 1e3},          {"kb", 1e3},      {"kib", 1024.0},
-      {"m", 1e6},   {"mb", 1e6},   {"mib", 1048576.0},  {"g", 1e9},       {"gb", 1e9},
-      {"gib", 1073741824.0}};
+      {"", 1},     {"b", 1},           {"k", 1e3}, {"kb", 1e3}, {"kib", 1024.0},      {"m", 1e6},
+      {"mb", 1e6}, {"mib", 1048576.0}, {"g", 1e9}, {"gb", 1e9}, {"gib", 1073741824.0}};
   for (auto [u, factor] : units) {
     if (unit == u && ec == std::errc() && value > 0 && std::isfinite(value))
       return static_cast<std::uint64_t>(value * factor);
@@ -243,10 +254,13 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (const auto keys = root["api_keys"]) c.api_keys = string_list(keys, "api_keys");
     if (const auto routing = root["routing"]) {
       const auto policy = scalar(routing, "routing");
-      if (policy == "least-outstanding") c.policy = RoutingPolicy::least_outstanding;
-      else if (policy == "round-robin") c.policy = RoutingPolicy::round_robin;
-      else fail(routing, fmt::format("routing: '{}' is not a policy (least-outstanding, round-robin)",
-                                     policy));
+      if (policy == "least-outstanding")
+        c.policy = RoutingPolicy::least_outstanding;
+      else if (policy == "round-robin")
+        c.policy = RoutingPolicy::round_robin;
+      else
+        fail(routing,
+             fmt::format("routing: '{}' is not a policy (least-outstanding, round-robin)", policy));
     }
     if (const auto limit = root["body_limit"]) {
       auto size = parse_size(scalar(limit, "body_limit"));

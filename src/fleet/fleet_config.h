@@ -39,20 +39,20 @@ struct InstanceConfig {
 };
 
 struct Timeouts {
-  std::chrono::milliseconds connect{5000};           // TCP connect to an engine
-  std::chrono::milliseconds first_byte{600000};      // request sent → response headers
-  std::chrono::milliseconds stream_idle{120000};     // silence between two chunks
-  std::chrono::milliseconds client_header{60000};    // client idle / slow headers
-  std::chrono::milliseconds client_body{60000};      // reading a request body
-  std::chrono::milliseconds startup{600000};         // supervised engine until /health 200
-  std::chrono::milliseconds drain{30000};            // SIGTERM: in-flight requests may finish
-  std::chrono::milliseconds stop{10000};             // SIGTERM → SIGKILL for engines
+  std::chrono::milliseconds connect{5000};         // TCP connect to an engine
+  std::chrono::milliseconds first_byte{600000};    // request sent → response headers
+  std::chrono::milliseconds stream_idle{120000};   // silence between two chunks
+  std::chrono::milliseconds client_header{60000};  // client idle / slow headers
+  std::chrono::milliseconds client_body{60000};    // reading a request body
+  std::chrono::milliseconds startup{600000};       // supervised engine until /health 200
+  std::chrono::milliseconds drain{30000};          // SIGTERM: in-flight requests may finish
+  std::chrono::milliseconds stop{10000};           // SIGTERM → SIGKILL for engines
 };
 
 enum class RoutingPolicy { least_outstanding, round_robin };
 
 struct FleetConfig {
-  std::string source;                // file name, for messages
+  std::string source;  // file name, for messages
   std::string listen = "127.0.0.1:8080";
   std::vector<ModelConfig> models;
   std::vector<InstanceConfig> instances;

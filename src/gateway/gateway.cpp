@@ -142,29 +142,38 @@ Gateway::~Gateway() = default;
 
 std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   const Route* route = find_route(head.path());
-  if (!route)
-    return openai::error_response(ApiError::not_found(
+  std::optional<http::Response> refusal;
+  if (!route) {
+    refusal = openai::error_response(ApiError::not_found(
         fmt::format("no route for {} {}", head.method, head.path()), "unknown_url"));
-  if (head.method != route->method) {
-    auto r = openai::error_response(ApiError::method_not_allowed(
+  } else if (head.method != route->method) {
+    refusal = openai::error_response(ApiError::method_not_allowed(
         fmt::format("{} takes {}, not {}", route->path, route->method, head.method)));
-    r.headers.add("Allow", std::string(route->method));
-    return r;
+    refusal->headers.add("Allow", std::string(route->method));
+  } else if (route->needs_key && !impl_->keys.allows(head.headers.find("authorization"))) {
+    refusal = openai::error_response(
+        ApiError::unauthorized(head.headers.find("authorization")
+                                   ? "the API key is not valid"
+                                   : "an API key is required: send 'Authorization: Bearer <key>'"));
   }
-  if (route->needs_key && !impl_->keys.allows(head.headers.find("authorization")))
-    return openai::error_response(ApiError::unauthorized(
-        head.headers.find("authorization")
-            ? "the API key is not valid"
-            : "an API key is required: send 'Authorization: Bearer <key>'"));
-  return std::nullopt;
+  if (refusal) {
+    refusal->headers.add("X-Request-Id", request_id(head.headers, impl_->rng));
+    spdlog::info("access id={} {} {} status={} refused before the body",
+                 *refusal->headers.find("x-request-id"), head.method, head.target, refusal->status);
+  }
+  return refusal;
 }
 
 http::Response Gateway::protocol_error(int status, std::string message) {
   ApiError e = status == 413 ? ApiError::too_large(std::move(message))
-                             : ApiError{status, std::move(message),
+                             : ApiError{status,
+                                        std::move(message),
                                         status >= 500 ? "server_error" : "invalid_request_error",
-                                        {}, {}};
-  return openai::error_response(e);
+                                        {},
+                                        {}};
+  http::Response r = openai::error_response(e);
+  r.headers.add("X-Request-Id", request_id({}, impl_->rng));
+  return r;
 }
 
 awaitable<void> Gateway::handle(http::Request request, http::Exchange& exchange) {
@@ -219,10 +228,10 @@ awaitable<void> Gateway::Impl::forward(http::Request& request, openai::Endpoint 
   }
   auto model = catalog.resolve(facts->model);
   if (!model) {
-    const ApiError error = ApiError::not_found(
-        fmt::format("the model '{}' does not exist; served models: {}", facts->model,
-                    catalog.describe()),
-        "model_not_found");
+    const ApiError error =
+        ApiError::not_found(fmt::format("the model '{}' does not exist; served models: {}",
+                                        facts->model, catalog.describe()),
+                            "model_not_found");
     co_await fail(exchange, record, error);
     co_return;
   }
@@ -266,9 +275,11 @@ awaitable<void> Gateway::Impl::forward(http::Request& request, openai::Endpoint 
   http::UpstreamRequest upstream;
   upstream.method = request.head.method;
   upstream.target = request.head.target;
-  upstream.headers.add("Content-Type", std::string(request.head.headers.find("content-type")
-                                                       .value_or("application/json")));
-  if (auto accept = request.head.headers.find("accept")) upstream.headers.add("Accept", std::string(*accept));
+  upstream.headers.add(
+      "Content-Type",
+      std::string(request.head.headers.find("content-type").value_or("application/json")));
+  if (auto accept = request.head.headers.find("accept"))
+    upstream.headers.add("Accept", std::string(*accept));
   upstream.headers.add("X-Request-Id", record.id);
   // The client's Authorization is the gateway's business, never the engine's.
   if (inst.config.api_key) upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
@@ -302,8 +313,8 @@ awaitable<void> Gateway::Impl::relay(fleet::Instance& inst, http::UpstreamCall& 
     auto head = co_await call.send(upstream);
     if (!head) {
       if (record.client_gone) co_return;
-      const ApiError error =
-          ApiError::bad_gateway(fmt::format("instance {} failed: {}", inst.name(), head.error().message));
+      const ApiError error = ApiError::bad_gateway(
+          fmt::format("instance {} failed: {}", inst.name(), head.error().message));
       co_await fail(exchange, record, error);
       co_return;
     }
@@ -352,7 +363,8 @@ awaitable<void> Gateway::Impl::relay(fleet::Instance& inst, http::UpstreamCall& 
                      piece.error().message);
         const ApiError error = ApiError::bad_gateway(
             fmt::format("instance {} failed mid-stream: {}", inst.name(), piece.error().message));
-        const std::string tail = http::sse_event(openai::error_body(error)) + http::sse_event("[DONE]");
+        const std::string tail =
+            http::sse_event(openai::error_body(error)) + http::sse_event("[DONE]");
         if (co_await exchange.send_chunk(tail)) co_await exchange.end_stream();
         co_return;
       }
@@ -396,7 +408,8 @@ http::Response Gateway::Impl::models_response() const {
                                          {"owned_by", "switchyard"},
                                          {"alias_of", m.name}});
   }
-  return http::json_response(200, to_json_text(boost::json::object{{"object", "list"}, {"data", data}}));
+  return http::json_response(200,
+                             to_json_text(boost::json::object{{"object", "list"}, {"data", data}}));
 }
 
 http::Response Gateway::Impl::health_response() const {
@@ -404,13 +417,13 @@ http::Response Gateway::Impl::health_response() const {
   bool any_ready = false;
   for (const auto& inst : fleet.instances()) {
     any_ready |= inst->state == fleet::InstanceState::ready;
-    instances.push_back(boost::json::object{
-        {"name", inst->name()},
-        {"model", inst->model()},
-        {"state", fleet::to_string(inst->state)},
-        {"url", inst->url ? "http://" + inst->url->authority() : ""},
-        {"slots", inst->slots},
-        {"in_flight", router.in_flight(inst->index)}});
+    instances.push_back(
+        boost::json::object{{"name", inst->name()},
+                            {"model", inst->model()},
+                            {"state", fleet::to_string(inst->state)},
+                            {"url", inst->url ? "http://" + inst->url->authority() : ""},
+                            {"slots", inst->slots},
+                            {"in_flight", router.in_flight(inst->index)}});
   }
   boost::json::object body{{"status", any_ready ? "ok" : "unavailable"},
                            {"instances", std::move(instances)}};
@@ -423,13 +436,13 @@ void Gateway::Impl::finish(const http::Request& request, const Exchange& record)
   metrics.request_finished(record.model, record.instance, status, record.ttfb, total);
   if (record.usage)
     metrics.add_tokens(record.model, record.usage->prompt_tokens, record.usage->completion_tokens);
-  spdlog::info("access id={} {} {} model={} instance={} status={} in={}B out={}B ttfb_ms={:.1f} "
-               "ms={:.1f}{}",
-               record.id, request.head.method, request.head.target,
-               record.model.empty() ? "-" : record.model,
-               record.instance.empty() ? "-" : record.instance, status, record.bytes_in,
-               record.bytes_out, record.ttfb < 0 ? 0.0 : record.ttfb * 1e3, total * 1e3,
-               record.client_gone ? " client_gone" : "");
+  spdlog::info(
+      "access id={} {} {} model={} instance={} status={} in={}B out={}B ttfb_ms={:.1f} "
+      "ms={:.1f}{}",
+      record.id, request.head.method, request.head.target,
+      record.model.empty() ? "-" : record.model, record.instance.empty() ? "-" : record.instance,
+      status, record.bytes_in, record.bytes_out, record.ttfb < 0 ? 0.0 : record.ttfb * 1e3,
+      total * 1e3, record.client_gone ? " client_gone" : "");
 }
 
 }  // namespace switchyard::gateway

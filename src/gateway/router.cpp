@@ -1,6 +1,7 @@
 #include "gateway/router.h"
 
 #include <cassert>
+#include <stdexcept>
 
 namespace switchyard::gateway {
 
@@ -18,12 +19,16 @@ RouteLease::~RouteLease() {
 }
 
 void Router::add_instance(std::size_t index, std::string model, int slots) {
-  assert(index == entries_.size());
+  if (index != entries_.size()) throw std::logic_error("Router: instances must be added in order");
   entries_.push_back(Entry{std::move(model), slots, false, 0});
 }
 
-void Router::set_ready(std::size_t index, bool ready) { entries_.at(index).ready = ready; }
-void Router::set_slots(std::size_t index, int slots) { entries_.at(index).slots = slots; }
+void Router::set_ready(std::size_t index, bool ready) {
+  entries_.at(index).ready = ready;
+}
+void Router::set_slots(std::size_t index, int slots) {
+  entries_.at(index).slots = slots;
+}
 
 std::optional<RouteLease> Router::acquire(const std::string& model, Refusal* why) {
   const std::size_t n = entries_.size();

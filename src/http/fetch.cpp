@@ -62,8 +62,8 @@ Result<FetchResponse> fetch(const FetchRequest& request) {
       net::detached);
   io.run_for(request.timeout + std::chrono::milliseconds(100));
   if (!outcome)
-    return Error{fmt::format("{}: no complete response within {} ms", request.url,
-                             request.timeout.count())};
+    return Error{
+        fmt::format("{}: no complete response within {} ms", request.url, request.timeout.count())};
   return std::move(*outcome);
 }
 

@@ -12,6 +12,10 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
+void Headers::add(std::string name, std::string value) {
+  entries_.emplace_back(std::move(name), std::move(value));
+}
+
 void Headers::set(std::string_view name, std::string value) {
   remove(name);
   entries_.emplace_back(std::string(name), std::move(value));

@@ -16,9 +16,7 @@ class Headers {
  public:
   using Entry = std::pair<std::string, std::string>;
 
-  void add(std::string name, std::string value) {
-    entries_.emplace_back(std::move(name), std::move(value));
-  }
+  void add(std::string name, std::string value);
   // Replaces every entry named `name` with one entry.
   void set(std::string_view name, std::string value);
   void remove(std::string_view name);

@@ -53,7 +53,8 @@ class SessionExchange final : public Exchange {
         static_cast<beast_http::status>(response.status), version_};
     res.set(beast_http::field::server, options_.server_name);
     // A handler may end the connection after this response.
-    if (auto c = response.headers.find("connection"); c && iequals(*c, "close")) keep_alive_ = false;
+    if (auto c = response.headers.find("connection"); c && iequals(*c, "close"))
+      keep_alive_ = false;
     response.headers.remove("connection");
     copy_headers(response.headers, res);
     res.body() = std::move(response.body);
@@ -129,6 +130,28 @@ class SessionExchange final : public Exchange {
   bool ok_ = true;
 };
 
+// A deadline for one read that cancels it but leaves the socket open, so a
+// stalled client can still be told 408. (Beast's stream deadline closes the
+// socket.)
+class ReadDeadline {
+ public:
+  ReadDeadline(beast::tcp_stream& stream, std::chrono::milliseconds timeout)
+      : timer_(stream.get_executor(), timeout) {
+    stream.expires_never();
+    timer_.async_wait([&stream, expired = expired_](const boost::system::error_code& ec) {
+      if (ec) return;  // cancelled: the read finished first
+      *expired = true;
+      stream.socket().cancel();
+    });
+  }
+  ~ReadDeadline() { timer_.cancel(); }
+  bool expired() const { return *expired_; }
+
+ private:
+  std::shared_ptr<bool> expired_ = std::make_shared<bool>(false);
+  net::steady_timer timer_;
+};
+
 // Writes a response outside any exchange (protocol errors) and reports success.
 awaitable<bool> write_response(beast::tcp_stream& stream, const ServerOptions& options,
                                Response response, unsigned version) {
@@ -142,7 +165,9 @@ awaitable<bool> write_response(beast::tcp_stream& stream, const ServerOptions& o
 Server::Server(net::any_io_executor executor, Handler& handler, ServerOptions options)
     : state_(std::make_shared<State>(executor, handler, std::move(options))) {}
 
-Server::~Server() { stop_accepting(); }
+Server::~Server() {
+  stop_accepting();
+}
 
 Result<std::uint16_t> Server::listen() {
   const auto& o = state_->options;
@@ -170,7 +195,9 @@ void Server::stop_accepting() {
   state_->acceptor.close(ec);
 }
 
-std::size_t Server::active_requests() const { return state_->active.load(); }
+std::size_t Server::active_requests() const {
+  return state_->active.load();
+}
 
 awaitable<void> Server::State::accept_loop() {
   auto self = shared_from_this();
@@ -193,7 +220,8 @@ awaitable<void> Server::State::session(tcp::socket socket) {
   auto self = shared_from_this();
   boost::system::error_code ec;
   const auto peer = socket.remote_endpoint(ec);
-  const std::string remote = ec ? "?" : fmt::format("{}:{}", peer.address().to_string(), peer.port());
+  const std::string remote =
+      ec ? "?" : fmt::format("{}:{}", peer.address().to_string(), peer.port());
   beast::tcp_stream stream(std::move(socket));
   // Outside the loop: it may already hold the start of a pipelined request.
   beast::flat_buffer buffer;
@@ -205,17 +233,21 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     // gets a 413 (below) rather than a parse error.
     parser.body_limit(boost::none);
 
-    stream.expires_after(options.header_timeout);
+    std::optional<ReadDeadline> header_deadline(std::in_place, stream, options.header_timeout);
     auto [read_ec, n] = co_await beast_http::async_read_header(stream, buffer, parser, use_tuple);
+    const bool header_timed_out = header_deadline->expired();
+    header_deadline.reset();
     if (read_ec) {
-      if (read_ec == beast_http::error::end_of_stream || read_ec == net::error::eof ||
-          read_ec == net::error::connection_reset || read_ec == net::error::operation_aborted)
-        break;
       // Only a client that started a request and stalled is owed an answer.
-      if (read_ec == beast::error::timeout && buffer.size() == 0) break;
-      Response error = read_ec == beast::error::timeout
-                           ? handler.protocol_error(408, "timed out reading request headers")
-                           : handler.protocol_error(400, "malformed HTTP request: " + read_ec.message());
+      if (header_timed_out && buffer.size() == 0) break;
+      if (!header_timed_out &&
+          (read_ec == beast_http::error::end_of_stream || read_ec == net::error::eof ||
+           read_ec == net::error::connection_reset || read_ec == net::error::operation_aborted))
+        break;
+      Response error =
+          header_timed_out
+              ? handler.protocol_error(408, "timed out reading request headers")
+              : handler.protocol_error(400, "malformed HTTP request: " + read_ec.message());
       co_await write_response(stream, options, std::move(error), 11);
       break;
     }
@@ -230,9 +262,9 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     const unsigned version = msg.version();
 
     if (head.content_length && *head.content_length > options.body_limit) {
-      Response error = handler.protocol_error(
-          413, fmt::format("request body is {} bytes; the limit is {} bytes",
-                           *head.content_length, options.body_limit));
+      Response error =
+          handler.protocol_error(413, fmt::format("request body is {} bytes; the limit is {} bytes",
+                                                  *head.content_length, options.body_limit));
       co_await write_response(stream, options, std::move(error), version);
       break;
     }
@@ -249,14 +281,16 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     }
 
     parser.body_limit(options.body_limit);  // for chunked bodies of unknown length
-    stream.expires_after(options.body_timeout);
+    std::optional<ReadDeadline> body_deadline(std::in_place, stream, options.body_timeout);
     auto [body_ec, bn] = co_await beast_http::async_read(stream, buffer, parser, use_tuple);
+    const bool body_timed_out = body_deadline->expired();
+    body_deadline.reset();
     if (body_ec) {
       std::optional<Response> error;
       if (body_ec == beast_http::error::body_limit)
         error = handler.protocol_error(
             413, fmt::format("request body exceeds the limit of {} bytes", options.body_limit));
-      else if (body_ec == beast::error::timeout)
+      else if (body_timed_out)
         error = handler.protocol_error(408, "timed out reading the request body");
       if (error) co_await write_response(stream, options, std::move(*error), version);
       break;

@@ -36,9 +36,15 @@ struct UpstreamPool::State {
 UpstreamPool::UpstreamPool(net::any_io_executor executor, Url url, UpstreamOptions options)
     : state_(std::make_unique<State>(State{executor, std::move(url), options, {}})) {}
 UpstreamPool::~UpstreamPool() = default;
-const Url& UpstreamPool::url() const { return state_->url; }
-const UpstreamOptions& UpstreamPool::options() const { return state_->options; }
-std::size_t UpstreamPool::idle_connections() const { return state_->idle.size(); }
+const Url& UpstreamPool::url() const {
+  return state_->url;
+}
+const UpstreamOptions& UpstreamPool::options() const {
+  return state_->options;
+}
+std::size_t UpstreamPool::idle_connections() const {
+  return state_->idle.size();
+}
 
 struct UpstreamCall::State {
   explicit State(UpstreamPool::State& p) : pool(p) {}
@@ -92,8 +98,8 @@ awaitable<boost::system::error_code> connect(UpstreamPool::Connection& conn, con
 awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& request) {
   auto& s = *state_;
   const auto& opts = s.pool.options;
-  beast_http::request<beast_http::string_body> req{
-      beast_http::string_to_verb(request.method), s.pool.url.path + request.target, 11};
+  beast_http::request<beast_http::string_body> req{beast_http::string_to_verb(request.method),
+                                                   s.pool.url.path + request.target, 11};
   copy_headers(request.headers, req);
   req.set(beast_http::field::host, s.pool.url.authority());
   req.keep_alive(true);
@@ -122,8 +128,8 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     if (!wec) {
       s.parser.emplace();
       s.parser->body_limit(boost::none);
-      auto [rec, rn] = co_await beast_http::async_read_header(conn.stream, conn.buffer, *s.parser,
-                                                              use_tuple);
+      auto [rec, rn] =
+          co_await beast_http::async_read_header(conn.stream, conn.buffer, *s.parser, use_tuple);
       if (!rec) {
         UpstreamHead head;
         head.status = static_cast<int>(s.parser->get().result_int());
@@ -139,8 +145,9 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     if (stale) continue;
     if (failure_ != UpstreamFailure::aborted) failure_ = classify(wec);
     s.conn.reset();
-    co_return Error{fmt::format("{} failed: {}", s.pool.url.authority(),
-                                wec == beast::error::timeout ? "no response in time" : wec.message())};
+    co_return Error{
+        fmt::format("{} failed: {}", s.pool.url.authority(),
+                    wec == beast::error::timeout ? "no response in time" : wec.message())};
   }
   failure_ = UpstreamFailure::reset;
   co_return Error{fmt::format("{} closed the connection twice", s.pool.url.authority())};
@@ -161,9 +168,9 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
     if (ec) {
       if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec);
       conn.stream.close();
-      co_return Error{fmt::format("{} broke off the response: {}", s.pool.url.authority(),
-                                  ec == beast::error::timeout ? "no data within the idle timeout"
-                                                              : ec.message())};
+      co_return Error{fmt::format(
+          "{} broke off the response: {}", s.pool.url.authority(),
+          ec == beast::error::timeout ? "no data within the idle timeout" : ec.message())};
     }
     const std::size_t got = s.piece.size() - body.size;
     s.done = s.parser->is_done();
@@ -181,8 +188,8 @@ awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit) {
     if (out.size() + piece->size() > limit) {
       abort();
       failure_ = UpstreamFailure::protocol;
-      co_return Error{fmt::format("response from {} exceeds {} bytes",
-                                  state_->pool.url.authority(), limit)};
+      co_return Error{
+          fmt::format("response from {} exceeds {} bytes", state_->pool.url.authority(), limit)};
     }
     out.append(*piece);
   }

@@ -45,11 +45,11 @@ struct UpstreamHead {
 // How a call failed, for the caller's retry decision.
 enum class UpstreamFailure {
   none,
-  connect,  // refused, unreachable, or connect timeout: nothing was sent
-  reset,    // the connection broke (reset, EOF mid-message)
-  timeout,  // no headers or no body bytes within the deadline
-  protocol, // the upstream sent something that is not HTTP
-  aborted,  // abort() was called
+  connect,   // refused, unreachable, or connect timeout: nothing was sent
+  reset,     // the connection broke (reset, EOF mid-message)
+  timeout,   // no headers or no body bytes within the deadline
+  protocol,  // the upstream sent something that is not HTTP
+  aborted,   // abort() was called
 };
 
 // Owns idle connections to one upstream. Not thread-safe: use it from one

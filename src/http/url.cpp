@@ -6,7 +6,9 @@
 
 namespace switchyard::http {
 
-std::string Url::authority() const { return fmt::format("{}:{}", host, port); }
+std::string Url::authority() const {
+  return fmt::format("{}:{}", host, port);
+}
 
 Result<Url> parse_url(std::string_view text) {
   const auto bad = [&](std::string_view why) {

@@ -30,7 +30,9 @@ ApiError ApiError::internal(std::string message) {
 }
 
 std::string error_body(const ApiError& e) {
-  const auto opt = [](const std::string& s) { return s.empty() ? std::string("null") : json_quote(s); };
+  const auto opt = [](const std::string& s) {
+    return s.empty() ? std::string("null") : json_quote(s);
+  };
   return "{\"error\":{\"message\":" + json_quote(e.message) + ",\"type\":" + json_quote(e.type) +
          ",\"param\":" + opt(e.param) + ",\"code\":" + opt(e.code) + "}}";
 }

@@ -11,14 +11,20 @@ namespace {
 const char* type_name(simdjson::dom::element_type t) {
   using T = simdjson::dom::element_type;
   switch (t) {
-    case T::ARRAY: return "an array";
-    case T::OBJECT: return "an object";
+    case T::ARRAY:
+      return "an array";
+    case T::OBJECT:
+      return "an object";
     case T::INT64:
     case T::UINT64:
-    case T::DOUBLE: return "a number";
-    case T::STRING: return "a string";
-    case T::BOOL: return "a boolean";
-    case T::NULL_VALUE: return "null";
+    case T::DOUBLE:
+      return "a number";
+    case T::STRING:
+      return "a string";
+    case T::BOOL:
+      return "a boolean";
+    case T::NULL_VALUE:
+      return "null";
   }
   return "a value";
 }
@@ -27,15 +33,22 @@ Error wrong_type(std::string_view field, std::string_view expected, simdjson::do
   return Error{fmt::format("'{}' must be {}, not {}", field, expected, type_name(e.type()))};
 }
 
-bool is_integer(simdjson::dom::element e) { return e.is_int64() || e.is_uint64(); }
+bool is_integer(simdjson::dom::element e) {
+  return e.is_int64() || e.is_uint64();
+}
 
 std::string_view required_field(Endpoint endpoint) {
   switch (endpoint) {
-    case Endpoint::chat_completions: return "messages";
-    case Endpoint::completions: return "prompt";
-    case Endpoint::embeddings: return "input";
-    case Endpoint::tokenize: return "content";
-    case Endpoint::detokenize: return "tokens";
+    case Endpoint::chat_completions:
+      return "messages";
+    case Endpoint::completions:
+      return "prompt";
+    case Endpoint::embeddings:
+      return "input";
+    case Endpoint::tokenize:
+      return "content";
+    case Endpoint::detokenize:
+      return "tokens";
   }
   return {};
 }
@@ -58,8 +71,8 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
   simdjson::dom::element root;
   if (auto err = impl_->dom.parse(body.data(), body.size()).get(root)) {
     if (err == simdjson::UTF8_ERROR) return Error{"the request body is not valid UTF-8"};
-    return Error{fmt::format("the request body is not valid JSON ({})",
-                             simdjson::error_message(err))};
+    return Error{
+        fmt::format("the request body is not valid JSON ({})", simdjson::error_message(err))};
   }
   simdjson::dom::object obj;
   if (root.get_object().get(obj)) return Error{"the request body must be a JSON object"};
@@ -100,8 +113,7 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
       if (!value.is_number() && !value.is_null()) return wrong_type(key, "a number", value);
     }
   }
-  if (!has_required && !required.empty())
-    return Error{fmt::format("'{}' is required", required)};
+  if (!has_required && !required.empty()) return Error{fmt::format("'{}' is required", required)};
   if (endpoint == Endpoint::chat_completions && obj["messages"].get_array().size() == 0)
     return Error{"'messages' must not be empty"};
 

@@ -59,7 +59,7 @@ awaitable<SlotLease> Engine::acquire() {
   waiters_.push_back(waiter);
   ++counters_.requests_deferred;
   ++counters_.requests_deferred_total;
-  auto [ec] = co_await waiter->timer.async_wait(use_tuple);
+  co_await waiter->timer.async_wait(use_tuple);  // cancelled by release() or by our caller
   if (waiter->granted_slot >= 0) co_return SlotLease(this, waiter->granted_slot);
   // Cancelled before a slot came free: leave the queue.
   std::erase(waiters_, waiter);
@@ -117,20 +117,23 @@ awaitable<Token> Engine::decode(const SlotLease& lease, int remaining) {
   s.next_step += scaled(1.0 / options_.tokens_per_second);
   co_await sleep_until(s.next_step);
   const auto words = static_cast<Token>(tokenizer_.vocab_size()) - tokenizer_.first_word_token();
-  const Token token =
-      tokenizer_.first_word_token() + static_cast<Token>(rng_() % static_cast<std::uint64_t>(words / 2));
+  const Token token = tokenizer_.first_word_token() +
+                      static_cast<Token>(rng_() % static_cast<std::uint64_t>(words / 2));
   ++counters_.tokens_predicted_total;
   ++counters_.n_decode_total;
   ++s.view.n_decoded;
   s.view.n_remain = remaining - 1;
-  const double seconds = std::chrono::duration<double>(clock_type::now() - s.decode_started).count();
+  const double seconds =
+      std::chrono::duration<double>(clock_type::now() - s.decode_started).count();
   counters_.tokens_predicted_seconds_total +=
       std::chrono::duration<double>(scaled(1.0 / options_.tokens_per_second)).count();
   if (seconds > 0) counters_.last_predicted_per_second = s.view.n_decoded / seconds;
   co_return token;
 }
 
-int Engine::natural_length() { return 16 + static_cast<int>(rng_() % 113); }
+int Engine::natural_length() {
+  return 16 + static_cast<int>(rng_() % 113);
+}
 
 std::vector<SlotView> Engine::slots() const {
   std::vector<SlotView> out;

@@ -44,7 +44,7 @@ struct EngineCounters {
   std::uint64_t n_tokens_max = 0;
   int requests_processing = 0;
   int requests_deferred = 0;
-  int max_requests_processing = 0;          // highest requests_processing seen
+  int max_requests_processing = 0;            // highest requests_processing seen
   std::uint64_t requests_deferred_total = 0;  // requests that ever waited for a slot
   double last_prompt_per_second = 0;
   double last_predicted_per_second = 0;
@@ -115,7 +115,7 @@ class Engine {
   struct Slot {
     bool busy = false;
     SlotView view;
-    std::vector<Token> last_prompt;                  // for the prefix cache
+    std::vector<Token> last_prompt;                   // for the prefix cache
     std::chrono::steady_clock::time_point next_step;  // paces decode
     std::chrono::steady_clock::time_point decode_started;
   };

@@ -166,8 +166,8 @@ awaitable<void> LlamacppApi::handle(http::Request request, http::Exchange& excha
 }
 
 http::Response LlamacppApi::protocol_error(int status, std::string message) {
-  return error_reply({status, std::move(message),
-                      status >= 500 ? "server_error" : "invalid_request_error"});
+  return error_reply(
+      {status, std::move(message), status >= 500 ? "server_error" : "invalid_request_error"});
 }
 
 std::string LlamacppApi::Impl::new_id() {
@@ -201,7 +201,8 @@ http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
   }
   if (method != "POST") return error_reply({404, "File Not Found", "not_found_error"});
   if (path == "/v1/embeddings" || path == "/embeddings" || path == "/embedding")
-    return error_reply({501, "This server does not support embeddings. Start it with `--embeddings`",
+    return error_reply({501,
+                        "This server does not support embeddings. Start it with `--embeddings`",
                         "not_supported_error"});
   std::optional<Api> api;
   if (path == "/v1/chat/completions" || path == "/chat/completions") api = Api::chat;
@@ -240,8 +241,8 @@ std::optional<http::Response> LlamacppApi::Impl::route_get(std::string_view path
 
 http::Response LlamacppApi::Impl::models() const {
   const auto& alias = options.model_alias;
-  json::object details{{"parent_model", ""},  {"format", "gguf"},
-                       {"family", ""},        {"families", json::array{""}},
+  json::object details{{"parent_model", ""},   {"format", "gguf"},
+                       {"family", ""},         {"families", json::array{""}},
                        {"parameter_size", ""}, {"quantization_level", ""}};
   json::object ollama_style{{"name", alias},
                             {"model", alias},
@@ -262,15 +263,15 @@ http::Response LlamacppApi::Impl::models() const {
                     {"n_params", 27000000000LL},
                     {"size", 16500000000LL},
                     {"ftype", "Q4_K - Medium (simulated)"}};
-  json::object entry{{"id", alias},
-                     {"aliases", json::array{json::string(alias)}},
-                     {"tags", json::array{}},
-                     {"object", "model"},
-                     {"created", std::chrono::duration_cast<std::chrono::seconds>(
-                                     started.time_since_epoch())
-                                     .count()},
-                     {"owned_by", "llamacpp"},
-                     {"meta", std::move(meta)}};
+  json::object entry{
+      {"id", alias},
+      {"aliases", json::array{json::string(alias)}},
+      {"tags", json::array{}},
+      {"object", "model"},
+      {"created",
+       std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count()},
+      {"owned_by", "llamacpp"},
+      {"meta", std::move(meta)}};
   json::object body{{"models", json::array{std::move(ollama_style)}},
                     {"object", "list"},
                     {"data", json::array{std::move(entry)}}};
@@ -318,8 +319,7 @@ http::Response LlamacppApi::Impl::metrics() const {
   };
   metric("llamacpp:prompt_tokens_total", "Number of prompt tokens processed.", "counter",
          c.prompt_tokens_total);
-  metric("llamacpp:prompt_seconds_total", "Prompt process time", "counter",
-         c.prompt_seconds_total);
+  metric("llamacpp:prompt_seconds_total", "Prompt process time", "counter", c.prompt_seconds_total);
   metric("llamacpp:tokens_predicted_total", "Number of generation tokens processed.", "counter",
          c.tokens_predicted_total);
   metric("llamacpp:tokens_predicted_seconds_total", "Predict process time", "counter",
@@ -327,16 +327,16 @@ http::Response LlamacppApi::Impl::metrics() const {
   metric("llamacpp:n_decode_total", "Total number of llama_decode() calls", "counter",
          c.n_decode_total);
   metric("llamacpp:n_tokens_max", "Largest observed n_tokens.", "counter", c.n_tokens_max);
-  metric("llamacpp:spec_decode_num_draft_tokens_total", "Total draft tokens generated",
-         "counter", 0);
+  metric("llamacpp:spec_decode_num_draft_tokens_total", "Total draft tokens generated", "counter",
+         0);
   metric("llamacpp:spec_decode_num_accepted_tokens_total",
          "Total draft tokens accepted by the target model", "counter", 0);
   metric("llamacpp:spec_decode_num_drafts_total", "Total speculative decoding verification steps",
          "counter", 0);
   metric("llamacpp:prompt_tokens_seconds", "Average prompt throughput in tokens/s.", "gauge",
          c.last_prompt_per_second);
-  metric("llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.",
-         "gauge", c.last_predicted_per_second);
+  metric("llamacpp:predicted_tokens_seconds", "Average generation throughput in tokens/s.", "gauge",
+         c.last_predicted_per_second);
   metric("llamacpp:requests_processing", "Number of requests processing.", "gauge",
          c.requests_processing);
   metric("llamacpp:requests_deferred", "Number of requests deferred.", "gauge",
@@ -443,8 +443,7 @@ std::variant<CompletionJob, ApiError> LlamacppApi::Impl::parse_job(Api api,
     job.model = std::string(model->get_string());
   else
     job.model = options.model_alias;
-  if (job.prompt.empty())
-    return ApiError{400, "the prompt is empty", "invalid_request_error"};
+  if (job.prompt.empty()) return ApiError{400, "the prompt is empty", "invalid_request_error"};
   if (static_cast<int>(job.prompt.size()) >= engine.slot_context())
     return ApiError{400,
                     fmt::format("the request exceeds the available context size ({} tokens, "
@@ -540,7 +539,8 @@ awaitable<void> LlamacppApi::Impl::complete(CompletionJob job, http::Exchange& e
         // Built outside the co_await: GCC 12 mishandles braced string
         // literals inside a co_await expression.
         json::object role_delta{{"role", "assistant"}, {"content", nullptr}};
-        json::object first{{"finish_reason", nullptr}, {"index", 0}, {"delta", std::move(role_delta)}};
+        json::object first{
+            {"finish_reason", nullptr}, {"index", 0}, {"delta", std::move(role_delta)}};
         const json::value event = chunk(std::move(first));
         if (!co_await send_event(event)) co_return;
       }
@@ -572,10 +572,10 @@ awaitable<void> LlamacppApi::Impl::complete(CompletionJob job, http::Exchange& e
     if (!job.stream) {
       json::object body;
       if (chat) {
-        body["choices"] = json::array{json::object{
-            {"finish_reason", finish},
-            {"index", 0},
-            {"message", json::object{{"role", "assistant"}, {"content", text}}}}};
+        body["choices"] = json::array{
+            json::object{{"finish_reason", finish},
+                         {"index", 0},
+                         {"message", json::object{{"role", "assistant"}, {"content", text}}}}};
         body["created"] = created;
         body["model"] = job.model;
         body["system_fingerprint"] = kFingerprint;
@@ -597,8 +597,8 @@ awaitable<void> LlamacppApi::Impl::complete(CompletionJob job, http::Exchange& e
     }
 
     if (chat) {
-      auto last = chunk(json::object{
-          {"finish_reason", finish}, {"index", 0}, {"delta", json::object{}}});
+      auto last =
+          chunk(json::object{{"finish_reason", finish}, {"index", 0}, {"delta", json::object{}}});
       if (!job.include_usage) last["timings"] = timings;
       if (!co_await send_event(last)) co_return;
       if (job.include_usage) {

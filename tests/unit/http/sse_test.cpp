@@ -38,7 +38,9 @@ TEST(SseData, JoinsDataLinesAndIgnoresOtherFields) {
   EXPECT_EQ(sse_data(": comment\n\n"), "");
 }
 
-TEST(SseEvent, FramesAPayload) { EXPECT_EQ(sse_event("[DONE]"), "data: [DONE]\n\n"); }
+TEST(SseEvent, FramesAPayload) {
+  EXPECT_EQ(sse_event("[DONE]"), "data: [DONE]\n\n");
+}
 
 }  // namespace
 }  // namespace switchyard::http

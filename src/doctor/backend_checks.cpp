@@ -1,0 +1,460 @@
+#include "doctor/backend_checks.h"
+
+#include <fmt/format.h>
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "doctor/prometheus_text.h"
+
+namespace switchyard::doctor {
+namespace {
+
+namespace json = boost::json;
+
+// Above this the engine has no room to admit what waits (vLLM's scheduler
+// starts preempting as it approaches 100%).
+constexpr double kv_near_full = 0.9;
+// llama-server's own figure is inflated under concurrency (field report: 600+
+// reported); 1.2 leaves room for the wall-time window's edges.
+constexpr double overreport_ratio = 1.2;
+// Below half the drafts accepted, the draft model's work is mostly wasted.
+constexpr double low_acceptance = 0.5;
+// The field report saw speculative decoding halve throughput at N=4.
+constexpr double batched_requests = 4;
+
+struct Names {
+  const char* preemptions;
+  const char* waiting;
+  const char* running;
+  const char* kv_usage;
+  const char* kv_usage_old;
+  const char* generated;
+  const char* draft_tokens;
+  const char* accepted_tokens;
+};
+
+constexpr Names vllm_names{"vllm:num_preemptions_total",
+                           "vllm:num_requests_waiting",
+                           "vllm:num_requests_running",
+                           "vllm:kv_cache_usage_perc",
+                           "vllm:gpu_cache_usage_perc",
+                           "vllm:generation_tokens_total",
+                           "vllm:spec_decode_num_draft_tokens_total",
+                           "vllm:spec_decode_num_accepted_tokens_total"};
+
+constexpr Names llama_names{"",
+                            "llamacpp:requests_deferred",
+                            "llamacpp:requests_processing",
+                            "llamacpp:kv_cache_usage_ratio",
+                            "",
+                            "llamacpp:tokens_predicted_total",
+                            "llamacpp:spec_decode_num_draft_tokens_total",
+                            "llamacpp:spec_decode_num_accepted_tokens_total"};
+
+std::optional<json::value> parse_json(const std::optional<std::string>& body) {
+  if (!body) return std::nullopt;
+  boost::system::error_code ec;
+  json::value v = json::parse(*body, ec);
+  if (ec) return std::nullopt;
+  return v;
+}
+
+std::optional<double> number_at(const json::value& v, std::initializer_list<const char*> path) {
+  const json::value* at = &v;
+  for (const char* key : path) {
+    const json::object* obj = at->if_object();
+    if (!obj) return std::nullopt;
+    auto it = obj->find(key);
+    if (it == obj->end()) return std::nullopt;
+    at = &it->value();
+  }
+  if (at->is_int64()) return static_cast<double>(at->as_int64());
+  if (at->is_uint64()) return static_cast<double>(at->as_uint64());
+  if (at->is_double()) return at->as_double();
+  return std::nullopt;
+}
+
+class Analysis {
+ public:
+  Analysis(const BackendObservation& obs, MetricsText first, MetricsText second,
+           BackendReport& report)
+      : obs_(obs), m1_(std::move(first)), m2_(std::move(second)), report_(report) {}
+
+  void run() {
+    if (m2_.has_prefix("vllm:")) {
+      report_.engine = Engine::vllm;
+    } else if (m2_.has_prefix("llamacpp:")) {
+      report_.engine = Engine::llama_cpp;
+    } else {
+      note("backend.engine",
+           fmt::format("{}/metrics carries no vllm: or llamacpp: metrics: not an engine doctor "
+                       "knows (a proxy?), so only reachability was checked.",
+                       obs_.url));
+      return;
+    }
+    const Names& n = report_.engine == Engine::vllm ? vllm_names : llama_names;
+    if (counters_went_back(n)) return;
+    throughput(n);
+    if (report_.engine == Engine::vllm) preemptions(n);
+    waiting_with_full_kv(n);
+    speculative_decoding(n);
+    if (report_.engine == Engine::vllm) {
+      prefix_cache();
+      vllm_capacity(n);
+      latency_histograms();
+    } else {
+      llama_self_report(n);
+      llama_slots();
+    }
+  }
+
+ private:
+  void note(const std::string& check, std::string message) {
+    report_.findings.push_back({Severity::note, check, obs_.url, std::move(message)});
+  }
+  void warn(const std::string& check, std::string message) {
+    report_.findings.push_back({Severity::warning, check, obs_.url, std::move(message)});
+  }
+  void measure(std::string name, double value, std::string unit) {
+    report_.measurements.push_back({std::move(name), value, std::move(unit)});
+  }
+
+  std::optional<double> delta(const char* name) const {
+    auto a = m1_.sum(name);
+    auto b = m2_.sum(name);
+    if (!a || !b) return std::nullopt;
+    return *b - *a;
+  }
+
+  double window() const { return obs_.window_seconds; }
+
+  // A restart between the scrapes makes every delta meaningless.
+  bool counters_went_back(const Names& n) {
+    for (const char* name : {n.generated, n.preemptions}) {
+      if (*name == '\0') continue;
+      if (auto d = delta(name); d && *d < 0) {
+        warn("backend.restarted",
+             fmt::format("{} went backwards between the two scrapes: the engine restarted "
+                         "during the window. Rerun doctor once it is stable.",
+                         name));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void throughput(const Names& n) {
+    auto generated = delta(n.generated);
+    if (generated && window() > 0) {
+      measure("generation_tokens_per_s", *generated / window(), "tok/s");
+    }
+    if (auto running = m2_.sum(n.running)) measure("requests_running", *running, "requests");
+  }
+
+  void preemptions(const Names& n) {
+    auto total = m2_.sum(n.preemptions);
+    if (!total) return;
+    measure("preemptions_total", *total, "requests");
+    const double d = delta(n.preemptions).value_or(0);
+    if (d > 0) {
+      warn("backend.preemptions",
+           fmt::format("vLLM preempted {:.0f} requests during the {:.1f} s window ({:.0f} since "
+                       "start): the KV pool cannot hold every running sequence, so requests are "
+                       "evicted and recomputed and throughput collapses. Lower --max-num-seqs "
+                       "(8–12 for agent sessions) or --max-model-len (64K–96K), and limit active "
+                       "sessions at the gateway.",
+                       d, window(), *total));
+    } else if (*total > 0) {
+      note("backend.preemptions",
+           fmt::format("{:.0f} preemptions since start, none during the window: the KV pool "
+                       "ran out earlier. If it recurs, lower --max-num-seqs or --max-model-len.",
+                       *total));
+    }
+  }
+
+  std::optional<double> kv_usage(const MetricsText& m, const Names& n) const {
+    auto usage = m.max(n.kv_usage);
+    if (!usage && *n.kv_usage_old) usage = m.max(n.kv_usage_old);
+    return usage;
+  }
+
+  void waiting_with_full_kv(const Names& n) {
+    // Judge each scrape and report the one closer to trouble: waiting with a
+    // full pool first, then more waiting, then fuller.
+    struct Point {
+      double waiting;
+      std::optional<double> usage;
+      auto rank() const {
+        const bool full = waiting > 0 && usage.value_or(0) >= kv_near_full;
+        return std::tuple(full, waiting, usage.value_or(0));
+      }
+    };
+    std::optional<Point> worst;
+    for (const MetricsText* m : {&m1_, &m2_}) {
+      auto waiting = m->sum(n.waiting);
+      if (!waiting) continue;
+      Point p{*waiting, kv_usage(*m, n)};
+      if (!worst || p.rank() > worst->rank()) worst = p;
+    }
+    if (auto usage = kv_usage(m2_, n)) measure("kv_cache_usage", *usage, "ratio");
+    if (!worst) return;
+    measure("requests_waiting", worst->waiting, "requests");
+    if (worst->waiting <= 0) return;
+    if (worst->usage && *worst->usage >= kv_near_full) {
+      warn("backend.kv_full",
+           fmt::format("{:.0f} requests are waiting while the KV pool is {:.0f}% full: the engine "
+                       "is out of KV cache, not compute. Lower --max-model-len or the number of "
+                       "sequences (--max-num-seqs / -np), or admit fewer sessions at the gateway.",
+                       worst->waiting, *worst->usage * 100));
+    } else {
+      note("backend.waiting",
+           fmt::format("{:.0f} requests wait inside the engine{}: every sequence slot is busy. "
+                       "Let the gateway queue instead (cap the instance at its slots), where the "
+                       "queue can be fair.",
+                       worst->waiting,
+                       worst->usage
+                           ? fmt::format(" with the KV pool at {:.0f}%", *worst->usage * 100)
+                           : std::string()));
+    }
+  }
+
+  void speculative_decoding(const Names& n) {
+    auto drafted = delta(n.draft_tokens);
+    auto accepted = delta(n.accepted_tokens);
+    std::string span = "during the window";
+    if (!drafted || *drafted <= 0) {
+      drafted = m2_.sum(n.draft_tokens);
+      accepted = m2_.sum(n.accepted_tokens);
+      span = "since start";
+    }
+    if (!drafted || !accepted || *drafted <= 0) return;
+    const double rate = *accepted / *drafted;
+    measure("spec_decode_acceptance", rate, "ratio");
+    if (rate < low_acceptance) {
+      warn("backend.spec_decode",
+           fmt::format("Speculative decoding accepted {:.0f}% of drafted tokens {}: most draft "
+                       "work is wasted. Draft fewer tokens or turn it off and compare "
+                       "tokens/wall; under batching it can hurt even at high acceptance.",
+                       rate * 100, span));
+      return;
+    }
+    const double running = m2_.sum(n.running).value_or(0);
+    if (running >= batched_requests) {
+      note("backend.spec_decode",
+           fmt::format("Speculative decoding is on ({:.0f}% accepted) with {:.0f} requests "
+                       "running: under batching it can cost more than it gains (the field report "
+                       "measured 97 → 50 tok/s at 4 concurrent requests with MTP). Compare with it "
+                       "off at your concurrency.",
+                       rate * 100, running));
+    }
+  }
+
+  void prefix_cache() {
+    const char* queries = "vllm:prefix_cache_queries_total";
+    const char* hits = "vllm:prefix_cache_hits_total";
+    auto q = delta(queries);
+    auto h = delta(hits);
+    std::string span = "during the window";
+    if (!q || *q <= 0) {
+      q = m2_.sum(queries);
+      h = m2_.sum(hits);
+      span = "since start";
+    }
+    if (!q || !h || *q <= 0) return;
+    measure("prefix_cache_hit_rate", *h / *q, "ratio");
+    if (*h <= 0) {
+      warn("backend.prefix_cache",
+           fmt::format("The prefix cache was queried for {:.0f} tokens {} and hit none. This is "
+                       "common on hybrid (Mamba + attention) models, where it caches nothing "
+                       "reusable: measure once with --no-enable-prefix-caching, since agents that "
+                       "resend their whole context gain nothing from it here.",
+                       *q, span));
+    }
+  }
+
+  void vllm_capacity(const Names& n) {
+    const Sample* info = m2_.first("vllm:cache_config_info");
+    if (!info) return;
+    const std::string* blocks = info->label("num_gpu_blocks");
+    const std::string* block_size = info->label("block_size");
+    if (!blocks || !block_size) return;
+    const double pool = std::atof(blocks->c_str()) * std::atof(block_size->c_str());
+    if (pool <= 0) return;
+    measure("kv_pool_tokens", pool, "tokens");
+
+    // vLLM's /v1/models lists each served model with its max_model_len.
+    std::optional<double> max_model_len;
+    if (auto models = parse_json(obs_.models); models && models->is_object()) {
+      const json::value* data = models->as_object().if_contains("data");
+      if (data && data->is_array() && !data->as_array().empty()) {
+        max_model_len = number_at(data->as_array()[0], {"max_model_len"});
+      }
+    }
+    if (!max_model_len || *max_model_len <= 0) return;
+    measure("max_model_len", *max_model_len, "tokens");
+    const std::string pool_text =
+        fmt::format("the pool holds {:.0f} tokens (num_gpu_blocks {} × block_size {})", pool,
+                    *blocks, *block_size);
+
+    if (obs_.max_num_seqs) {
+      const double wanted = *obs_.max_num_seqs * *max_model_len;
+      if (wanted > pool) {
+        warn("backend.kv_capacity",
+             fmt::format("--max-num-seqs {} × --max-model-len {:.0f} = {:.0f} tokens of KV, but "
+                         "{}: long sessions on every slot cannot fit, so vLLM will preempt. "
+                         "Lower either until the product fits (e.g. --max-num-seqs {:.0f} at this "
+                         "length).",
+                         *obs_.max_num_seqs, *max_model_len, wanted, pool_text,
+                         std::max(1.0, std::floor(pool / *max_model_len))));
+      }
+      return;
+    }
+    const double full_length = pool / *max_model_len;
+    const double running = std::max(m1_.sum(n.running).value_or(0), m2_.sum(n.running).value_or(0));
+    if (running > full_length) {
+      note("backend.kv_capacity",
+           fmt::format("{:.0f} sequences are running, but {}: only {:.1f} sequences at the full "
+                       "--max-model-len {:.0f}. Fine while contexts stay short; pass the engine's "
+                       "--max-num-seqs to doctor (--max-num-seqs) to check the configured limit.",
+                       running, pool_text, full_length, *max_model_len));
+    }
+  }
+
+  void latency_histograms() {
+    struct Family {
+      const char* name;
+      const char* label;
+    };
+    for (const Family f : {Family{"vllm:time_to_first_token_seconds", "ttft"},
+                           Family{"vllm:request_queue_time_seconds", "queue_time"}}) {
+      auto later = m2_.histogram(f.name);
+      auto earlier = m1_.histogram(f.name);
+      if (!later || !earlier) continue;
+      const Histogram window_h = histogram_delta(*later, *earlier);
+      if (window_h.count <= 0) continue;
+      if (auto mean = window_h.mean()) measure(std::string(f.label) + "_mean_s", *mean, "s");
+      if (auto p90 = window_h.quantile(0.9)) measure(std::string(f.label) + "_p90_s", *p90, "s");
+    }
+  }
+
+  void llama_self_report(const Names& n) {
+    auto reported = m2_.sum("llamacpp:predicted_tokens_seconds");
+    auto generated = delta(n.generated);
+    if (!reported || !generated) return;
+    if (*generated <= 0 || window() <= 0) {
+      note("backend.idle",
+           fmt::format("No tokens were generated during the {:.1f} s window, so the self-reported "
+                       "speed could not be checked: rerun doctor while it serves requests.",
+                       window()));
+      return;
+    }
+    const double measured = *generated / window();
+    measure("self_reported_tokens_per_s", *reported, "tok/s");
+    const double ratio = *reported / measured;
+    if (ratio <= overreport_ratio) return;
+    const bool busy_throughout =
+        m1_.sum(n.running).value_or(0) > 0 && m2_.sum(n.running).value_or(0) > 0;
+    const std::string head = fmt::format(
+        "llama-server reports {:.1f} tok/s (llamacpp:predicted_tokens_seconds) but "
+        "generated {:.1f} tok/s over the {:.1f} s window (tokens/wall), {:.1f}× less",
+        *reported, measured, window(), ratio);
+    if (busy_throughout) {
+      warn("backend.self_report",
+           head +
+               ": its own figure is inflated, as under concurrency. Trust tokens/wall "
+               "(switchyard bench) when comparing setups.");
+    } else {
+      note("backend.self_report",
+           head +
+               ", but it was idle at one end of the window, so the comparison is loose: "
+               "measure under steady load (switchyard bench).");
+    }
+  }
+
+  void llama_slots() {
+    auto props = parse_json(obs_.second.props ? obs_.second.props : obs_.first.props);
+    if (!props) return;
+    auto n_ctx = number_at(*props, {"default_generation_settings", "n_ctx"});
+    auto slots = number_at(*props, {"total_slots"});
+    if (!n_ctx || !slots) return;
+    measure("slots", *slots, "slots");
+    measure("slot_context_tokens", *n_ctx, "tokens");
+    if (auto busy = parse_json(obs_.second.slots); busy && busy->is_array()) {
+      double processing = 0;
+      for (const auto& slot : busy->as_array()) {
+        const json::object* o = slot.if_object();
+        if (o && o->contains("is_processing") && o->at("is_processing").is_bool() &&
+            o->at("is_processing").as_bool()) {
+          ++processing;
+        }
+      }
+      measure("slots_busy", processing, "slots");
+    }
+
+    // Older builds publish the pool's fill: tokens held and the fraction of
+    // the pool they are, hence the pool size.
+    auto tokens = m2_.sum("llamacpp:kv_cache_tokens");
+    auto ratio = m2_.max("llamacpp:kv_cache_usage_ratio");
+    if (!tokens || !ratio || *ratio <= 0) return;
+    const double pool = std::round(*tokens / *ratio);
+    measure("kv_pool_tokens", pool, "tokens");
+    const double wanted = *n_ctx * *slots;
+    if (wanted > pool * 1.01) {
+      warn(
+          "backend.kv_capacity",
+          fmt::format("{:.0f} slots × n_ctx {:.0f} = {:.0f} tokens, but the KV pool holds about "
+                      "{:.0f}: the slots share one pool (unified KV cache), so long sessions on "
+                      "every slot at once will not fit. Lower -np, or give each slot less context.",
+                      *slots, *n_ctx, wanted, pool));
+    }
+  }
+
+  const BackendObservation& obs_;
+  MetricsText m1_;
+  MetricsText m2_;
+  BackendReport& report_;
+};
+
+}  // namespace
+
+const char* to_string(Engine engine) {
+  switch (engine) {
+    case Engine::vllm:
+      return "vllm";
+    case Engine::llama_cpp:
+      return "llama.cpp";
+    case Engine::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+BackendReport analyze_backend(const BackendObservation& obs) {
+  BackendReport report;
+  report.url = obs.url;
+  report.window_seconds = obs.window_seconds;
+  if (!obs.first.metrics || !obs.second.metrics) {
+    if (obs.first.props || obs.second.props) report.engine = Engine::llama_cpp;
+    report.findings.push_back(
+        {Severity::warning, "backend.metrics", obs.url,
+         fmt::format("{}/metrics did not answer 200 on both scrapes, so nothing could be checked "
+                     "(llama-server serves metrics only when started with --metrics).",
+                     obs.url)});
+    return report;
+  }
+  auto first = MetricsText::parse(*obs.first.metrics);
+  auto second = MetricsText::parse(*obs.second.metrics);
+  if (!first || !second) {
+    report.findings.push_back({Severity::warning, "backend.metrics", obs.url,
+                               fmt::format("Could not parse {}/metrics: {}", obs.url,
+                                           (!first ? first.error() : second.error()).message)});
+    return report;
+  }
+  Analysis(obs, std::move(first.value()), std::move(second.value()), report).run();
+  return report;
+}
+
+}  // namespace switchyard::doctor

@@ -1,0 +1,113 @@
+#include "doctor/doctor.h"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <system_error>
+
+#include "doctor/box_verdicts.h"
+#include "doctor/doctor_report.h"
+#include "doctor/fleet_targets.h"
+#include "doctor/nvidia_smi.h"
+
+namespace switchyard::doctor {
+namespace {
+
+constexpr int exit_bad_input = 2;
+
+std::string trim_slash(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+// http://host[:port][/prefix] — what http::fetch can reach.
+bool plausible_http_url(const std::string& url) {
+  const std::string scheme = "http://";
+  if (url.rfind(scheme, 0) != 0) return false;
+  const std::string rest = url.substr(scheme.size());
+  return !rest.empty() && rest.front() != '/' && rest.front() != ':';
+}
+
+bool is_real_sys(const std::filesystem::path& root) {
+  std::error_code ec;
+  return std::filesystem::equivalent(root, "/sys", ec);
+}
+
+}  // namespace
+
+int run_doctor(const DoctorOptions& options, const Fetcher& fetch, std::ostream& out,
+               std::ostream& err) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options.sysfs_root, ec)) {
+    err << "--sysfs-root " << options.sysfs_root.string() << ": not a directory\n";
+    return exit_bad_input;
+  }
+  if (!options.urls.empty() && !options.fleet_config.empty()) {
+    err << "--url and -c cannot be combined: pass backends one way\n";
+    return exit_bad_input;
+  }
+  for (const auto& url : options.urls) {
+    if (!plausible_http_url(url)) {
+      err << "--url " << url << ": expected http://host:port (TLS is not supported)\n";
+      return exit_bad_input;
+    }
+  }
+  if (options.interval.count() < 0) {
+    err << "--interval: must be 0 or more seconds\n";
+    return exit_bad_input;
+  }
+  if (options.timeout.count() <= 0) {
+    err << "--timeout: must be more than 0 seconds\n";
+    return exit_bad_input;
+  }
+  if (options.max_num_seqs && *options.max_num_seqs <= 0) {
+    err << "--max-num-seqs: must be at least 1\n";
+    return exit_bad_input;
+  }
+
+  DoctorReport report;
+  std::vector<std::string> urls;
+  for (const auto& url : options.urls) urls.push_back(trim_slash(url));
+  if (!options.fleet_config.empty()) {
+    auto targets = read_fleet_targets(options.fleet_config);
+    if (!targets) {
+      err << targets.error().message << '\n';
+      return exit_bad_input;
+    }
+    urls = std::move(targets->urls);
+    report.fleet_notes = std::move(targets->skipped);
+  }
+
+  auto box = scan_box(options.sysfs_root);
+  if (!box) {
+    err << "--sysfs-root " << box.error().message << '\n';
+    return exit_bad_input;
+  }
+  report.box = std::move(box.value());
+  report.box_findings = judge_box(report.box);
+
+  const bool nvidia =
+      std::any_of(report.box.gpus.begin(), report.box.gpus.end(),
+                  [](const ScannedGpu& g) { return g.path.gpu().vendor_id == 0x10de; });
+  if (options.run_nvidia_smi && nvidia && is_real_sys(options.sysfs_root) &&
+      nvidia_smi_available()) {
+    report.nvidia_smi_topology = nvidia_smi_topology();
+  }
+
+  if (!urls.empty()) {
+    ProbeOptions probe;
+    probe.interval = options.interval;
+    probe.timeout = options.timeout;
+    probe.max_num_seqs = options.max_num_seqs;
+    report.backends = probe_backends(urls, fetch, probe);
+  }
+
+  if (options.json) {
+    out << boost::json::serialize(to_json(report)) << '\n';
+  } else {
+    write_text(report, out);
+  }
+  return report.exit_code();
+}
+
+}  // namespace switchyard::doctor

@@ -1,0 +1,101 @@
+// The official `openai` npm client against the gateway: what real users and
+// agent frameworks run. If the client parses it, types it and raises the
+// right error classes, the gateway is OpenAI-compatible where it matters.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+import { USER_MESSAGES, simFleet, startGateway, stopAll } from '../e2e/harness.mjs';
+
+const MODEL = 'qwen-27b';
+const KEY = 'sk-client-test';
+const TIMEOUT = { timeout: 20_000 };
+
+describe('openai client', () => {
+  let gw;
+  let client;
+  before(async () => {
+    gw = await startGateway({ ...simFleet({ count: 1, model: MODEL, aliases: ['default'], slots: 2, speedFactor: 20 }), api_keys: [KEY] });
+    // No retries: a 503 or 5xx must show up as a failure, not be hidden.
+    client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 15_000 });
+  });
+  after(stopAll);
+
+  test('models.list() has the model and its alias', TIMEOUT, async () => {
+    const ids = [];
+    for await (const m of client.models.list()) ids.push(m.id);
+    assert.ok(ids.includes(MODEL), `${MODEL} in ${ids}`);
+    assert.ok(ids.includes('default'), `default in ${ids}`);
+  });
+
+  test('chat.completions.create, not streamed', TIMEOUT, async () => {
+    const { data, response } = await client.chat.completions
+      .create({ model: 'default', messages: USER_MESSAGES, max_tokens: 10 }).withResponse();
+    assert.ok(response.headers.get('x-request-id'));
+    assert.equal(data.object, 'chat.completion');
+    assert.equal(data.model, MODEL);
+    assert.equal(data.choices[0].message.role, 'assistant');
+    assert.equal(typeof data.choices[0].message.content, 'string');
+    assert.equal(data.choices[0].finish_reason, 'length');
+    assert.equal(data.usage.completion_tokens, 10);
+  });
+
+  test('chat.completions.create streamed with include_usage', TIMEOUT, async () => {
+    const stream = await client.chat.completions.create({
+      model: MODEL, messages: USER_MESSAGES, stream: true, stream_options: { include_usage: true },
+    });
+    let contentChunks = 0;
+    let text = '';
+    let last;
+    let finish;
+    for await (const chunk of stream) {
+      last = chunk;
+      const choice = chunk.choices[0];
+      if (choice?.delta?.content) {
+        contentChunks += 1;
+        text += choice.delta.content;
+      }
+      if (choice?.finish_reason) finish = choice.finish_reason;
+    }
+    assert.equal(finish, 'stop');
+    assert.ok(last.usage, 'the last chunk carries usage');
+    assert.deepEqual(last.choices, []);
+    assert.equal(last.usage.completion_tokens, contentChunks);
+    assert.ok(text.length > 0);
+  });
+
+  test('completions.create, not streamed', TIMEOUT, async () => {
+    const res = await client.completions.create({ model: 'default', prompt: 'Once upon a time', max_tokens: 6 });
+    assert.equal(res.object, 'text_completion');
+    assert.equal(res.usage.completion_tokens, 6);
+    assert.equal(typeof res.choices[0].text, 'string');
+  });
+
+  test('an unknown model raises NotFoundError', TIMEOUT, async () => {
+    await assert.rejects(client.chat.completions.create({ model: 'gpt-17', messages: USER_MESSAGES }), (e) => {
+      assert.ok(e instanceof OpenAI.NotFoundError, `NotFoundError, got ${e?.constructor?.name}: ${e?.message}`);
+      assert.equal(e.status, 404);
+      assert.equal(e.code, 'model_not_found');
+      return true;
+    });
+  });
+
+  test('bad messages raise BadRequestError', TIMEOUT, async () => {
+    await assert.rejects(client.chat.completions.create({ model: MODEL, messages: 'x' }), (e) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, `BadRequestError, got ${e?.constructor?.name}: ${e?.message}`);
+      assert.equal(e.status, 400);
+      assert.match(e.message, /messages/);
+      return true;
+    });
+  });
+
+  test('a wrong API key raises AuthenticationError', TIMEOUT, async () => {
+    const wrong = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sk-wrong', maxRetries: 0, timeout: 5_000 });
+    await assert.rejects(wrong.models.list(), (e) => {
+      assert.ok(e instanceof OpenAI.AuthenticationError, `AuthenticationError, got ${e?.constructor?.name}: ${e?.message}`);
+      assert.equal(e.status, 401);
+      return true;
+    });
+    await assert.rejects(wrong.chat.completions.create({ model: MODEL, messages: USER_MESSAGES }), OpenAI.AuthenticationError);
+  });
+});
