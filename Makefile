@@ -1,7 +1,7 @@
 # The two commands of the quick start, and a few for developers.
 #   make run    build optimized, start the gateway over the simulated 4-GPU demo fleet
 #   make check  build with ASan+UBSan, run every test (what CI runs)
-.PHONY: all setup build run check test-build format clean
+.PHONY: all setup build run check test-build fuzz format clean
 
 all: build
 
@@ -22,8 +22,19 @@ test-build: setup
 check: test-build
 	cd build-check && ctest --output-on-failure --timeout 600
 
+# libFuzzer on the GGUF reader (clang-14), new inputs kept in build-fuzz/corpus.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	@mkdir -p build-fuzz/corpus
+	clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
+	  tests/fuzz/gguf_fuzz.cpp src/plan/gguf_reader.cpp src/plan/ggml_types.cpp \
+	  src/plan/gguf_model.cpp src/plan/model_facts.cpp src/plan/kv_math.cpp -lfmt \
+	  -o build-fuzz/gguf_fuzz
+	build-fuzz/gguf_fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=512 -malloc_limit_mb=64 \
+	  -max_len=8192 build-fuzz/corpus tests/fuzz/corpus/gguf
+
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')
 
 clean:
-	rm -rf build build-check
+	rm -rf build build-check build-fuzz

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
 
       add_serve_command(app),
       add_sim_command(app),
+      add_plan_command(app),
       add_doctor_command(app),
   };
 

@@ -68,7 +68,7 @@ int run_serve(const ServeFlags& flags) {
   net::io_context io;
   obs::GatewayMetrics metrics;
   fleet::Fleet fleet(io.get_executor(), *config, self_path("switchyard"));
-  gateway::Gateway gateway(*config, fleet, metrics);
+  gateway::Gateway gateway(io.get_executor(), *config, fleet, metrics);
 
   http::ServerOptions options;
   options.address = listen->first;
@@ -91,6 +91,7 @@ int run_serve(const ServeFlags& flags) {
   // SIGINT/SIGTERM: stop accepting, let in-flight requests finish within
   // timeouts.drain, stop the engines, exit. A second signal skips the wait.
   net::signal_set signals(io, SIGINT, SIGTERM);
+  net::signal_set hangup(io, SIGHUP);
   bool draining = false;
   std::function<void()> wait_signal = [&] {
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {
@@ -101,8 +102,9 @@ int run_serve(const ServeFlags& flags) {
         return;
       }
       draining = true;
-      spdlog::info("signal {}: draining {} in-flight request(s)", sig, server.active_requests());
+      spdlog::info("signal {}: draining {} request(s)", sig, server.active_requests());
       server.stop_accepting();
+      gateway.begin_drain();
       wait_signal();
       net::co_spawn(
           io,
@@ -114,17 +116,37 @@ int run_serve(const ServeFlags& flags) {
               tick.expires_after(std::chrono::milliseconds(20));
               co_await tick.async_wait(net::as_tuple(net::use_awaitable));
             }
-            if (server.active_requests() > 0)
-              spdlog::warn("{} request(s) still in flight; stopping anyway",
+            if (server.active_requests() > 0) {
+              spdlog::warn("{} request(s) still in flight after timeouts.drain; answering 503",
                            server.active_requests());
+              gateway.stop_waiting();
+            }
             co_await fleet.stop();
             signals.cancel();
+            hangup.cancel();
             io.stop();
           },
           net::detached);
     });
   };
   wait_signal();
+
+  // SIGHUP: reload the config file; an invalid one is rejected, the old kept.
+  std::function<void()> wait_hangup = [&] {
+    hangup.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec || draining) return;
+      auto next = fleet::load_fleet_config(flags.config_path);
+      if (next && !flags.listen.empty()) next->listen = flags.listen;
+      if (!next) {
+        spdlog::error("config reload rejected, keeping the running config: {}",
+                      next.error().message);
+      } else {
+        spdlog::info("config reloaded from {}: {}", flags.config_path, gateway.reload(*next));
+      }
+      wait_hangup();
+    });
+  };
+  wait_hangup();
   io.run();
   spdlog::info("switchyard gateway stopped");
   return 0;

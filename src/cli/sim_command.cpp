@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 
+#include <climits>
 #include <iostream>
 #include <memory>
 
@@ -85,6 +86,37 @@ Command add_sim_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--alias,-a", flags->api.model_alias, "Model name the engine serves")
       ->capture_default_str();
+
+  // Failure injection (sim/faults.h documents each exactly).
+  auto& faults = flags->api.faults;
+  const std::string group = "Failure injection";
+  sub->add_option("--fail-before-first-byte", faults.fail_before_first_byte,
+                  "Answer the first N completion requests 503 without taking a slot")
+      ->check(CLI::Range(0, INT_MAX))
+      ->group(group);
+  auto* reset = sub->add_option("--reset-after-tokens", faults.reset_after_tokens,
+                                "Reset the connection (TCP RST) after N tokens of each completion")
+                    ->check(CLI::Range(0, INT_MAX))
+                    ->group(group);
+  sub->add_option("--stall-after-tokens", faults.stall_after_tokens,
+                  "Send nothing more after N tokens of each completion; hold the slot until "
+                  "the client leaves")
+      ->check(CLI::Range(0, INT_MAX))
+      ->excludes(reset)
+      ->group(group);
+  sub->add_option("--exit-after-requests", faults.exit_after_requests,
+                  "Exit with status 3 right after the N-th completion request ends")
+      ->check(CLI::Range(1, INT_MAX))
+      ->group(group);
+  sub->add_option("--exit-after-tokens", faults.exit_after_tokens,
+                  "Exit with status 3 once the engine has produced N tokens in all")
+      ->check(CLI::Range(1, INT_MAX))
+      ->group(group);
+  sub->add_option("--startup-delay", faults.startup_delay_seconds,
+                  "Answer every request 503 'Loading model' for S seconds after start "
+                  "(not scaled by --speed-factor)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->group(group);
   return {sub, [flags] { return run_sim(*flags); }};
 }
 

@@ -5,6 +5,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -15,18 +17,19 @@ namespace switchyard::fleet {
 namespace net = boost::asio;
 using net::awaitable;
 using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
 constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 const char* to_string(InstanceState state) {
   switch (state) {
-    case InstanceState::starting:
-      return "starting";
-    case InstanceState::ready:
-      return "ready";
-    case InstanceState::down:
-      return "down";
-    case InstanceState::stopped:
-      return "stopped";
+    case InstanceState::starting: return "starting";
+    case InstanceState::ready: return "ready";
+    case InstanceState::ejected: return "ejected";
+    case InstanceState::restarting: return "restarting";
+    case InstanceState::crash_looping: return "crash-looping";
+    case InstanceState::down: return "down";
+    case InstanceState::removed: return "removed";
+    case InstanceState::stopped: return "stopped";
   }
   return "unknown";
 }
@@ -34,7 +37,7 @@ const char* to_string(InstanceState state) {
 namespace {
 
 // A free loopback port for a supervised engine. Another process could take it
-// before the engine binds; the engine then fails to start and says so.
+// before the engine binds; the engine then fails to start and is restarted.
 Result<std::uint16_t> free_port() {
   net::io_context io;
   net::ip::tcp::acceptor a(io);
@@ -51,29 +54,42 @@ std::string substitute(std::string text, std::string_view key, std::string_view 
   return text;
 }
 
-awaitable<void> sleep_for(std::chrono::milliseconds d) {
-  net::steady_timer t(co_await net::this_coro::executor, d);
-  co_await t.async_wait(use_tuple);
+std::chrono::milliseconds doubled(std::chrono::milliseconds d, std::chrono::milliseconds cap) {
+  return std::min(d * 2, cap);
 }
 
 }  // namespace
 
 struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
-  struct Supervised {
+  // Per-instance supervision state, owned by that instance's coroutine.
+  struct Watch {
+    explicit Watch(net::any_io_executor ex) : wake(ex) {}
     std::optional<ChildProcess> process;
+    net::steady_timer wake;  // cut short by report_failure() and stop()
+    int crashes = 0;         // consecutive exits, each within crash_window of the last
+    clock_type::time_point last_crash{};
   };
 
-  awaitable<void> run_instance(Instance& inst);
+  std::size_t add(const InstanceConfig& config);
+  awaitable<void> stop_processes(std::vector<std::size_t> indices);
+  bool done(const Instance& inst) const {
+    return stopping || inst.state == InstanceState::removed;
+  }
+  awaitable<void> supervise(Instance& inst);
+  awaitable<bool> launch(Instance& inst, Watch& watch);
+  awaitable<bool> wait_healthy(Instance& inst, Watch& watch);
+  awaitable<void> after_exit(Instance& inst, Watch& watch, int status);
   awaitable<void> relay_output(std::string name, int fd);
-  awaitable<int> probe_health(Instance& inst, http::UpstreamPool& probe);
+  awaitable<bool> healthy(http::UpstreamPool& probe);
   awaitable<std::optional<int>> read_slots(http::UpstreamPool& probe);
+  awaitable<void> nap(Watch& watch, std::chrono::milliseconds d);
   void set_state(Instance& inst, InstanceState s);
 
   net::any_io_executor executor;
   FleetConfig config;
   std::string self_path;
   std::vector<std::unique_ptr<Instance>> instances;
-  std::vector<Supervised> supervised;  // by instance index
+  std::vector<std::unique_ptr<Watch>> watches;  // by instance index
   std::function<void(const Instance&)> on_change;
   bool stopping = false;
 };
@@ -83,14 +99,17 @@ Fleet::Fleet(net::any_io_executor executor, const FleetConfig& config, std::stri
   state_->executor = executor;
   state_->config = config;
   state_->self_path = std::move(self_path);
-  for (std::size_t i = 0; i < config.instances.size(); ++i) {
-    auto inst = std::make_unique<Instance>();
-    inst->index = i;
-    inst->config = config.instances[i];
-    inst->slots = inst->config.slots.value_or(1);
-    state_->instances.push_back(std::move(inst));
-  }
-  state_->supervised.resize(config.instances.size());
+  for (const auto& inst : config.instances) state_->add(inst);
+}
+
+std::size_t Fleet::State::add(const InstanceConfig& config) {
+  auto inst = std::make_unique<Instance>();
+  inst->index = instances.size();
+  inst->config = config;
+  inst->slots = config.slots.value_or(1);
+  instances.push_back(std::move(inst));
+  watches.push_back(std::make_unique<Watch>(executor));
+  return instances.size() - 1;
 }
 
 Fleet::~Fleet() = default;
@@ -105,7 +124,50 @@ void Fleet::on_change(std::function<void(const Instance&)> callback) {
 
 void Fleet::start() {
   for (auto& inst : state_->instances)
-    net::co_spawn(state_->executor, state_->run_instance(*inst), net::detached);
+    net::co_spawn(state_->executor, state_->supervise(*inst), net::detached);
+}
+
+Fleet::Changes Fleet::apply(const FleetConfig& config) {
+  auto& s = *state_;
+  Changes changes;
+  std::vector<bool> kept(s.instances.size(), false);
+  for (const auto& wanted : config.instances) {
+    bool unchanged = false;
+    for (auto& inst : s.instances) {
+      if (inst->name() != wanted.name || inst->state == InstanceState::removed ||
+          inst->state == InstanceState::stopped)
+        continue;
+      unchanged = inst->config == wanted;
+      if (unchanged) kept[inst->index] = true;
+      break;
+    }
+    if (!unchanged) changes.added.push_back(s.add(wanted));
+  }
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    auto& inst = *s.instances[i];
+    if (kept[i] || inst.state == InstanceState::removed || inst.state == InstanceState::stopped)
+      continue;
+    s.set_state(inst, InstanceState::removed);
+    s.watches[i]->wake.cancel();  // its supervision ends
+    changes.removed.push_back(i);
+  }
+  s.config = config;
+  for (auto i : changes.added) net::co_spawn(s.executor, s.supervise(*s.instances[i]), net::detached);
+  return changes;
+}
+
+net::awaitable<void> Fleet::stop_instance(std::size_t index) {
+  std::vector<std::size_t> one{index};
+  co_await state_->stop_processes(std::move(one));
+  state_->set_state(*state_->instances.at(index), InstanceState::stopped);
+}
+
+void Fleet::report_failure(std::size_t index, const std::string& reason) {
+  auto& inst = *state_->instances.at(index);
+  if (inst.state != InstanceState::ready) return;
+  spdlog::warn("instance {}: ejected: {}", inst.name(), reason);
+  state_->set_state(inst, InstanceState::ejected);
+  state_->watches[index]->wake.cancel();  // start re-probing now
 }
 
 void Fleet::State::set_state(Instance& inst, InstanceState s) {
@@ -116,11 +178,18 @@ void Fleet::State::set_state(Instance& inst, InstanceState s) {
   if (on_change) on_change(inst);
 }
 
-awaitable<void> Fleet::State::run_instance(Instance& inst) {
+awaitable<void> Fleet::State::nap(Watch& watch, std::chrono::milliseconds d) {
+  watch.wake.expires_after(d);
+  co_await watch.wake.async_wait(use_tuple);
+}
+
+awaitable<void> Fleet::State::supervise(Instance& inst) {
   auto self = shared_from_this();
+  auto& watch = *watches[inst.index];
   const auto& t = config.timeouts;
+  const auto& h = config.health;
   http::UpstreamOptions traffic{t.connect, t.first_byte, t.stream_idle, 32};
-  // Probes fail fast: a slow /health means "not ready yet".
+  // Probes fail fast: a slow /health means "not ready".
   http::UpstreamOptions probing{1000ms, 2000ms, 2000ms, 1};
 
   if (inst.config.url) {
@@ -132,90 +201,138 @@ awaitable<void> Fleet::State::run_instance(Instance& inst) {
     }
     inst.url = *url;
   } else {
+    // One port for the instance's life, so restarts keep its URL and pool.
     auto port = free_port();
     if (!port) {
       spdlog::error("instance {}: {}", inst.name(), port.error().message);
       set_state(inst, InstanceState::down);
       co_return;
     }
-    std::string command = *inst.config.command;
-    command = substitute(command, "${PORT}", std::to_string(*port));
-    command = substitute(command, "${GPUS}", inst.config.gpus);
-    command = substitute(command, "${SWITCHYARD}", self_path);
-    auto child = ChildProcess::spawn(command, inst.config.env);
-    if (!child) {
-      spdlog::error("instance {}: {}", inst.name(), child.error().message);
-      set_state(inst, InstanceState::down);
-      co_return;
-    }
-    spdlog::info("instance {}: started pid {}: {}", inst.name(), child->pid(), command);
-    net::co_spawn(executor, relay_output(inst.name(), child->release_output_fd()), net::detached);
-    supervised[inst.index].process = std::move(*child);
     inst.url = http::Url{"127.0.0.1", *port, ""};
   }
   inst.pool = std::make_unique<http::UpstreamPool>(executor, *inst.url, traffic);
   http::UpstreamPool probe(executor, *inst.url, probing);
 
-  // Wait for /health 200, watching a supervised process for an early exit.
-  const auto deadline = std::chrono::steady_clock::now() + t.startup;
-  auto& sup = supervised[inst.index];
-  for (;;) {
-    if (stopping) co_return;
-    int status = 0;
-    if (sup.process && sup.process->try_wait(status)) {
-      spdlog::error("instance {}: engine {} during start-up", inst.name(), describe_exit(status));
-      sup.process->signal(SIGKILL);
-      sup.process.reset();
-      set_state(inst, InstanceState::down);
-      co_return;
+  while (!done(inst)) {
+    if (inst.config.command && !watch.process) {
+      if (!co_await launch(inst, watch)) co_return;  // cannot start at all: down
     }
-    if (co_await probe_health(inst, probe) == 200) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      spdlog::error("instance {}: not healthy within timeouts.startup ({} s)", inst.name(),
-                    std::chrono::duration_cast<std::chrono::seconds>(t.startup).count());
-      if (sup.process) sup.process->signal(SIGKILL);
-      set_state(inst, InstanceState::down);
-      co_return;
+    if (!co_await wait_healthy(inst, watch)) continue;  // exited or timed out: restart
+    if (done(inst)) break;
+    if (!inst.config.slots) {
+      if (auto slots = co_await read_slots(probe)) {
+        inst.slots = *slots;
+      } else {
+        spdlog::warn("instance {}: slots not set and /props has no total_slots; assuming 1",
+                     inst.name());
+      }
     }
-    co_await sleep_for(100ms);
-  }
-  if (!inst.config.slots) {
-    if (auto slots = co_await read_slots(probe)) {
-      inst.slots = *slots;
-    } else {
-      spdlog::warn("instance {}: slots not set and /props has no total_slots; assuming 1",
-                   inst.name());
-    }
-  }
-  spdlog::info("instance {}: healthy at {}, {} slot(s)", inst.name(), inst.url->authority(),
-               inst.slots);
-  set_state(inst, InstanceState::ready);
+    spdlog::info("instance {}: healthy at {}, {} slot(s)", inst.name(), inst.url->authority(),
+                 inst.slots);
+    set_state(inst, InstanceState::ready);
 
-  // Until restarts come (they are the supervisor's next step), an engine
-  // that exits is marked down so no request is sent to it.
-  while (sup.process && !stopping) {
-    int status = 0;
-    if (sup.process->try_wait(status)) {
-      spdlog::error("instance {}: engine {}", inst.name(), describe_exit(status));
-      sup.process->signal(SIGKILL);  // whatever the shell left behind
-      sup.process.reset();
-      set_state(inst, InstanceState::down);
-      co_return;
+    // Watch: probe each interval; re-probe an ejected instance with backoff.
+    auto backoff = h.backoff;
+    while (!done(inst)) {
+      const bool ejected = inst.state == InstanceState::ejected;
+      co_await nap(watch, ejected ? backoff : h.interval);
+      if (done(inst)) break;
+      if (!ejected && inst.state == InstanceState::ejected) {  // report_failure() woke us
+        backoff = h.backoff;
+        continue;
+      }
+      int status = 0;
+      if (watch.process && watch.process->try_wait(status)) {
+        co_await after_exit(inst, watch, status);
+        break;
+      }
+      const bool ok = co_await healthy(probe);
+      if (inst.state == InstanceState::ready && !ok) {
+        spdlog::warn("instance {}: ejected: /health probe failed", inst.name());
+        set_state(inst, InstanceState::ejected);
+        backoff = h.backoff;
+      } else if (inst.state == InstanceState::ejected) {
+        if (ok) {
+          spdlog::info("instance {}: /health answers again; taking it back", inst.name());
+          set_state(inst, InstanceState::ready);
+        } else if (ejected) {
+          backoff = doubled(backoff, h.backoff_max);
+        }
+      }
     }
-    co_await sleep_for(250ms);
   }
 }
 
-awaitable<int> Fleet::State::probe_health(Instance& inst, http::UpstreamPool& probe) {
-  (void)inst;
+awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
+  std::string command = *inst.config.command;
+  command = substitute(command, "${PORT}", std::to_string(inst.url->port));
+  command = substitute(command, "${GPUS}", inst.config.gpus);
+  command = substitute(command, "${SWITCHYARD}", self_path);
+  auto child = ChildProcess::spawn(command, inst.config.env);
+  if (!child) {
+    spdlog::error("instance {}: {}", inst.name(), child.error().message);
+    set_state(inst, InstanceState::down);
+    co_return false;
+  }
+  spdlog::info("instance {}: started pid {}: {}", inst.name(), child->pid(), command);
+  net::co_spawn(executor, relay_output(inst.name(), child->release_output_fd()), net::detached);
+  watch.process = std::move(*child);
+  co_return true;
+}
+
+awaitable<bool> Fleet::State::wait_healthy(Instance& inst, Watch& watch) {
+  http::UpstreamPool probe(executor, *inst.url, http::UpstreamOptions{1000ms, 2000ms, 2000ms, 1});
+  const auto deadline = clock_type::now() + config.timeouts.startup;
+  auto backoff = config.health.backoff;
+  for (;;) {
+    if (done(inst)) co_return false;
+    int status = 0;
+    if (watch.process && watch.process->try_wait(status)) {
+      co_await after_exit(inst, watch, status);
+      co_return false;
+    }
+    if (co_await healthy(probe)) co_return true;
+    if (watch.process && clock_type::now() > deadline) {
+      spdlog::error("instance {}: not healthy within timeouts.startup ({} s); restarting it",
+                    inst.name(),
+                    std::chrono::duration_cast<std::chrono::seconds>(config.timeouts.startup).count());
+      watch.process->signal(SIGKILL);
+      continue;  // reaped above on the next turn, then restarted with backoff
+    }
+    // An external engine may be down for long: back off; a starting one is
+    // polled briskly.
+    co_await nap(watch, watch.process ? 100ms : backoff);
+    if (!watch.process) backoff = doubled(backoff, config.health.backoff_max);
+  }
+}
+
+awaitable<void> Fleet::State::after_exit(Instance& inst, Watch& watch, int status) {
+  watch.process->signal(SIGKILL);  // whatever the shell left behind
+  watch.process.reset();
+  if (done(inst)) co_return;
+  const auto now = clock_type::now();
+  watch.crashes = now - watch.last_crash < config.health.crash_window ? watch.crashes + 1 : 1;
+  watch.last_crash = now;
+  const bool looping = watch.crashes >= config.health.crash_loop;
+  auto delay = config.health.backoff;
+  for (int i = 1; i < watch.crashes; ++i) delay = doubled(delay, config.health.backoff_max);
+  if (looping) delay = config.health.backoff_max;
+  spdlog::error("instance {}: engine {}; restart {} in {} ms{}", inst.name(), describe_exit(status),
+                watch.crashes, delay.count(),
+                looping ? " (crash-looping: kept out of routing)" : "");
+  set_state(inst, looping ? InstanceState::crash_looping : InstanceState::restarting);
+  co_await nap(watch, delay);
+}
+
+awaitable<bool> Fleet::State::healthy(http::UpstreamPool& probe) {
   http::UpstreamCall call(probe);
   http::UpstreamRequest req;
   req.method = "GET";
   req.target = "/health";
   auto head = co_await call.send(req);
-  if (!head) co_return 0;
+  if (!head) co_return false;
   auto body = co_await call.read_all(64 * 1024);
-  co_return body ? head->status : 0;
+  co_return body && head->status == 200;
 }
 
 awaitable<std::optional<int>> Fleet::State::read_slots(http::UpstreamPool& probe) {
@@ -255,33 +372,44 @@ awaitable<void> Fleet::State::relay_output(std::string name, int fd) {
 awaitable<void> Fleet::stop() {
   auto s = state_;
   s->stopping = true;
-  for (auto& sup : s->supervised)
-    if (sup.process) sup.process->signal(SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + s->config.timeouts.stop;
+  std::vector<std::size_t> all(s->instances.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  co_await s->stop_processes(all);
+  for (auto& inst : s->instances) s->set_state(*inst, InstanceState::stopped);
+}
+
+awaitable<void> Fleet::State::stop_processes(std::vector<std::size_t> indices) {
+  auto self = shared_from_this();
+  for (auto i : indices) {
+    watches[i]->wake.cancel();
+    if (watches[i]->process) watches[i]->process->signal(SIGTERM);
+  }
+  const auto deadline = clock_type::now() + config.timeouts.stop;
   bool killed = false;
+  net::steady_timer tick(executor);
   for (;;) {
     bool running = false;
-    for (std::size_t i = 0; i < s->supervised.size(); ++i) {
-      auto& sup = s->supervised[i];
-      if (!sup.process) continue;
-      if (sup.process->group_alive()) {
+    for (auto i : indices) {
+      auto& w = *watches[i];
+      if (!w.process) continue;
+      if (w.process->group_alive()) {
         running = true;
         continue;
       }
-      spdlog::info("instance {}: engine stopped{}", s->instances[i]->name(),
+      spdlog::info("instance {}: engine stopped{}", instances[i]->name(),
                    killed ? " (killed after timeouts.stop)" : "");
-      sup.process.reset();
+      w.process.reset();
     }
     if (!running) break;
-    if (!killed && std::chrono::steady_clock::now() > deadline) {
+    if (!killed && clock_type::now() > deadline) {
       spdlog::warn("engines still running after timeouts.stop: sending SIGKILL");
-      for (auto& sup : s->supervised)
-        if (sup.process) sup.process->signal(SIGKILL);
+      for (auto i : indices)
+        if (watches[i]->process) watches[i]->process->signal(SIGKILL);
       killed = true;
     }
-    co_await sleep_for(20ms);
+    tick.expires_after(20ms);
+    co_await tick.async_wait(use_tuple);
   }
-  for (auto& inst : s->instances) s->set_state(*inst, InstanceState::stopped);
 }
 
 }  // namespace switchyard::fleet

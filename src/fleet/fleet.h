@@ -28,8 +28,26 @@ class Fleet {
   // Called on the executor whenever an instance's state or slots change.
   void on_change(std::function<void(const Instance&)> callback);
 
-  // Launches supervised engines and probes every instance until healthy.
+  // Launches supervised engines, probes every instance until healthy, then
+  // keeps watching: periodic probes, ejection with backoff, restarts.
   void start();
+
+  // A request saw this instance fail (connect error, reset, stall): eject it
+  // now rather than at the next probe.
+  void report_failure(std::size_t index, const std::string& reason);
+
+  // What a reload changed, by instance index.
+  struct Changes {
+    std::vector<std::size_t> added;    // new instances, starting now
+    std::vector<std::size_t> removed;  // now `removed`: call stop_instance() once drained
+  };
+  // Takes a new config (SIGHUP): instances whose settings are unchanged keep
+  // running; new and changed ones start (a changed one gets a new index);
+  // gone and changed ones are marked removed. Indexes are never reused.
+  Changes apply(const FleetConfig& config);
+
+  // Stops one removed instance's engine (SIGTERM, SIGKILL after timeouts.stop).
+  boost::asio::awaitable<void> stop_instance(std::size_t index);
 
   // Stops every supervised engine's process group: SIGTERM, then SIGKILL
   // after timeouts.stop. Completes when all have exited.

@@ -152,6 +152,31 @@ void parse_timeouts(const YAML::Node& node, Timeouts& t) {
     if (node[name]) *target = duration(node[name], std::string("timeouts.") + name);
 }
 
+void parse_health(const YAML::Node& node, HealthOptions& h) {
+  if (!node.IsMap()) fail(node, "health: expected a mapping");
+  check_keys(node, "health", {"interval", "backoff", "backoff_max", "crash_loop", "crash_window"});
+  if (node["interval"]) h.interval = duration(node["interval"], "health.interval");
+  if (node["backoff"]) h.backoff = duration(node["backoff"], "health.backoff");
+  if (node["backoff_max"]) h.backoff_max = duration(node["backoff_max"], "health.backoff_max");
+  if (node["crash_loop"]) h.crash_loop = positive_int(node["crash_loop"], "health.crash_loop");
+  if (node["crash_window"])
+    h.crash_window = duration(node["crash_window"], "health.crash_window");
+  if (h.interval.count() == 0) fail(node["interval"], "health.interval: must be above 0");
+  if (h.backoff.count() == 0) fail(node["backoff"], "health.backoff: must be above 0");
+  if (h.backoff_max < h.backoff)
+    fail(node["backoff_max"] ? node["backoff_max"] : node, "health.backoff_max: must be at least health.backoff");
+}
+
+void parse_queue(const YAML::Node& node, QueueOptions& q) {
+  if (!node.IsMap()) fail(node, "queue: expected a mapping");
+  check_keys(node, "queue", {"max_length", "max_wait"});
+  if (node["max_length"]) {
+    const auto s = scalar(node["max_length"], "queue.max_length");
+    q.max_length = s == "0" ? 0 : positive_int(node["max_length"], "queue.max_length");
+  }
+  if (node["max_wait"]) q.max_wait = duration(node["max_wait"], "queue.max_wait");
+}
+
 // Cross-field rules: unique names, aliases that do not collide, instances
 // that name a known model.
 void validate(const YAML::Node& root, FleetConfig& c) {
@@ -232,7 +257,8 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     }
     if (!root.IsMap()) throw ConfigError{1, "expected a mapping with 'models' and 'instances'"};
     check_keys(root, "",
-               {"listen", "models", "instances", "api_keys", "routing", "body_limit", "timeouts"});
+               {"listen", "models", "instances", "api_keys", "routing", "body_limit", "attempts",
+                "timeouts", "health", "queue"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -267,7 +293,10 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
       if (!size) fail(limit, "body_limit: " + size.error().message);
       c.body_limit = *size;
     }
+    if (const auto attempts = root["attempts"]) c.attempts = positive_int(attempts, "attempts");
     if (const auto timeouts = root["timeouts"]) parse_timeouts(timeouts, c.timeouts);
+    if (const auto health = root["health"]) parse_health(health, c.health);
+    if (const auto queue = root["queue"]) parse_queue(queue, c.queue);
     validate(root, c);
   } catch (const ConfigError& e) {
     return Error{e.line > 0 ? fmt::format("{}:{}: {}", source, e.line, e.message)

@@ -36,6 +36,8 @@ struct InstanceConfig {
   // Name the engine itself serves the model under, when it differs from the
   // model name (the gateway rewrites the request's model to it).
   std::optional<std::string> served_model;
+
+  bool operator==(const InstanceConfig&) const = default;
 };
 
 struct Timeouts {
@@ -49,6 +51,30 @@ struct Timeouts {
   std::chrono::milliseconds stop{10000};           // SIGTERM → SIGKILL for engines
 };
 
+// How instances are watched, ejected and restarted.
+struct HealthOptions {
+  // Active /health probe of each ready instance. Passive marks (connect
+  // errors, resets, stalls seen by requests) eject at once, between probes.
+  std::chrono::milliseconds interval{5000};
+  // First wait before re-probing an ejected instance or restarting an engine
+  // that exited; doubles on each failure up to backoff_max.
+  std::chrono::milliseconds backoff{1000};
+  std::chrono::milliseconds backoff_max{30000};
+  // An engine that exits this many times, each within crash_window of the
+  // previous exit, is reported as crash-looping (still retried at backoff_max).
+  int crash_loop = 5;
+  std::chrono::milliseconds crash_window{std::chrono::minutes(5)};
+};
+
+// The gateway's per-model wait line for when every slot is busy.
+struct QueueOptions {
+  // Requests waiting per model; one more gets 429. Memory per waiter is its
+  // request body, so keep this bounded.
+  int max_length = 256;
+  // Longest wait for a slot; then 429 with Retry-After.
+  std::chrono::milliseconds max_wait{60000};
+};
+
 enum class RoutingPolicy { least_outstanding, round_robin };
 
 struct FleetConfig {
@@ -59,7 +85,12 @@ struct FleetConfig {
   std::vector<std::string> api_keys;  // empty: no authentication
   RoutingPolicy policy = RoutingPolicy::least_outstanding;
   std::uint64_t body_limit = 32ull << 20;
+  // Attempts per request before the first response byte: a connect error,
+  // reset, timeout or 502/503/504 moves the request to another instance.
+  int attempts = 3;
   Timeouts timeouts;
+  HealthOptions health;
+  QueueOptions queue;
 };
 
 Result<FleetConfig> load_fleet_config(const std::string& path);

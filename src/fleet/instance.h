@@ -12,10 +12,14 @@
 namespace switchyard::fleet {
 
 enum class InstanceState {
-  starting,  // process launched or URL configured, not yet healthy
-  ready,     // healthy: takes requests
-  down,      // failed to start, exited, or unreachable
-  stopped,   // stopped on purpose (shutdown)
+  starting,       // process launched or URL configured, not yet healthy
+  ready,          // healthy: takes requests
+  ejected,        // failed a probe or a request; re-probed with backoff
+  restarting,     // its engine exited; restarted after a backoff
+  crash_looping,  // its engine keeps exiting; still restarted, at the longest backoff
+  down,           // cannot be used (bad URL, command that cannot start)
+  removed,        // gone from the config (reload): finishing its requests, then stopped
+  stopped,        // stopped on purpose (shutdown, or removed and drained)
 };
 
 const char* to_string(InstanceState state);

@@ -3,36 +3,31 @@
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "common/json_text.h"
 #include "gateway/api_keys.h"
+#include "gateway/forwarder.h"
 #include "gateway/model_catalog.h"
+#include "gateway/request_record.h"
 #include "gateway/router.h"
-#include "http/sse.h"
-#include "http/upstream.h"
+#include "gateway/wait_queue.h"
 #include "openai/api_error.h"
 #include "openai/request_inspector.h"
-#include "openai/usage.h"
 
 namespace switchyard::gateway {
 
 namespace net = boost::asio;
 using net::awaitable;
-using namespace net::experimental::awaitable_operators;
-using clock_type = std::chrono::steady_clock;
 using openai::ApiError;
 
 namespace {
-
-// A non-streamed upstream body larger than this is refused (a 502) rather
-// than buffered: generous for embeddings of large batches.
-constexpr std::size_t kMaxBufferedResponse = std::size_t(256) << 20;
 
 struct Route {
   std::string_view path;
@@ -58,24 +53,6 @@ const Route* find_route(std::string_view path) {
   return nullptr;
 }
 
-// What the access log and metrics record of one request.
-struct Exchange {
-  std::string id;
-  clock_type::time_point start = clock_type::now();
-  std::string model;
-  std::string instance;
-  std::size_t bytes_in = 0;
-  int status = 0;
-  double ttfb = -1;  // seconds
-  std::size_t bytes_out = 0;
-  bool client_gone = false;
-  std::optional<openai::Usage> usage;
-};
-
-double seconds_since(clock_type::time_point t) {
-  return std::chrono::duration<double>(clock_type::now() - t).count();
-}
-
 // A client's X-Request-Id when it is a sane token, else a fresh one.
 std::string request_id(const http::Headers& headers, std::mt19937_64& rng) {
   if (auto given = headers.find("x-request-id"); given && !given->empty() && given->size() <= 64) {
@@ -89,56 +66,106 @@ std::string request_id(const http::Headers& headers, std::mt19937_64& rng) {
 }  // namespace
 
 struct Gateway::Impl {
-  Impl(const fleet::FleetConfig& c, fleet::Fleet& f, obs::GatewayMetrics& m)
-      : config(c),
+  Impl(const fleet::FleetConfig& c, fleet::Fleet& f, obs::GatewayMetrics& m,
+       net::any_io_executor executor)
+      : executor(executor),
+        config(c),
         fleet(f),
         metrics(m),
         keys(c.api_keys),
         catalog(c.models),
         router(c.policy),
+        queue(executor, router, c.queue),
+        forwarder(config, fleet, queue, router, metrics),
         rng(std::random_device{}()) {
-    for (const auto& inst : fleet.instances()) {
-      router.add_instance(inst->index, inst->model(), inst->slots);
-      metrics.set_instance_up(inst->name(), inst->model(), false);
-      metrics.set_instance_slots(inst->name(), inst->slots);
-      metrics.set_in_flight(inst->name(), 0);
-    }
+    for (const auto& inst : fleet.instances()) add_instance(*inst);
+    // A freed slot goes to the oldest waiter of its model; a removed
+    // instance is stopped once its last request is done.
+    router.on_release([this](std::size_t index, const std::string& model) {
+      queue.dispatch(model);
+      if (router.in_flight(index) == 0 && retiring.erase(index)) stop_instance(index);
+    });
     fleet.on_change([this](const fleet::Instance& inst) {
+      const bool ready = inst.state == fleet::InstanceState::ready;
       router.set_slots(inst.index, inst.slots);
-      router.set_ready(inst.index, inst.state == fleet::InstanceState::ready);
-      metrics.set_instance_up(inst.name(), inst.model(), inst.state == fleet::InstanceState::ready);
+      router.set_ready(inst.index, ready);
+      metrics.set_instance_up(inst.name(), inst.model(), ready);
       metrics.set_instance_slots(inst.name(), inst.slots);
+      if (ready) queue.dispatch(inst.model());
     });
   }
 
+  void add_instance(const fleet::Instance& inst) {
+    router.add_instance(inst.index, inst.model(), inst.slots);
+    metrics.set_instance_up(inst.name(), inst.model(), false);
+    metrics.set_instance_slots(inst.name(), inst.slots);
+    metrics.set_in_flight(inst.name(), 0);
+  }
+  void stop_instance(std::size_t index) {
+    net::co_spawn(executor, fleet.stop_instance(index), net::detached);
+  }
   awaitable<void> handle(http::Request request, http::Exchange& exchange);
-  awaitable<void> forward(http::Request& request, openai::Endpoint endpoint,
-                          http::Exchange& exchange, Exchange& record);
-  awaitable<void> relay(fleet::Instance& inst, http::UpstreamCall& call,
-                        const http::UpstreamRequest& upstream, http::Exchange& exchange,
-                        Exchange& record);
-  awaitable<bool> watch_client(http::Exchange& exchange, http::UpstreamCall& call,
-                               Exchange& record);
+  awaitable<void> proxy(http::Request& request, openai::Endpoint endpoint,
+                        http::Exchange& exchange, RequestRecord& record);
   // Answers `error` and records its status.
-  awaitable<void> fail(http::Exchange& exchange, Exchange& record, const ApiError& error);
+  awaitable<void> fail(http::Exchange& exchange, RequestRecord& record, const ApiError& error);
   http::Response models_response() const;
   http::Response health_response() const;
-  void finish(const http::Request& request, const Exchange& record);
+  void finish(const http::Request& request, const RequestRecord& record);
 
-  const fleet::FleetConfig config;
+  net::any_io_executor executor;
+  fleet::FleetConfig config;  // replaced field by field on reload()
   fleet::Fleet& fleet;
   obs::GatewayMetrics& metrics;
-  const ApiKeys keys;
-  const ModelCatalog catalog;
+  ApiKeys keys;
+  ModelCatalog catalog;
   Router router;
+  WaitQueue queue;
+  Forwarder forwarder;
   openai::RequestInspector inspector;
   std::mt19937_64 rng;
+  bool draining = false;
+  std::set<std::size_t> retiring;  // removed by a reload, still finishing requests
 };
 
-Gateway::Gateway(const fleet::FleetConfig& config, fleet::Fleet& fleet,
-                 obs::GatewayMetrics& metrics)
-    : impl_(std::make_unique<Impl>(config, fleet, metrics)) {}
+Gateway::Gateway(net::any_io_executor executor, const fleet::FleetConfig& config,
+                 fleet::Fleet& fleet, obs::GatewayMetrics& metrics)
+    : impl_(std::make_unique<Impl>(config, fleet, metrics, executor)) {}
 Gateway::~Gateway() = default;
+
+std::string Gateway::reload(const fleet::FleetConfig& next) {
+  auto& g = *impl_;
+  std::vector<std::string> not_applied;
+  if (next.listen != g.config.listen) not_applied.push_back("listen");
+  if (next.body_limit != g.config.body_limit) not_applied.push_back("body_limit");
+  if (next.policy != g.config.policy) not_applied.push_back("routing");
+  if (next.queue.max_length != g.config.queue.max_length ||
+      next.queue.max_wait != g.config.queue.max_wait)
+    not_applied.push_back("queue");
+  const auto changes = g.fleet.apply(next);
+  for (auto i : changes.added) g.add_instance(*g.fleet.instances()[i]);
+  for (auto i : changes.removed) {
+    if (g.router.in_flight(i) == 0)
+      g.stop_instance(i);
+    else
+      g.retiring.insert(i);
+  }
+  g.catalog = ModelCatalog(next.models);
+  g.keys = ApiKeys(next.api_keys);
+  g.config.models = next.models;
+  g.config.api_keys = next.api_keys;
+  g.config.attempts = next.attempts;
+  g.config.instances = next.instances;
+  std::string summary = fmt::format("{} instance(s) added, {} removed; {} model(s)",
+                                    changes.added.size(), changes.removed.size(),
+                                    next.models.size());
+  if (!not_applied.empty())
+    summary += fmt::format("; not applied until restart: {}", fmt::join(not_applied, ", "));
+  return summary;
+}
+
+void Gateway::begin_drain() { impl_->draining = true; }
+void Gateway::stop_waiting() { impl_->queue.release_all(); }
 
 std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   const Route* route = find_route(head.path());
@@ -181,12 +208,16 @@ awaitable<void> Gateway::handle(http::Request request, http::Exchange& exchange)
 }
 
 awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exchange) {
-  Exchange record;
+  RequestRecord record;
   record.id = request_id(request.head.headers, rng);
   record.bytes_in = request.body.size();
   const Route* route = find_route(request.head.path());  // screen() made sure it exists
-  if (route->endpoint) {
-    co_await forward(request, *route->endpoint, exchange, record);
+  if (draining && route->endpoint) {
+    // Requests already in flight or queued finish; new ones go elsewhere.
+    const ApiError error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
+    co_await fail(exchange, record, error);
+  } else if (route->endpoint) {
+    co_await proxy(request, *route->endpoint, exchange, record);
   } else {
     http::Response reply;
     if (route->path == "/v1/models") reply = models_response();
@@ -203,17 +234,18 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   finish(request, record);
 }
 
-awaitable<void> Gateway::Impl::fail(http::Exchange& exchange, Exchange& record,
+awaitable<void> Gateway::Impl::fail(http::Exchange& exchange, RequestRecord& record,
                                     const ApiError& error) {
   http::Response reply = openai::error_response(error);
+  if (draining) reply.headers.add("Connection", "close");
   reply.headers.add("X-Request-Id", record.id);
   record.status = reply.status;
   record.bytes_out = reply.body.size();
   co_await exchange.respond(std::move(reply));
 }
 
-awaitable<void> Gateway::Impl::forward(http::Request& request, openai::Endpoint endpoint,
-                                       http::Exchange& exchange, Exchange& record) {
+awaitable<void> Gateway::Impl::proxy(http::Request& request, openai::Endpoint endpoint,
+                                     http::Exchange& exchange, RequestRecord& record) {
   auto facts = inspector.inspect(request.body, endpoint);
   if (!facts) {
     const ApiError error = ApiError::bad_request(facts.error().message);
@@ -228,160 +260,16 @@ awaitable<void> Gateway::Impl::forward(http::Request& request, openai::Endpoint 
   }
   auto model = catalog.resolve(facts->model);
   if (!model) {
-    const ApiError error =
-        ApiError::not_found(fmt::format("the model '{}' does not exist; served models: {}",
-                                        facts->model, catalog.describe()),
-                            "model_not_found");
+    const ApiError error = ApiError::not_found(
+        fmt::format("the model '{}' does not exist; served models: {}", facts->model,
+                    catalog.describe()),
+        "model_not_found");
     co_await fail(exchange, record, error);
     co_return;
   }
   record.model = *model;
-
-  // Tokenizer calls are cheap and run beside generation in the engine: they
-  // go to any ready instance without taking a slot.
-  const bool takes_slot =
-      endpoint != openai::Endpoint::tokenize && endpoint != openai::Endpoint::detokenize;
-  RouteLease lease;
-  std::optional<std::size_t> index;
-  if (takes_slot) {
-    Router::Refusal why{};
-    if (auto l = router.acquire(*model, &why)) {
-      lease = std::move(*l);
-      index = lease.instance();
-    } else {
-      const ApiError error =
-          why == Router::Refusal::all_slots_busy
-              ? ApiError::unavailable(
-                    fmt::format("every instance of '{}' is busy; retry shortly", *model),
-                    "all_slots_busy")
-              : ApiError::unavailable(fmt::format("no instance of '{}' is ready", *model),
-                                      "no_instance_ready");
-      co_await fail(exchange, record, error);
-      co_return;
-    }
-  } else {
-    index = router.any_ready(*model);
-    if (!index) {
-      const ApiError error = ApiError::unavailable(
-          fmt::format("no instance of '{}' is ready", *model), "no_instance_ready");
-      co_await fail(exchange, record, error);
-      co_return;
-    }
-  }
-  fleet::Instance& inst = *fleet.instances()[*index];
-  record.instance = inst.name();
-  metrics.set_in_flight(inst.name(), router.in_flight(inst.index));
-
-  http::UpstreamRequest upstream;
-  upstream.method = request.head.method;
-  upstream.target = request.head.target;
-  upstream.headers.add(
-      "Content-Type",
-      std::string(request.head.headers.find("content-type").value_or("application/json")));
-  if (auto accept = request.head.headers.find("accept"))
-    upstream.headers.add("Accept", std::string(*accept));
-  upstream.headers.add("X-Request-Id", record.id);
-  // The client's Authorization is the gateway's business, never the engine's.
-  if (inst.config.api_key) upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
-  upstream.body = facts->model == inst.served_model() || facts->model_length == 0
-                      ? std::move(request.body)
-                      : openai::replace_model(request.body, *facts, inst.served_model());
-
-  http::UpstreamCall call(*inst.pool);
-  // A client that leaves cancels the upstream call at once, freeing the
-  // engine's slot and ours.
-  co_await (relay(inst, call, upstream, exchange, record) || watch_client(exchange, call, record));
-  lease = RouteLease();
-  metrics.set_in_flight(inst.name(), router.in_flight(inst.index));
-}
-
-awaitable<bool> Gateway::Impl::watch_client(http::Exchange& exchange, http::UpstreamCall& call,
-                                            Exchange& record) {
-  const bool gone = co_await exchange.until_client_gone();
-  if (gone) {
-    record.client_gone = true;
-    call.abort();
-  }
-  co_return gone;
-}
-
-awaitable<void> Gateway::Impl::relay(fleet::Instance& inst, http::UpstreamCall& call,
-                                     const http::UpstreamRequest& upstream,
-                                     http::Exchange& exchange, Exchange& record) {
-  // Never throws (see the `||` in forward()): every failure is answered.
-  try {
-    auto head = co_await call.send(upstream);
-    if (!head) {
-      if (record.client_gone) co_return;
-      const ApiError error = ApiError::bad_gateway(
-          fmt::format("instance {} failed: {}", inst.name(), head.error().message));
-      co_await fail(exchange, record, error);
-      co_return;
-    }
-    const std::string content_type(head->headers.find("content-type").value_or("application/json"));
-    const bool event_stream = content_type.starts_with("text/event-stream");
-
-    if (!event_stream) {
-      auto body = co_await call.read_all(kMaxBufferedResponse);
-      if (!body) {
-        if (record.client_gone) co_return;
-        const ApiError error = ApiError::bad_gateway(
-            fmt::format("instance {} failed: {}", inst.name(), body.error().message));
-        co_await fail(exchange, record, error);
-        co_return;
-      }
-      record.usage = openai::find_usage(*body);
-      http::Response reply;
-      reply.status = head->status;
-      reply.headers.add("Content-Type", content_type);
-      reply.headers.add("X-Request-Id", record.id);
-      reply.body = std::move(*body);
-      record.status = reply.status;
-      record.ttfb = seconds_since(record.start);
-      record.bytes_out = reply.body.size();
-      co_await exchange.respond(std::move(reply));
-      co_return;
-    }
-
-    http::Headers headers;
-    headers.add("Content-Type", content_type);
-    headers.add("Cache-Control", "no-cache");
-    headers.add("X-Accel-Buffering", "no");
-    headers.add("X-Request-Id", record.id);
-    record.status = head->status;
-    if (!co_await exchange.start_stream(head->status, std::move(headers))) co_return;
-    record.ttfb = seconds_since(record.start);
-
-    // Relay whole events as they complete, so the stream can be ended
-    // cleanly at an event boundary if the engine fails.
-    http::SseSplitter splitter;
-    for (;;) {
-      auto piece = co_await call.read_some();
-      if (!piece) {
-        if (record.client_gone) co_return;
-        spdlog::warn("request {}: instance {} broke off the stream: {}", record.id, inst.name(),
-                     piece.error().message);
-        const ApiError error = ApiError::bad_gateway(
-            fmt::format("instance {} failed mid-stream: {}", inst.name(), piece.error().message));
-        const std::string tail =
-            http::sse_event(openai::error_body(error)) + http::sse_event("[DONE]");
-        if (co_await exchange.send_chunk(tail)) co_await exchange.end_stream();
-        co_return;
-      }
-      if (piece->empty()) break;
-      splitter.feed(*piece);
-      while (auto event = splitter.next()) {
-        if (auto usage = openai::find_usage(http::sse_data(*event))) record.usage = usage;
-        record.bytes_out += event->size();
-        if (!co_await exchange.send_chunk(*event)) co_return;
-      }
-    }
-    const std::string rest(splitter.pending());
-    if (!rest.empty() && !co_await exchange.send_chunk(rest)) co_return;
-    co_await exchange.end_stream();
-  } catch (const std::exception& e) {
-    spdlog::error("request {}: {}", record.id, e.what());
-  }
+  const openai::RequestFacts request_facts = *facts;
+  co_await forwarder.forward(request, endpoint, request_facts, *model, exchange, record);
 }
 
 http::Response Gateway::Impl::models_response() const {
@@ -430,8 +318,8 @@ http::Response Gateway::Impl::health_response() const {
   return http::json_response(any_ready ? 200 : 503, to_json_text(body));
 }
 
-void Gateway::Impl::finish(const http::Request& request, const Exchange& record) {
-  const double total = seconds_since(record.start);
+void Gateway::Impl::finish(const http::Request& request, const RequestRecord& record) {
+  const double total = record.seconds_since_start();
   const int status = record.client_gone && record.status == 0 ? 499 : record.status;
   metrics.request_finished(record.model, record.instance, status, record.ttfb, total);
   if (record.usage)

@@ -17,9 +17,20 @@ namespace switchyard::gateway {
 class Gateway final : public http::Handler {
  public:
   // `fleet` and `metrics` must outlive the gateway. Subscribes to the fleet's
-  // state changes.
-  Gateway(const fleet::FleetConfig& config, fleet::Fleet& fleet, obs::GatewayMetrics& metrics);
+  // state changes. Runs on `executor` (one thread).
+  Gateway(boost::asio::any_io_executor executor, const fleet::FleetConfig& config,
+          fleet::Fleet& fleet, obs::GatewayMetrics& metrics);
   ~Gateway() override;
+
+  // Applies a new config (SIGHUP) without dropping a request: models and
+  // aliases, API keys, attempts and instances (added ones start; removed ones
+  // finish what they have, then stop). Returns a one-line summary.
+  std::string reload(const fleet::FleetConfig& config);
+
+  // Shutdown, step 1: new requests get 503; in-flight and queued ones go on.
+  void begin_drain();
+  // Shutdown, step 2 (drain deadline): queued requests get 503 now.
+  void stop_waiting();
 
   std::optional<http::Response> screen(const http::RequestHead& head) override;
   boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;

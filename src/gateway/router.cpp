@@ -30,7 +30,8 @@ void Router::set_slots(std::size_t index, int slots) {
   entries_.at(index).slots = slots;
 }
 
-std::optional<RouteLease> Router::acquire(const std::string& model, Refusal* why) {
+std::optional<RouteLease> Router::acquire(const std::string& model, Refusal* why,
+                                          std::optional<std::size_t> avoid) {
   const std::size_t n = entries_.size();
   std::optional<std::size_t> best;
   bool any_ready = false;
@@ -39,7 +40,7 @@ std::optional<RouteLease> Router::acquire(const std::string& model, Refusal* why
     // the same rotating order so ties spread evenly.
     const std::size_t i = (next_ + k) % n;
     const auto& e = entries_[i];
-    if (e.model != model || !e.ready) continue;
+    if (e.model != model || !e.ready || i == avoid) continue;
     any_ready = true;
     if (e.in_flight >= e.slots) continue;
     if (policy_ == fleet::RoutingPolicy::round_robin) {
@@ -59,11 +60,12 @@ std::optional<RouteLease> Router::acquire(const std::string& model, Refusal* why
   return RouteLease(this, *best);
 }
 
-std::optional<std::size_t> Router::any_ready(const std::string& model) {
+std::optional<std::size_t> Router::any_ready(const std::string& model,
+                                             std::optional<std::size_t> avoid) {
   const std::size_t n = entries_.size();
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t i = (next_ + k) % n;
-    if (entries_[i].model == model && entries_[i].ready) {
+    if (entries_[i].model == model && entries_[i].ready && i != avoid) {
       next_ = (i + 1) % n;
       return i;
     }
@@ -75,6 +77,7 @@ void Router::release(std::size_t index) {
   auto& e = entries_.at(index);
   assert(e.in_flight > 0);
   --e.in_flight;
+  if (on_release_) on_release_(index, e.model);
 }
 
 }  // namespace switchyard::gateway

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -46,12 +47,22 @@ class Router {
   // Why acquire() found nothing.
   enum class Refusal { no_instance_ready, all_slots_busy };
 
-  // Counts a request on the best ready instance of `model` with a free slot.
-  std::optional<RouteLease> acquire(const std::string& model, Refusal* why = nullptr);
-  // Any ready instance of `model`, without taking a slot (tokenizer calls).
-  std::optional<std::size_t> any_ready(const std::string& model);
+  // Counts a request on the best ready instance of `model` with a free slot,
+  // never `avoid` (the instance a retried request just failed on).
+  std::optional<RouteLease> acquire(const std::string& model, Refusal* why = nullptr,
+                                    std::optional<std::size_t> avoid = std::nullopt);
+  // Any ready instance of `model` but `avoid`, without taking a slot
+  // (tokenizer calls).
+  std::optional<std::size_t> any_ready(const std::string& model,
+                                       std::optional<std::size_t> avoid = std::nullopt);
+
+  // Called whenever a slot frees; the wait queue hands it on from there.
+  void on_release(std::function<void(std::size_t index, const std::string& model)> callback) {
+    on_release_ = std::move(callback);
+  }
 
   int in_flight(std::size_t index) const { return entries_.at(index).in_flight; }
+  const std::string& model(std::size_t index) const { return entries_.at(index).model; }
   bool ready(std::size_t index) const { return entries_.at(index).ready; }
 
  private:
@@ -67,6 +78,7 @@ class Router {
   fleet::RoutingPolicy policy_;
   std::vector<Entry> entries_;
   std::size_t next_ = 0;  // round-robin cursor
+  std::function<void(std::size_t, const std::string&)> on_release_;
 };
 
 }  // namespace switchyard::gateway

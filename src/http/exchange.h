@@ -34,6 +34,12 @@ class Exchange {
 
   // Whether a status line has been sent.
   virtual bool started() const = 0;
+
+  // Closes the connection at once with a TCP reset (SO_LINGER 0), whatever
+  // was sent so far; the client sees a connection error, not an end of body.
+  // For simulating engines that crash mid-response. Afterwards every write
+  // returns false, and the session neither answers nor reuses the connection.
+  virtual void abort_connection() = 0;
 };
 
 // What the server asks of the application. Implementations must not throw

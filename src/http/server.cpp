@@ -117,6 +117,17 @@ class SessionExchange final : public Exchange {
   }
 
   bool started() const override { return started_; }
+
+  void abort_connection() override {
+    boost::system::error_code ec;
+    stream_.socket().set_option(net::socket_base::linger(true, 0), ec);
+    stream_.close();
+    ok_ = false;
+    aborted_ = true;
+  }
+
+  // Whether the handler reset the connection: nothing more may be written.
+  bool aborted() const { return aborted_; }
   // Whether the connection can carry another request.
   bool reusable() const { return ok_ && keep_alive_ && !streaming_; }
 
@@ -128,6 +139,7 @@ class SessionExchange final : public Exchange {
   bool started_ = false;
   bool streaming_ = false;
   bool ok_ = true;
+  bool aborted_ = false;
 };
 
 // A deadline for one read that cancels it but leaves the socket open, so a
@@ -301,6 +313,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     ++active;
     co_await handler.handle(std::move(request), exchange);
     --active;
+    if (exchange.aborted()) co_return;  // the socket is closed already
     if (!exchange.started()) {
       Response error = handler.protocol_error(500, "the handler produced no response");
       co_await exchange.respond(std::move(error));

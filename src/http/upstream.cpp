@@ -98,12 +98,12 @@ awaitable<boost::system::error_code> connect(UpstreamPool::Connection& conn, con
 awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& request) {
   auto& s = *state_;
   const auto& opts = s.pool.options;
-  beast_http::request<beast_http::string_body> req{beast_http::string_to_verb(request.method),
-                                                   s.pool.url.path + request.target, 11};
+  beast_http::request<beast_http::span_body<const char>> req{
+      beast_http::string_to_verb(request.method), s.pool.url.path + request.target, 11};
   copy_headers(request.headers, req);
   req.set(beast_http::field::host, s.pool.url.authority());
   req.keep_alive(true);
-  req.body() = request.body;
+  req.body() = {request.body.data(), request.body.size()};
   req.prepare_payload();
 
   // A reused connection may have been closed by the upstream while idle; such

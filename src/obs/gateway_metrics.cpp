@@ -50,6 +50,21 @@ struct GatewayMetrics::Impl {
           .Name("switchyard_instance_up")
           .Help("1 when the instance is ready to take requests, else 0.")
           .Register(registry);
+  prometheus::Family<prometheus::Gauge>& queue_depth =
+      prometheus::BuildGauge()
+          .Name("switchyard_queue_depth")
+          .Help("Requests waiting in the gateway for a free slot, by model.")
+          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& queue_wait =
+      prometheus::BuildHistogram()
+          .Name("switchyard_queue_wait_seconds")
+          .Help("Time queued requests waited for a slot (granted or not).")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& retries =
+      prometheus::BuildCounter()
+          .Name("switchyard_retries_total")
+          .Help("Requests moved to another instance after failing before the first byte.")
+          .Register(registry);
   prometheus::Family<prometheus::Counter>& tokens =
       prometheus::BuildCounter()
           .Name("switchyard_tokens_total")
@@ -81,6 +96,18 @@ void GatewayMetrics::set_instance_up(const std::string& instance, const std::str
 
 void GatewayMetrics::set_instance_slots(const std::string& instance, int slots) {
   impl_->slots.Add({{"instance", instance}}).Set(slots);
+}
+
+void GatewayMetrics::set_queue_depth(const std::string& model, int depth) {
+  impl_->queue_depth.Add({{"model", model}}).Set(depth);
+}
+
+void GatewayMetrics::observe_queue_wait(const std::string& model, double seconds) {
+  impl_->queue_wait.Add({{"model", model}}, latency_buckets()).Observe(seconds);
+}
+
+void GatewayMetrics::add_retry(const std::string& model, const std::string& instance) {
+  impl_->retries.Add({{"model", model}, {"instance", instance}}).Increment();
 }
 
 void GatewayMetrics::add_tokens(const std::string& model, long prompt_tokens,

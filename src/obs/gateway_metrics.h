@@ -21,6 +21,10 @@ class GatewayMetrics {
   void set_in_flight(const std::string& instance, int value);
   void set_instance_up(const std::string& instance, const std::string& model, bool up);
   void set_instance_slots(const std::string& instance, int slots);
+  void set_queue_depth(const std::string& model, int depth);
+  void observe_queue_wait(const std::string& model, double seconds);
+  // A request moved off `instance` after it failed before the first byte.
+  void add_retry(const std::string& model, const std::string& instance);
   // Tokens reported by engines in `usage`.
   void add_tokens(const std::string& model, long prompt_tokens, long completion_tokens);
 

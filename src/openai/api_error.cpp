@@ -19,11 +19,17 @@ ApiError ApiError::method_not_allowed(std::string message) {
 ApiError ApiError::too_large(std::string message) {
   return {413, std::move(message), "invalid_request_error", {}, "request_too_large"};
 }
+ApiError ApiError::rate_limited(std::string message) {
+  return {429, std::move(message), "rate_limit_error", {}, "queue_full"};
+}
 ApiError ApiError::unavailable(std::string message, std::string code) {
   return {503, std::move(message), "server_error", {}, std::move(code)};
 }
 ApiError ApiError::bad_gateway(std::string message) {
   return {502, std::move(message), "upstream_error", {}, "bad_gateway"};
+}
+ApiError ApiError::upstream_failed(std::string message) {
+  return {502, std::move(message), "upstream_error", {}, "upstream_failed"};
 }
 ApiError ApiError::internal(std::string message) {
   return {500, std::move(message), "server_error", {}, {}};

@@ -20,14 +20,17 @@ struct ApiError {
   static ApiError not_found(std::string message, std::string code = {});
   static ApiError method_not_allowed(std::string message);
   static ApiError too_large(std::string message);
+  static ApiError rate_limited(std::string message);
   static ApiError unavailable(std::string message, std::string code = {});
   static ApiError bad_gateway(std::string message);
+  // The error event that ends a stream whose engine failed mid-way.
+  static ApiError upstream_failed(std::string message);
   static ApiError internal(std::string message);
 };
 
 // The JSON body alone.
 std::string error_body(const ApiError& error);
-// A complete response; 503s carry Retry-After.
+// A complete response; 429s and 503s carry Retry-After.
 http::Response error_response(const ApiError& error);
 
 }  // namespace switchyard::openai

@@ -19,6 +19,7 @@ namespace json = boost::json;
 using net::awaitable;
 using namespace net::experimental::awaitable_operators;
 using clock_type = std::chrono::steady_clock;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 namespace {
 
@@ -129,6 +130,7 @@ struct LlamacppApi::Impl {
   Impl(Engine& e, LlamacppApiOptions o)
       : engine(e),
         options(std::move(o)),
+        faults(options.faults),
         id_rng(e.options().seed ^ 0x9e3779b97f4a7c15ull),
         started(std::chrono::system_clock::now()) {}
 
@@ -144,6 +146,10 @@ struct LlamacppApi::Impl {
   http::Response detokenize(const json::object& body) const;
   std::variant<CompletionJob, ApiError> parse_job(Api api, const json::object& body) const;
   awaitable<void> complete(CompletionJob job, http::Exchange& exchange);
+  // Carries out the fault due after a completion produced `produced` tokens;
+  // false means the completion must stop (the connection was reset, or the
+  // stall ended because the client left).
+  awaitable<bool> token_fault(int produced, http::Exchange& exchange);
   std::string new_id();
   std::int64_t now_seconds() const {
     return std::chrono::duration_cast<std::chrono::seconds>(
@@ -153,6 +159,7 @@ struct LlamacppApi::Impl {
 
   Engine& engine;
   const LlamacppApiOptions options;
+  Faults faults;
   std::mt19937_64 id_rng;
   const std::chrono::system_clock::time_point started;
 };
@@ -182,13 +189,23 @@ awaitable<void> LlamacppApi::Impl::handle(http::Request request, http::Exchange&
   // GCC 12 miscompiles some temporaries inside co_await expressions, so every
   // coroutine here awaits on named locals only.
   std::optional<CompletionJob> job;
-  http::Response reply = respond_now(request, job);
+  // While loading, llama-server answers every request with this 503.
+  http::Response reply = faults.loading() ? error_reply({503, "Loading model", "unavailable_error"})
+                                          : respond_now(request, job);
+  if (job && faults.refuse_completion()) {
+    job.reset();
+    reply = error_reply(
+        {503, "Service unavailable (simulated: --fail-before-first-byte)", "unavailable_error"});
+  }
   if (!job) {
     co_await exchange.respond(std::move(reply));
     co_return;
   }
   // Stop generating the moment the client goes away, as llama-server does.
   co_await (complete(std::move(*job), exchange) || exchange.until_client_gone());
+  if (faults.completion_ended())
+    exit_for_fault(fmt::format("{} completion requests ended (--exit-after-requests)",
+                               *faults.options().exit_after_requests));
 }
 
 http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
@@ -547,21 +564,24 @@ awaitable<void> LlamacppApi::Impl::complete(CompletionJob job, http::Exchange& e
     }
 
     std::string text;
+    if (!co_await token_fault(0, exchange)) co_return;
     for (int i = 0; i < n_out; ++i) {
       const Token t = co_await engine.decode(lease, n_out - i);
       const std::string_view piece = engine.tokenizer().piece(t);
       text.append(piece);
-      if (!job.stream) continue;
-      json::value choice =
-          chat ? json::value(json::object{{"finish_reason", nullptr},
-                                          {"index", 0},
-                                          {"delta", json::object{{"content", piece}}}})
-               : json::value(json::object{{"text", piece},
-                                          {"index", 0},
-                                          {"logprobs", nullptr},
-                                          {"finish_reason", nullptr}});
-      const json::value event = chunk(std::move(choice));
-      if (!co_await send_event(event)) co_return;
+      if (job.stream) {
+        json::value choice =
+            chat ? json::value(json::object{{"finish_reason", nullptr},
+                                            {"index", 0},
+                                            {"delta", json::object{{"content", piece}}}})
+                 : json::value(json::object{{"text", piece},
+                                            {"index", 0},
+                                            {"logprobs", nullptr},
+                                            {"finish_reason", nullptr}});
+        const json::value event = chunk(std::move(choice));
+        if (!co_await send_event(event)) co_return;
+      }
+      if (!co_await token_fault(i + 1, exchange)) co_return;
     }
     const auto end = clock_type::now();
     auto timings = timings_json(cached, n_prompt - cached, ms_between(prefill_start, decode_start),
@@ -629,6 +649,28 @@ awaitable<void> LlamacppApi::Impl::complete(CompletionJob job, http::Exchange& e
     // Cancelled (client gone) or the connection failed: the lease is released
     // by unwinding; nothing is left to answer.
   }
+}
+
+awaitable<bool> LlamacppApi::Impl::token_fault(int produced, http::Exchange& exchange) {
+  switch (faults.after_tokens(produced, engine.counters().tokens_predicted_total)) {
+    case TokenFault::none:
+      co_return true;
+    case TokenFault::exit:
+      exit_for_fault(fmt::format("the engine produced {} tokens (--exit-after-tokens)",
+                                 engine.counters().tokens_predicted_total));
+    case TokenFault::reset:
+      exchange.abort_connection();
+      co_return false;
+    case TokenFault::stall: {
+      // Hold the slot and the connection; handle()'s race with
+      // until_client_gone() cancels this wait when the client leaves.
+      const auto executor = co_await net::this_coro::executor;
+      net::steady_timer forever(executor, net::steady_timer::time_point::max());
+      co_await forever.async_wait(use_tuple);
+      co_return false;
+    }
+  }
+  co_return false;
 }
 
 }  // namespace switchyard::sim

@@ -8,6 +8,7 @@
 
 #include "http/exchange.h"
 #include "sim/engine.h"
+#include "sim/faults.h"
 
 namespace switchyard::sim {
 
@@ -17,6 +18,8 @@ struct LlamacppApiOptions {
   std::string model_alias = "sim";
   // Shown in /props as model_path.
   std::string model_path = "sim.gguf";
+  // Injected failures; all off by default.
+  FaultOptions faults;
 };
 
 class LlamacppApi final : public http::Handler {

@@ -1,0 +1,113 @@
+#include "plan/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace switchyard::plan {
+namespace {
+
+constexpr double kGiB = double(uint64_t{1} << 30);
+
+KvFootprint per_token(double bytes) {
+  KvFootprint kv;
+  kv.full_bytes_per_token = bytes;
+  return kv;
+}
+
+CapacityRequest box(uint32_t cards, double gib_each, double weights_gib) {
+  CapacityRequest r;
+  r.gpus = {cards, static_cast<uint64_t>(gib_each * kGiB)};
+  r.weights_bytes = static_cast<uint64_t>(weights_gib * kGiB);
+  r.context = 32768;
+  r.concurrency = 1;
+  return r;
+}
+
+TEST(PlanTopology, OneInstancePerCardWhenACardHoldsIt) {
+  CapacityRequest r = box(4, 32, 16.5);
+  r.concurrency = 8;
+  const TopologyPlan plan = plan_topology(r, per_token(65536));
+  EXPECT_TRUE(plan.fits);
+  EXPECT_EQ(plan.chosen.layout, Layout::kReplicas);
+  EXPECT_EQ(plan.chosen.instances, 4u);
+  EXPECT_EQ(plan.chosen.slots_per_instance, 2u);
+  EXPECT_DOUBLE_EQ(plan.chosen.pool_bytes_per_instance, (32 - 16.5) * kGiB);
+  EXPECT_EQ(*plan.chosen.pool_tokens_per_instance,
+            static_cast<uint64_t>(std::floor((32 - 16.5) * kGiB / 65536)));
+  EXPECT_DOUBLE_EQ(*plan.chosen.max_concurrency_per_instance,
+                   (32 - 16.5) * kGiB / (65536.0 * 32768));
+}
+
+// "A 60 GB model: split two cards, run a second instance on the other two."
+TEST(PlanTopology, FewestCardsInALayerSplitWhenOneCardIsTooSmall) {
+  const TopologyPlan plan = plan_topology(box(4, 32, 56), per_token(1024));
+  EXPECT_TRUE(plan.fits);
+  EXPECT_EQ(plan.chosen.layout, Layout::kLayerSplit);
+  EXPECT_EQ(plan.chosen.gpus_per_instance, 2u);
+  EXPECT_EQ(plan.chosen.instances, 2u);
+  EXPECT_EQ(plan.chosen.idle_gpus, 0u);
+
+  const TopologyPlan three = plan_topology(box(3, 32, 56), per_token(1024));
+  EXPECT_EQ(three.chosen.gpus_per_instance, 2u);
+  EXPECT_EQ(three.chosen.instances, 1u);
+  EXPECT_EQ(three.chosen.idle_gpus, 1u);
+}
+
+TEST(PlanTopology, TensorParallelOnlyWhenAsked) {
+  CapacityRequest r = box(4, 32, 16);
+  r.tensor_parallel = 2;
+  const TopologyPlan plan = plan_topology(r, per_token(1024));
+  EXPECT_TRUE(plan.fits);
+  EXPECT_EQ(plan.chosen.layout, Layout::kTensorParallel);
+  EXPECT_EQ(plan.chosen.gpus_per_instance, 2u);
+  EXPECT_EQ(plan.chosen.instances, 2u);
+}
+
+TEST(PlanTopology, MemoryFractionAndOverheadComeOffEveryCard) {
+  CapacityRequest r = box(2, 10, 4);
+  r.memory_fraction = 0.9;
+  r.overhead_per_gpu = static_cast<uint64_t>(kGiB);
+  const TopologyPlan plan = plan_topology(r, per_token(1));
+  EXPECT_DOUBLE_EQ(plan.chosen.pool_bytes_per_instance, (0.9 * 10 - 1 - 4) * kGiB);
+}
+
+// The field report: 180000 tokens x 24 sequences x 32 KiB = ~132 GiB > 4 x 32 GiB.
+TEST(PlanTopology, TheFieldCaseDoesNotFit) {
+  CapacityRequest r = box(4, 32, 0);
+  r.context = 180000;
+  r.concurrency = 24;
+  r.memory_fraction = 0.9;
+  const KvFootprint kv = per_token(32768);
+  const TopologyPlan plan = plan_topology(r, kv);
+  EXPECT_FALSE(plan.fits);
+  EXPECT_NEAR(plan.bytes_needed / kGiB, 131.8, 0.05);
+  EXPECT_GT(plan.bytes_needed, 128 * kGiB);
+  // Nothing fits, so the advice shows the roomiest layout: all four cards in one instance.
+  EXPECT_EQ(plan.chosen.gpus_per_instance, 4u);
+  EXPECT_EQ(plan.max_sequences, static_cast<uint64_t>(0.9 * 128 * kGiB / (180000.0 * 32768)));
+  EXPECT_EQ(plan.max_sequences, 20u);
+  ASSERT_TRUE(plan.max_context);
+  // 24 sequences fit up to floor(0.9 * 128 GiB / (24 * 32 KiB)) tokens.
+  EXPECT_EQ(*plan.max_context, static_cast<uint64_t>(0.9 * 128 * kGiB / (24.0 * 32768)));
+}
+
+TEST(PlanTopology, WeightsLargerThanTheBox) {
+  const TopologyPlan plan = plan_topology(box(4, 32, 176), per_token(1024));
+  EXPECT_FALSE(plan.fits);
+  EXPECT_LT(plan.chosen.pool_bytes_per_instance, 0);
+  EXPECT_EQ(plan.max_sequences, 0u);
+  EXPECT_EQ(plan.max_context, 0u);
+}
+
+TEST(PlanTopology, ContextIsUnboundedWhenNothingGrowsWithIt) {
+  KvFootprint kv;
+  kv.state_bytes_per_sequence = 1 << 20;
+  const TopologyPlan plan = plan_topology(box(1, 8, 1), kv);
+  EXPECT_TRUE(plan.fits);
+  EXPECT_FALSE(plan.max_context.has_value());
+  EXPECT_FALSE(plan.chosen.pool_tokens_per_instance.has_value());
+}
+
+}  // namespace
+}  // namespace switchyard::plan
