@@ -22,14 +22,22 @@ constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 const char* to_string(InstanceState state) {
   switch (state) {
-    case InstanceState::starting: return "starting";
-    case InstanceState::ready: return "ready";
-    case InstanceState::ejected: return "ejected";
-    case InstanceState::restarting: return "restarting";
-    case InstanceState::crash_looping: return "crash-looping";
-    case InstanceState::down: return "down";
-    case InstanceState::removed: return "removed";
-    case InstanceState::stopped: return "stopped";
+    case InstanceState::starting:
+      return "starting";
+    case InstanceState::ready:
+      return "ready";
+    case InstanceState::ejected:
+      return "ejected";
+    case InstanceState::restarting:
+      return "restarting";
+    case InstanceState::crash_looping:
+      return "crash-looping";
+    case InstanceState::down:
+      return "down";
+    case InstanceState::removed:
+      return "removed";
+    case InstanceState::stopped:
+      return "stopped";
   }
   return "unknown";
 }
@@ -72,9 +80,7 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
 
   std::size_t add(const InstanceConfig& config);
   awaitable<void> stop_processes(std::vector<std::size_t> indices);
-  bool done(const Instance& inst) const {
-    return stopping || inst.state == InstanceState::removed;
-  }
+  bool done(const Instance& inst) const { return stopping || inst.state == InstanceState::removed; }
   awaitable<void> supervise(Instance& inst);
   awaitable<bool> launch(Instance& inst, Watch& watch);
   awaitable<bool> wait_healthy(Instance& inst, Watch& watch);
@@ -152,7 +158,8 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
     changes.removed.push_back(i);
   }
   s.config = config;
-  for (auto i : changes.added) net::co_spawn(s.executor, s.supervise(*s.instances[i]), net::detached);
+  for (auto i : changes.added)
+    net::co_spawn(s.executor, s.supervise(*s.instances[i]), net::detached);
   return changes;
 }
 
@@ -293,9 +300,9 @@ awaitable<bool> Fleet::State::wait_healthy(Instance& inst, Watch& watch) {
     }
     if (co_await healthy(probe)) co_return true;
     if (watch.process && clock_type::now() > deadline) {
-      spdlog::error("instance {}: not healthy within timeouts.startup ({} s); restarting it",
-                    inst.name(),
-                    std::chrono::duration_cast<std::chrono::seconds>(config.timeouts.startup).count());
+      spdlog::error(
+          "instance {}: not healthy within timeouts.startup ({} s); restarting it", inst.name(),
+          std::chrono::duration_cast<std::chrono::seconds>(config.timeouts.startup).count());
       watch.process->signal(SIGKILL);
       continue;  // reaped above on the next turn, then restarted with backoff
     }

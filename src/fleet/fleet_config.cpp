@@ -159,12 +159,12 @@ void parse_health(const YAML::Node& node, HealthOptions& h) {
   if (node["backoff"]) h.backoff = duration(node["backoff"], "health.backoff");
   if (node["backoff_max"]) h.backoff_max = duration(node["backoff_max"], "health.backoff_max");
   if (node["crash_loop"]) h.crash_loop = positive_int(node["crash_loop"], "health.crash_loop");
-  if (node["crash_window"])
-    h.crash_window = duration(node["crash_window"], "health.crash_window");
+  if (node["crash_window"]) h.crash_window = duration(node["crash_window"], "health.crash_window");
   if (h.interval.count() == 0) fail(node["interval"], "health.interval: must be above 0");
   if (h.backoff.count() == 0) fail(node["backoff"], "health.backoff: must be above 0");
   if (h.backoff_max < h.backoff)
-    fail(node["backoff_max"] ? node["backoff_max"] : node, "health.backoff_max: must be at least health.backoff");
+    fail(node["backoff_max"] ? node["backoff_max"] : node,
+         "health.backoff_max: must be at least health.backoff");
 }
 
 void parse_queue(const YAML::Node& node, QueueOptions& q) {

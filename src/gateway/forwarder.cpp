@@ -24,7 +24,9 @@ namespace {
 // than buffered: generous for embeddings of large batches.
 constexpr std::size_t kMaxBufferedResponse = std::size_t(256) << 20;
 
-bool retryable_status(int status) { return status == 502 || status == 503 || status == 504; }
+bool retryable_status(int status) {
+  return status == 502 || status == 503 || status == 504;
+}
 
 awaitable<void> answer(http::Exchange& exchange, RequestRecord& record, const ApiError& error) {
   http::Response reply = openai::error_response(error);
@@ -83,11 +85,13 @@ awaitable<void> Forwarder::forward(http::Request& request, openai::Endpoint endp
         metrics_.observe_queue_wait(model, admission.waited_seconds);
         std::optional<ApiError> refusal;
         switch (admission.outcome) {
-          case Admission::Outcome::granted: lease = std::move(admission.lease); break;
+          case Admission::Outcome::granted:
+            lease = std::move(admission.lease);
+            break;
           case Admission::Outcome::queue_full:
-            refusal = ApiError::rate_limited(fmt::format(
-                "the queue for '{}' is full ({} waiting); retry shortly", model,
-                config_.queue.max_length));
+            refusal = ApiError::rate_limited(
+                fmt::format("the queue for '{}' is full ({} waiting); retry shortly", model,
+                            config_.queue.max_length));
             break;
           case Admission::Outcome::timed_out:
             refusal = ApiError::rate_limited(
@@ -97,7 +101,9 @@ awaitable<void> Forwarder::forward(http::Request& request, openai::Endpoint endp
           case Admission::Outcome::shutting_down:
             refusal = ApiError::unavailable("the gateway is shutting down", "shutting_down");
             break;
-          case Admission::Outcome::cancelled: record.client_gone = true; co_return;
+          case Admission::Outcome::cancelled:
+            record.client_gone = true;
+            co_return;
         }
         if (refusal) {
           co_await answer(exchange, record, *refusal);
@@ -123,8 +129,9 @@ awaitable<void> Forwarder::forward(http::Request& request, openai::Endpoint endp
     http::UpstreamRequest upstream;
     upstream.method = request.head.method;
     upstream.target = request.head.target;
-    upstream.headers.add("Content-Type", std::string(request.head.headers.find("content-type")
-                                                         .value_or("application/json")));
+    upstream.headers.add(
+        "Content-Type",
+        std::string(request.head.headers.find("content-type").value_or("application/json")));
     if (auto accept = request.head.headers.find("accept"))
       upstream.headers.add("Accept", std::string(*accept));
     upstream.headers.add("X-Request-Id", record.id);
@@ -192,8 +199,7 @@ awaitable<Forwarder::Attempt> Forwarder::relay(fleet::Instance& inst, http::Upst
       co_return Attempt{true, fmt::format("{} answered {} {}", inst.name(), head->status,
                                           body ? body->substr(0, 200) : std::string())};
     }
-    const std::string content_type(
-        head->headers.find("content-type").value_or("application/json"));
+    const std::string content_type(head->headers.find("content-type").value_or("application/json"));
 
     if (!content_type.starts_with("text/event-stream")) {
       auto body = co_await call.read_all(kMaxBufferedResponse);

@@ -20,8 +20,8 @@ namespace switchyard::gateway {
 class Forwarder {
  public:
   // All references must outlive the forwarder.
-  Forwarder(const fleet::FleetConfig& config, fleet::Fleet& fleet, WaitQueue& queue,
-            Router& router, obs::GatewayMetrics& metrics);
+  Forwarder(const fleet::FleetConfig& config, fleet::Fleet& fleet, WaitQueue& queue, Router& router,
+            obs::GatewayMetrics& metrics);
 
   // Answers `request` for `model` (already resolved) through `exchange`.
   // Never throws; every failure is answered or, once streaming, ends the

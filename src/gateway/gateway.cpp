@@ -95,6 +95,12 @@ struct Gateway::Impl {
     });
   }
 
+  ~Impl() {
+    // Leases may be released after this (frames destroyed at shutdown): the
+    // queue they would wake is gone.
+    router.on_release(nullptr);
+    fleet.on_change(nullptr);
+  }
   void add_instance(const fleet::Instance& inst) {
     router.add_instance(inst.index, inst.model(), inst.slots);
     metrics.set_instance_up(inst.name(), inst.model(), false);
@@ -105,8 +111,8 @@ struct Gateway::Impl {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
   }
   awaitable<void> handle(http::Request request, http::Exchange& exchange);
-  awaitable<void> proxy(http::Request& request, openai::Endpoint endpoint,
-                        http::Exchange& exchange, RequestRecord& record);
+  awaitable<void> proxy(http::Request& request, openai::Endpoint endpoint, http::Exchange& exchange,
+                        RequestRecord& record);
   // Answers `error` and records its status.
   awaitable<void> fail(http::Exchange& exchange, RequestRecord& record, const ApiError& error);
   http::Response models_response() const;
@@ -156,16 +162,20 @@ std::string Gateway::reload(const fleet::FleetConfig& next) {
   g.config.api_keys = next.api_keys;
   g.config.attempts = next.attempts;
   g.config.instances = next.instances;
-  std::string summary = fmt::format("{} instance(s) added, {} removed; {} model(s)",
-                                    changes.added.size(), changes.removed.size(),
-                                    next.models.size());
+  std::string summary =
+      fmt::format("{} instance(s) added, {} removed; {} model(s)", changes.added.size(),
+                  changes.removed.size(), next.models.size());
   if (!not_applied.empty())
     summary += fmt::format("; not applied until restart: {}", fmt::join(not_applied, ", "));
   return summary;
 }
 
-void Gateway::begin_drain() { impl_->draining = true; }
-void Gateway::stop_waiting() { impl_->queue.release_all(); }
+void Gateway::begin_drain() {
+  impl_->draining = true;
+}
+void Gateway::stop_waiting() {
+  impl_->queue.release_all();
+}
 
 std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   const Route* route = find_route(head.path());
@@ -260,10 +270,10 @@ awaitable<void> Gateway::Impl::proxy(http::Request& request, openai::Endpoint en
   }
   auto model = catalog.resolve(facts->model);
   if (!model) {
-    const ApiError error = ApiError::not_found(
-        fmt::format("the model '{}' does not exist; served models: {}", facts->model,
-                    catalog.describe()),
-        "model_not_found");
+    const ApiError error =
+        ApiError::not_found(fmt::format("the model '{}' does not exist; served models: {}",
+                                        facts->model, catalog.describe()),
+                            "model_not_found");
     co_await fail(exchange, record, error);
     co_return;
   }

@@ -7,15 +7,20 @@ namespace switchyard::gateway {
 
 RouteLease& RouteLease::operator=(RouteLease&& o) noexcept {
   if (this != &o) {
-    if (router_) router_->release(instance_);
-    router_ = std::exchange(o.router_, nullptr);
+    release();
+    router_ = std::move(o.router_);
     instance_ = o.instance_;
   }
   return *this;
 }
 
 RouteLease::~RouteLease() {
-  if (router_) router_->release(instance_);
+  release();
+}
+
+void RouteLease::release() {
+  if (router_ && *router_) (*router_)->release(instance_);
+  router_.reset();
 }
 
 void Router::add_instance(std::size_t index, std::string model, int slots) {
@@ -57,7 +62,7 @@ std::optional<RouteLease> Router::acquire(const std::string& model, Refusal* why
   }
   next_ = (*best + 1) % n;
   ++entries_[*best].in_flight;
-  return RouteLease(this, *best);
+  return RouteLease(self_, *best);
 }
 
 std::optional<std::size_t> Router::any_ready(const std::string& model,

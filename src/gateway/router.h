@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,13 +17,15 @@ namespace switchyard::gateway {
 
 class Router;
 
-// One request counted on one instance; released when destroyed.
+// One request counted on one instance; released when destroyed. A lease may
+// outlive its router (a coroutine frame destroyed at shutdown after the
+// gateway): it then releases nothing.
 class RouteLease {
  public:
   RouteLease() = default;
-  RouteLease(Router* router, std::size_t instance) : router_(router), instance_(instance) {}
-  RouteLease(RouteLease&& o) noexcept
-      : router_(std::exchange(o.router_, nullptr)), instance_(o.instance_) {}
+  RouteLease(std::shared_ptr<Router*> router, std::size_t instance)
+      : router_(std::move(router)), instance_(instance) {}
+  RouteLease(RouteLease&& o) noexcept = default;
   RouteLease& operator=(RouteLease&& o) noexcept;
   ~RouteLease();
 
@@ -30,14 +33,19 @@ class RouteLease {
   std::size_t instance() const { return instance_; }
 
  private:
-  Router* router_ = nullptr;
+  void release();
+  std::shared_ptr<Router*> router_;  // null when empty; points to null once the router is gone
   std::size_t instance_ = 0;
 };
 
 // Single-threaded: used from the gateway's I/O thread only.
 class Router {
  public:
-  explicit Router(fleet::RoutingPolicy policy) : policy_(policy) {}
+  explicit Router(fleet::RoutingPolicy policy)
+      : policy_(policy), self_(std::make_shared<Router*>(this)) {}
+  ~Router() { *self_ = nullptr; }
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
 
   // Instances are added once, in fleet order; `index` is the fleet index.
   void add_instance(std::size_t index, std::string model, int slots);
@@ -77,7 +85,8 @@ class Router {
   };
   fleet::RoutingPolicy policy_;
   std::vector<Entry> entries_;
-  std::size_t next_ = 0;  // round-robin cursor
+  std::size_t next_ = 0;           // round-robin cursor
+  std::shared_ptr<Router*> self_;  // shared with leases
   std::function<void(std::size_t, const std::string&)> on_release_;
 };
 

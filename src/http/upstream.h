@@ -32,8 +32,8 @@ struct UpstreamOptions {
 
 struct UpstreamRequest {
   std::string method = "POST";
-  std::string target;  // path and query, appended to the upstream URL's path
-  Headers headers;     // end-to-end headers only; Host and Content-Length are set here
+  std::string target;     // path and query, appended to the upstream URL's path
+  Headers headers;        // end-to-end headers only; Host and Content-Length are set here
   std::string_view body;  // not copied: must outlive the call
 };
 

@@ -9,17 +9,17 @@ namespace {
 
 using fleet::RoutingPolicy;
 
-Router make_router(RoutingPolicy policy, std::vector<std::pair<std::string, int>> instances) {
-  Router r(policy);
+// Ready instances of (model, slots).
+void add_ready(Router& r, std::vector<std::pair<std::string, int>> instances) {
   for (std::size_t i = 0; i < instances.size(); ++i) {
     r.add_instance(i, instances[i].first, instances[i].second);
     r.set_ready(i, true);
   }
-  return r;
 }
 
 TEST(Router, NeverExceedsSlotsAndRefusesWhenFull) {
-  Router r = make_router(RoutingPolicy::least_outstanding, {{"m", 1}, {"m", 2}});
+  Router r(RoutingPolicy::least_outstanding);
+  add_ready(r, {{"m", 1}, {"m", 2}});
   std::vector<RouteLease> leases;
   for (int i = 0; i < 3; ++i) {
     auto l = r.acquire("m");
@@ -36,7 +36,8 @@ TEST(Router, NeverExceedsSlotsAndRefusesWhenFull) {
 }
 
 TEST(Router, LeastOutstandingPrefersTheFreestInstance) {
-  Router r = make_router(RoutingPolicy::least_outstanding, {{"m", 4}, {"m", 4}, {"m", 4}});
+  Router r(RoutingPolicy::least_outstanding);
+  add_ready(r, {{"m", 4}, {"m", 4}, {"m", 4}});
   std::vector<RouteLease> leases;
   for (int i = 0; i < 6; ++i) leases.push_back(std::move(*r.acquire("m")));
   EXPECT_EQ(r.in_flight(0), 2);
@@ -49,7 +50,8 @@ TEST(Router, LeastOutstandingPrefersTheFreestInstance) {
 }
 
 TEST(Router, LeastOutstandingWeighsByCapacity) {
-  Router r = make_router(RoutingPolicy::least_outstanding, {{"m", 1}, {"m", 8}});
+  Router r(RoutingPolicy::least_outstanding);
+  add_ready(r, {{"m", 1}, {"m", 8}});
   std::vector<RouteLease> leases;
   for (int i = 0; i < 4; ++i) leases.push_back(std::move(*r.acquire("m")));
   EXPECT_LE(r.in_flight(0), 1);
@@ -57,7 +59,8 @@ TEST(Router, LeastOutstandingWeighsByCapacity) {
 }
 
 TEST(Router, RoundRobinRotates) {
-  Router r = make_router(RoutingPolicy::round_robin, {{"m", 4}, {"m", 4}, {"m", 4}});
+  Router r(RoutingPolicy::round_robin);
+  add_ready(r, {{"m", 4}, {"m", 4}, {"m", 4}});
   std::vector<std::size_t> order;
   for (int i = 0; i < 6; ++i) order.push_back(r.acquire("m")->instance());  // released at once
   EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2, 0, 1, 2}));
@@ -79,7 +82,8 @@ TEST(Router, OnlyReadyInstancesOfTheModel) {
 }
 
 TEST(Router, SlotsLearnedLaterApply) {
-  Router r = make_router(RoutingPolicy::least_outstanding, {{"m", 1}});
+  Router r(RoutingPolicy::least_outstanding);
+  add_ready(r, {{"m", 1}});
   auto first = r.acquire("m");
   EXPECT_FALSE(r.acquire("m"));
   r.set_slots(0, 2);

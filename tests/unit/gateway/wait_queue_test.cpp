@@ -1,0 +1,142 @@
+#include "gateway/wait_queue.h"
+
+#include <gtest/gtest.h>
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <vector>
+
+namespace switchyard::gateway {
+namespace {
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+using Outcome = Admission::Outcome;
+
+// One model on one instance with one slot, and a queue in front of it.
+struct QueueFixture : testing::Test {
+  void SetUp() override {
+    router.add_instance(0, "m", 1);
+    router.set_ready(0, true);
+    router.on_release([this](std::size_t, const std::string& model) { queue->dispatch(model); });
+  }
+  void make_queue(int max_length, std::chrono::milliseconds max_wait) {
+    queue = std::make_unique<WaitQueue>(io.get_executor(), router,
+                                        fleet::QueueOptions{max_length, max_wait});
+  }
+  // Runs `acquire` as a coroutine; the result lands in `out`.
+  void spawn_acquire(std::vector<Admission>& out) {
+    net::co_spawn(
+        io,
+        [this, &out]() -> net::awaitable<void> {
+          Admission a = co_await queue->acquire("m", std::nullopt);
+          out.push_back(std::move(a));
+        },
+        net::detached);
+  }
+  void run_for(std::chrono::milliseconds d) {
+    io.restart();
+    io.run_for(d);
+  }
+
+  net::io_context io;
+  Router router{fleet::RoutingPolicy::least_outstanding};
+  std::unique_ptr<WaitQueue> queue;
+};
+
+TEST_F(QueueFixture, WaitersAreServedInOrderAsSlotsFree) {
+  make_queue(8, 10s);
+  std::vector<Admission> got;
+  for (int i = 0; i < 3; ++i) spawn_acquire(got);
+  run_for(20ms);
+  ASSERT_EQ(got.size(), 1u);  // one slot: one granted, two waiting
+  EXPECT_EQ(got[0].outcome, Outcome::granted);
+  EXPECT_EQ(queue->depth("m"), 2);
+  got[0].lease = RouteLease();  // the first request ends
+  run_for(20ms);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].outcome, Outcome::granted);
+  EXPECT_EQ(router.in_flight(0), 1);  // never more than the slot
+  EXPECT_EQ(queue->depth("m"), 1);
+}
+
+TEST_F(QueueFixture, FullQueueRefusesAtOnce) {
+  make_queue(1, 10s);
+  std::vector<Admission> got;
+  for (int i = 0; i < 3; ++i) spawn_acquire(got);
+  run_for(20ms);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].outcome, Outcome::queue_full);
+}
+
+TEST_F(QueueFixture, WaitIsBounded) {
+  make_queue(8, 30ms);
+  std::vector<Admission> got;
+  spawn_acquire(got);
+  spawn_acquire(got);
+  run_for(200ms);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].outcome, Outcome::timed_out);
+  EXPECT_GE(got[1].waited_seconds, 0.025);
+  EXPECT_EQ(queue->depth("m"), 0);
+}
+
+TEST_F(QueueFixture, ACancelledWaiterLeavesTheQueue) {
+  using namespace net::experimental::awaitable_operators;
+  make_queue(8, 10s);
+  std::vector<Admission> got;
+  spawn_acquire(got);  // holds the slot
+  bool cancelled = false;
+  net::co_spawn(
+      io,
+      [&]() -> net::awaitable<void> {
+        net::steady_timer client_leaves(io, 20ms);
+        auto r = co_await (queue->acquire("m", std::nullopt) ||
+                           client_leaves.async_wait(net::use_awaitable));
+        cancelled = r.index() == 1;
+      },
+      net::detached);
+  run_for(60ms);
+  EXPECT_TRUE(cancelled);
+  EXPECT_EQ(queue->depth("m"), 0);
+  got[0].lease = RouteLease();
+  EXPECT_EQ(router.in_flight(0), 0);  // the slot was not handed to the gone waiter
+}
+
+TEST_F(QueueFixture, ReleaseAllEndsEveryWait) {
+  make_queue(8, 10s);
+  std::vector<Admission> got;
+  for (int i = 0; i < 3; ++i) spawn_acquire(got);
+  run_for(20ms);
+  queue->release_all();
+  run_for(20ms);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[1].outcome, Outcome::shutting_down);
+  EXPECT_EQ(got[2].outcome, Outcome::shutting_down);
+}
+
+TEST_F(QueueFixture, AWaiterAvoidingTheOnlyFreeInstanceKeepsWaiting) {
+  router.add_instance(1, "m", 1);
+  router.set_ready(1, true);
+  make_queue(8, 10s);
+  std::vector<Admission> got;
+  spawn_acquire(got);
+  spawn_acquire(got);  // both instances busy now
+  std::optional<Admission> retry;
+  net::co_spawn(
+      io, [&]() -> net::awaitable<void> { retry = co_await queue->acquire("m", std::size_t{0}); },
+      net::detached);
+  run_for(20ms);
+  ASSERT_FALSE(retry);
+  const std::size_t first = got[0].lease.instance();
+  got[first == 0 ? 0 : 1].lease = RouteLease();  // instance 0 frees: not for this waiter
+  run_for(20ms);
+  EXPECT_FALSE(retry);
+  got[first == 0 ? 1 : 0].lease = RouteLease();  // instance 1 frees
+  run_for(20ms);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->lease.instance(), 1u);
+}
+
+}  // namespace
+}  // namespace switchyard::gateway
