@@ -1,10 +1,5 @@
 #include "http/server.h"
 
-#include <boost/asio.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
 #include <atomic>
 #include <optional>
 
@@ -14,12 +9,6 @@
 #include "http/beast_glue.h"
 
 namespace switchyard::http {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-using net::awaitable;
-using net::ip::tcp;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 struct Server::State : std::enable_shared_from_this<Server::State> {
   State(net::any_io_executor ex, Handler& h, ServerOptions o)

@@ -1,9 +1,5 @@
 #include "http/upstream.h"
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
 #include <array>
 #include <optional>
 #include <vector>
@@ -13,12 +9,6 @@
 #include "http/beast_glue.h"
 
 namespace switchyard::http {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-using net::awaitable;
-using net::ip::tcp;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 struct UpstreamPool::Connection {
   explicit Connection(net::any_io_executor ex) : stream(ex) {}
