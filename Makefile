@@ -3,6 +3,11 @@
 #   make check  build with ASan+UBSan, run every test (what CI runs)
 .PHONY: all setup build run check test-build fuzz format clean
 
+# ccache across checkouts (CI builds a fresh clone) and with precompiled headers.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := true
+export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
+
 all: build
 
 setup:
