@@ -68,9 +68,13 @@ awaitable<void> Forwarder::forward(http::Request& request, openai::Endpoint endp
     RouteLease lease;
     std::optional<std::size_t> index;
     if (takes_slot) {
-      // The common case needs no waiting, and no race with the client.
+      // The common case needs no waiting, and no race with the client. A
+      // retry has waited its turn already and goes ahead of the queue.
       std::optional<RouteLease> now;
-      if (queue_.depth(model) == 0) now = router_.acquire(model, nullptr, avoid);
+      Router::Refusal why = Router::Refusal::all_slots_busy;
+      if (avoid || queue_.depth(model) == 0) now = router_.acquire(model, &why, avoid);
+      // Every other instance is down or ejected: waiting would not help.
+      if (!now && avoid && why == Router::Refusal::no_instance_ready) break;
       if (now) {
         lease = std::move(*now);
       } else {
@@ -113,6 +117,7 @@ awaitable<void> Forwarder::forward(http::Request& request, openai::Endpoint endp
       index = lease.instance();
     } else {
       index = router_.any_ready(model, avoid);
+      if (!index && avoid) break;
       if (!index) {
         const ApiError error = ApiError::unavailable(
             fmt::format("no instance of '{}' is ready", model), "no_instance_ready");
@@ -158,7 +163,7 @@ awaitable<void> Forwarder::forward(http::Request& request, openai::Endpoint endp
     avoid = inst.index;
   }
   const ApiError error = ApiError::bad_gateway(
-      fmt::format("{} attempt(s) failed; the last: {}", config_.attempts, last_error));
+      fmt::format("{} attempt(s) failed; the last: {}", record.attempts, last_error));
   co_await answer(exchange, record, error);
 }
 

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
-import { USER_MESSAGES, simFleet, startGateway, stopAll } from '../e2e/harness.mjs';
+import { USER_MESSAGES, simFleet, startGateway, stopAll, streamChat, waitUntil } from '../e2e/harness.mjs';
 
 const MODEL = 'qwen-27b';
 const KEY = 'sk-client-test';
@@ -97,5 +97,43 @@ describe('openai client', () => {
       return true;
     });
     await assert.rejects(wrong.chat.completions.create({ model: MODEL, messages: USER_MESSAGES }), OpenAI.AuthenticationError);
+  });
+});
+
+describe('openai client against a full queue', () => {
+  let gw;
+  let client;
+  before(async () => {
+    // One slow one-slot engine and no waiting at all (max_length 0): while a
+    // stream holds the slot, any other request is refused with 429.
+    gw = await startGateway({
+      ...simFleet({ count: 1, model: MODEL, speedFactor: 1, tokensPerSecond: 20 }),
+      queue: { max_length: 0 },
+    });
+    client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 15_000 });
+  });
+  after(stopAll);
+
+  test('a full queue raises RateLimitError with Retry-After', TIMEOUT, async () => {
+    const holder = new AbortController();
+    // Read two events, then leave the stream open: it holds the slot for ~100 s.
+    const held = await streamChat(gw.url, { model: MODEL, maxTokens: 2000, signal: holder.signal, onEvent: (_, seen) => seen.length < 2 });
+    assert.equal(held.status, 200);
+    try {
+      await assert.rejects(client.chat.completions.create({ model: MODEL, messages: USER_MESSAGES, max_tokens: 2 }), (e) => {
+        assert.ok(e instanceof OpenAI.RateLimitError, `RateLimitError, got ${e?.constructor?.name}: ${e?.message}`);
+        assert.equal(e.status, 429);
+        assert.equal(e.code, 'queue_full');
+        assert.equal(e.type, 'rate_limit_error');
+        assert.ok(Number(e.headers.get('retry-after')) > 0, 'Retry-After');
+        return true;
+      });
+    } finally {
+      holder.abort();
+    }
+    // With the slot free again (no queue to wait in: wait for it) the same client is served.
+    await waitUntil(async () => (await gw.health()).instances[0].in_flight === 0, { what: 'the slot freed' });
+    const ok = await client.chat.completions.create({ model: MODEL, messages: USER_MESSAGES, max_tokens: 2 });
+    assert.equal(ok.usage.completion_tokens, 2);
   });
 });

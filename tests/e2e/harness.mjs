@@ -87,8 +87,11 @@ class Proc {
     return this.chunks.join('');
   }
 
-  /** Resolves with the first match of `regex` in the output; rejects on exit or timeout. */
-  waitForOutput(regex, timeoutMs = START_TIMEOUT_MS) {
+  /**
+   * Resolves with the first match of `regex` in the output from offset `from`
+   * on; rejects on exit or timeout.
+   */
+  waitForOutput(regex, timeoutMs = START_TIMEOUT_MS, from = 0) {
     return new Promise((resolve, reject) => {
       const done = (fn, value) => {
         clearTimeout(timer);
@@ -96,7 +99,7 @@ class Proc {
         fn(value);
       };
       const check = () => {
-        const m = this.output().match(regex);
+        const m = this.output().slice(from).match(regex);
         if (m) return done(resolve, m);
         if (this.status)
           done(reject, new Error(`${this.name} exited (${JSON.stringify(this.status)}) ` +
@@ -179,9 +182,10 @@ process.on('exit', () => {
 
 /**
  * Starts `switchyard sim` on a free loopback port. Options map to flags:
- * {slots, tokensPerSecond, prefillTokensPerSecond, speedFactor, seed, alias, ctxSize}.
+ * {slots, tokensPerSecond, prefillTokensPerSecond, speedFactor, seed, alias, ctxSize};
+ * `extraArgs` are appended as they are (e.g. ['--reset-after-tokens', '3']).
  */
-export async function startSim(opts = {}) {
+export async function startSim(opts = {}, extraArgs = []) {
   const flags = {
     slots: '--slots', tokensPerSecond: '--tokens-per-second', prefillTokensPerSecond: '--prefill-tokens-per-second',
     speedFactor: '--speed-factor', seed: '--seed', alias: '--alias', ctxSize: '--ctx-size',
@@ -191,6 +195,7 @@ export async function startSim(opts = {}) {
     if (!flags[key]) throw new Error(`startSim: unknown option ${key}`);
     args.push(flags[key], String(value));
   }
+  args.push(...extraArgs.map(String));
   return startListening(new Proc(BIN, args));
 }
 
@@ -244,11 +249,17 @@ export function toYaml(value, indent = '') {
   return scalar(value);
 }
 
-/** A config `instances` entry for a sim the gateway supervises. */
-export function simInstance(name, model, { slots = 1, speedFactor = 20, tokensPerSecond, seed, alias = model, declareSlots = true } = {}) {
+/**
+ * A config `instances` entry for a sim the gateway supervises. `extraArgs`
+ * are appended to its command as they are, for the fault flags
+ * (e.g. ['--reset-after-tokens', 5]): a supervised engine gets its flags
+ * only through `command`.
+ */
+export function simInstance(name, model, { slots = 1, speedFactor = 20, tokensPerSecond, seed, alias = model, declareSlots = true, extraArgs = [] } = {}) {
   let command = `\${SWITCHYARD} sim --port \${PORT} --slots ${slots} --speed-factor ${speedFactor} --alias ${alias}`;
   if (tokensPerSecond) command += ` --tokens-per-second ${tokensPerSecond}`;
   if (seed !== undefined) command += ` --seed ${seed}`;
+  if (extraArgs.length > 0) command += ` ${extraArgs.map(String).join(' ')}`;
   const inst = { name, model, command };
   if (declareSlots) inst.slots = slots;
   return inst;
@@ -266,12 +277,17 @@ export function simFleet({ count = 1, model = 'qwen-27b', aliases = ['default'],
 // fails start-up in seconds, and a shutdown never waits long.
 const TEST_TIMEOUTS = { startup: '15s', drain: '5s', stop: '2s' };
 
+// The text of a config file: YAML text as is, an object as YAML with the test
+// timeouts merged in.
+function configText(config) {
+  return typeof config === 'string' ? config
+    : toYaml({ ...config, timeouts: { ...TEST_TIMEOUTS, ...(config.timeouts ?? {}) } }) + '\n';
+}
+
 function writeConfig(config) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-e2e-'));
   const file = path.join(dir, 'fleet.yaml');
-  const text = typeof config === 'string' ? config
-    : toYaml({ ...config, timeouts: { ...TEST_TIMEOUTS, ...(config.timeouts ?? {}) } }) + '\n';
-  fs.writeFileSync(file, text);
+  fs.writeFileSync(file, configText(config));
   return { dir, file, remove: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -304,6 +320,38 @@ export async function startGateway(config, { waitReady = true } = {}) {
     /** [{name, pid}] of the engines the gateway started (pid = process group leader). */
     engines: () => enginePids(proc.output()),
     health: async () => (await fetchJson(`${handle.url}/health`)).body,
+    /** The /health entry of instance `name` (undefined when it is not listed). */
+    instance: async (name) => (await handle.health()).instances.find((i) => i.name === name),
+    /** Waits until instance `name` reports `state` in /health; returns its entry. */
+    waitForState: (name, state, timeoutMs = 10_000) => waitUntil(async () => {
+      const inst = await handle.instance(name);
+      return inst?.state === state && inst;
+    }, { timeoutMs, intervalMs: 50, what: `instance ${name} ${state}` })
+      .catch((e) => { throw new Error(`${e.message}\ngateway output:\n${proc.output()}`); }),
+    /**
+     * Signals the process group of `name`'s current engine (the last "started
+     * pid" line). The logged pid is the /bin/sh the gateway ran, with the
+     * engine as its child; the shell leads a process group both are in, so
+     * signalling the group reaches the engine whatever the shell did.
+     * Returns that pid (the group id).
+     */
+    killEngine: (name, signal = 'SIGKILL') => {
+      const engine = enginePids(proc.output()).filter((e) => e.name === name).at(-1);
+      if (!engine) throw new Error(`no 'started pid' line for ${name} in:\n${proc.output()}`);
+      process.kill(-engine.pid, signal);
+      return engine.pid;
+    },
+    /**
+     * Rewrites the config file (same merging as at start) and sends SIGHUP,
+     * as an operator would. Resolves with the output offset before the
+     * signal, so callers can look only at what the reload logged.
+     */
+    reload: (config) => {
+      fs.writeFileSync(cfg.file, configText(config));
+      const mark = proc.output().length;
+      proc.child.kill('SIGHUP');
+      return mark;
+    },
     /**
      * SIGTERM (SIGKILL after a bound), then SIGKILL to the engines' process
      * groups: whatever the gateway failed to stop must not outlive the test.
@@ -338,9 +386,13 @@ export async function startGateway(config, { waitReady = true } = {}) {
 // ---------------------------------------------------------------------------
 // HTTP helpers
 
-/** fetch with a JSON body (objects are serialised); resolves {status, headers, text, body}. */
-export async function fetchJson(url, { method, body, headers = {}, timeoutMs = 10_000 } = {}) {
-  const init = { method: method ?? (body === undefined ? 'GET' : 'POST'), headers: { ...headers }, signal: AbortSignal.timeout(timeoutMs) };
+/**
+ * fetch with a JSON body (objects are serialised); resolves {status, headers, text, body}.
+ * `signal` aborts it early (a client that leaves); `timeoutMs` always bounds it.
+ */
+export async function fetchJson(url, { method, body, headers = {}, timeoutMs = 10_000, signal } = {}) {
+  const bound = AbortSignal.timeout(timeoutMs);
+  const init = { method: method ?? (body === undefined ? 'GET' : 'POST'), headers: { ...headers }, signal: signal ? AbortSignal.any([bound, signal]) : bound };
   if (body !== undefined) {
     init.body = typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
     init.headers['content-type'] ??= 'application/json';
@@ -413,9 +465,33 @@ export function metricValue(text, name, labels = {}) {
   return undefined;
 }
 
+/** The sum of every series of `name` with at least the given label values (0 when none). */
+export function metricSum(text, name, labels = {}) {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const m = line.match(/^([^{\s]+)(?:\{(.*)\})?\s+(\S+)$/);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === String(v))) sum += Number(m[3]);
+  }
+  return sum;
+}
+
 export async function scrapeMetric(baseUrl, name, labels = {}) {
   const res = await fetchJson(`${baseUrl}/metrics`);
   return metricValue(res.text, name, labels);
+}
+
+/** The gateway's queue depth for `model` (0 before the series exists). */
+export async function queueDepth(baseUrl, model) {
+  return (await scrapeMetric(baseUrl, 'switchyard_queue_depth', { model })) ?? 0;
+}
+
+/** Waits until `model`'s queue holds exactly `depth` requests. */
+export function waitForQueueDepth(baseUrl, model, depth, timeoutMs = 5000) {
+  return waitUntil(async () => (await queueDepth(baseUrl, model)) === depth,
+    { timeoutMs, what: `queue depth ${depth} for ${model}` });
 }
 
 /**
@@ -484,6 +560,41 @@ export function streamContent(events) {
     if (typeof piece === 'string' && piece.length > 0) pieces.push(piece);
   }
   return { count: pieces.length, text: pieces.join('') };
+}
+
+/**
+ * One streamed chat completion of exactly `maxTokens` tokens (ignore_eos),
+ * read to its end and summed up, so a test can sort many concurrent results:
+ * - refused (status != 200): {status, error, retryAfter, text};
+ * - served: {status: 200, events, tokens, done (ended with [DONE]), usage,
+ *   errorEvent (the `error` of an in-stream error event, if any), cleanEnd
+ *   (the body ended normally, not by a reset), readError}.
+ * `onEvent` is passed to readSse; `signal` aborts the request.
+ */
+export async function streamChat(url, { model, maxTokens, signal, onEvent, headers } = {}) {
+  const res = await postStream(`${url}/v1/chat/completions`,
+    { model, messages: USER_MESSAGES, max_tokens: maxTokens, ignore_eos: true, stream_options: { include_usage: true } },
+    { signal, headers });
+  if (res.status !== 200) {
+    const text = await res.text();
+    let error;
+    try { error = JSON.parse(text).error; } catch { /* not JSON: the caller sees text */ }
+    return { status: res.status, error, retryAfter: res.headers.get('retry-after'), text };
+  }
+  const events = [];
+  let cleanEnd = true;
+  let readError;
+  try {
+    await readSse(res, { onEvent: (e, seen) => { events.push(e); return onEvent?.(e, seen); } });
+  } catch (e) {
+    cleanEnd = false;
+    readError = e;
+  }
+  const usage = events.findLast((e) => e.json?.usage)?.json.usage;
+  return {
+    status: 200, events, tokens: streamContent(events).count, done: events.at(-1)?.data === '[DONE]',
+    usage, errorEvent: events.find((e) => e.json?.error)?.json.error, cleanEnd, readError,
+  };
 }
 
 /** Asserts an OpenAI-style error body; returns its `error` object. */
