@@ -1,8 +1,10 @@
-// `switchyard sim`: a stand-in engine that speaks llama-server's HTTP API.
+// `switchyard sim`: a stand-in engine that speaks llama-server's or vLLM's
+// HTTP API over a calibrated model of slots, batching, KV and timing.
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 
 #include <climits>
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -12,28 +14,121 @@
 #include "http/server.h"
 #include "sim/engine.h"
 #include "sim/llamacpp_api.h"
+#include "sim/presets.h"
+#include "sim/vllm_api.h"
 
 namespace switchyard::cli {
 
 namespace {
 
+// Every model flag is optional: unset ones keep the preset's value (or the
+// default engine's when no preset is named).
 struct SimFlags {
-  std::string dialect = "llamacpp";
   std::string host = "127.0.0.1";
   int port = 8081;
-  sim::EngineOptions engine;
-  sim::LlamacppApiOptions api;
+  std::optional<std::string> preset;
+  std::optional<std::string> dialect;
+  std::optional<int> slots;
+  std::optional<int> ctx_size;
+  std::optional<int> max_model_len;
+  std::optional<double> tokens_per_second;
+  std::optional<std::string> decode_curve;
+  std::optional<double> prefill_tokens_per_second;
+  std::optional<double> prefill_half_depth;
+  std::optional<int> kv_capacity_tokens;
+  std::optional<int> block_size;
+  std::optional<int> max_batched_tokens;
+  bool no_prefix_cache = false;
+  std::optional<int> spec_draft_tokens;
+  std::optional<double> spec_acceptance;
+  std::optional<double> over_report;
+  std::optional<double> speed_factor;
+  std::optional<std::uint64_t> seed;
+  std::string alias = "sim";
+  sim::FaultOptions faults;
 };
 
+struct Resolved {
+  std::string dialect;
+  sim::EngineOptions engine;
+};
+
+// The preset (or defaults) with the explicit flags on top.
+Result<Resolved> resolve(const SimFlags& f) {
+  Resolved r;
+  const sim::Preset* preset = nullptr;
+  if (f.preset) {
+    preset = sim::find_preset(*f.preset);
+    if (!preset) {
+      std::string names;
+      for (const auto& p : sim::presets()) names += (names.empty() ? "" : ", ") + p.name;
+      return Error{"--preset: unknown preset '" + *f.preset + "' (known: " + names + ")"};
+    }
+    r.engine = preset->engine;
+  }
+  r.dialect = f.dialect.value_or(preset ? preset->dialect : "llamacpp");
+  auto& s = r.engine.scheduler;
+  const bool vllm = r.dialect == "vllm";
+  s.mode = vllm ? sim::SchedulerMode::paged : sim::SchedulerMode::slots;
+  if (!preset && vllm) s.max_batched_tokens = 8192;
+  if (f.slots) s.max_seqs = *f.slots;
+  if (vllm) {
+    if (f.ctx_size) s.slot_context = *f.ctx_size;
+    if (f.max_model_len) s.slot_context = *f.max_model_len;
+  } else if (f.ctx_size || !preset) {
+    // llama-server splits -c evenly across its slots (default -c 8192).
+    s.slot_context = f.ctx_size.value_or(8192) / s.max_seqs;
+  }
+  if (f.tokens_per_second) s.timing.decode_curve = {{1, 1.0 / *f.tokens_per_second}};
+  if (f.decode_curve) {
+    auto curve = sim::parse_decode_curve(*f.decode_curve);
+    if (!curve) return Error{"--decode-curve: " + curve.error().message};
+    s.timing.decode_curve = *curve;
+  }
+  if (f.prefill_tokens_per_second)
+    s.timing.prefill_tokens_per_second = *f.prefill_tokens_per_second;
+  if (f.prefill_half_depth) s.timing.prefill_half_depth = *f.prefill_half_depth;
+  if (f.kv_capacity_tokens) s.kv_capacity_tokens = *f.kv_capacity_tokens;
+  if (f.block_size) s.block_size = *f.block_size;
+  if (f.max_batched_tokens) s.max_batched_tokens = *f.max_batched_tokens;
+  if (f.no_prefix_cache) s.prefix_caching = false;
+  if (f.spec_draft_tokens) s.timing.spec_draft_tokens = *f.spec_draft_tokens;
+  if (f.spec_acceptance) s.timing.spec_acceptance = *f.spec_acceptance;
+  if (f.over_report) r.engine.over_report = *f.over_report;
+  if (f.speed_factor) r.engine.speed_factor = *f.speed_factor;
+  if (f.seed) r.engine.seed = *f.seed;
+  s.seed = r.engine.seed;
+  if (auto error = sim::validate(r.engine)) return *error;
+  return r;
+}
+
 int run_sim(const SimFlags& flags) {
+  auto resolved = resolve(flags);
+  if (!resolved) {
+    std::cerr << "switchyard sim: " << resolved.error().message << "\n";
+    return 2;
+  }
+  const auto& options = resolved->engine;
   boost::asio::io_context io;
-  sim::Engine engine(io.get_executor(), flags.engine);
-  sim::LlamacppApi api(engine, flags.api);
+  sim::Engine engine(io.get_executor(), options);
+  std::unique_ptr<http::Handler> api;
   http::ServerOptions server_options;
+  if (resolved->dialect == "vllm") {
+    sim::VllmApiOptions o;
+    o.model_name = flags.alias;
+    o.faults = flags.faults;
+    api = std::make_unique<sim::VllmApi>(engine, o);
+    server_options.server_name = "uvicorn";
+  } else {
+    sim::LlamacppApiOptions o;
+    o.model_alias = flags.alias;
+    o.faults = flags.faults;
+    api = std::make_unique<sim::LlamacppApi>(engine, o);
+    server_options.server_name = "llama.cpp";
+  }
   server_options.address = flags.host;
   server_options.port = static_cast<std::uint16_t>(flags.port);
-  server_options.server_name = "llama.cpp";
-  http::Server server(io.get_executor(), api, server_options);
+  http::Server server(io.get_executor(), *api, server_options);
   auto port = server.listen();
   if (!port) {
     std::cerr << "switchyard sim: " << port.error().message << "\n";
@@ -42,10 +137,13 @@ int run_sim(const SimFlags& flags) {
   server.start();
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](auto, int) { io.stop(); });
+  const double step = engine.scheduler().timing().decode_seconds(1);
+  const double tokens_per_second = step > 0 ? 1 / step : INFINITY;
   // Parsed by the gateway's supervisor and by tests: keep the wording.
-  spdlog::info("sim ({} dialect, {} slots, {} tok/s, speed x{}) listening on {}:{}", flags.dialect,
-               flags.engine.slots, flags.engine.tokens_per_second, flags.engine.speed_factor,
-               flags.host, *port);
+  spdlog::info("sim ({} dialect, {} slots, {:.4g} tok/s, speed x{}) listening on {}:{}",
+               resolved->dialect, options.scheduler.max_seqs, tokens_per_second,
+               options.speed_factor, flags.host, *port);
+  if (flags.preset) spdlog::info("sim: preset {}", *flags.preset);
   io.run();
   return 0;
 }
@@ -55,40 +153,88 @@ int run_sim(const SimFlags& flags) {
 Command add_sim_command(CLI::App& app) {
   auto flags = std::make_shared<SimFlags>();
   auto* sub = app.add_subcommand(
-      "sim", "A simulated engine (llama-server's API) for tests and demos without a GPU");
-  sub->add_option("--dialect", flags->dialect, "API dialect to speak")
-      ->check(CLI::IsMember({"llamacpp"}))
-      ->capture_default_str();
+      "sim", "A simulated engine (llama-server's or vLLM's API) for tests and demos without a GPU");
+  sub->add_option("--preset", flags->preset,
+                  "Calibrated engine model: 7900xtx-27b-q4, 7900xtx-blower-27b-q4, r9700-27b-q4, "
+                  "2x7900xtx-tp2-vllm, fast (explicit flags override its values)");
+  sub->add_option("--dialect", flags->dialect,
+                  "API dialect to speak (default: the preset's, "
+                  "else llamacpp)")
+      ->check(CLI::IsMember({"llamacpp", "vllm"}));
   sub->add_option("--host", flags->host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", flags->port, "Port to listen on (0: any free port)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  sub->add_option("--slots,--parallel", flags->engine.slots,
-                  "Parallel sequences; more requests wait")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  sub->add_option("--ctx-size,-c", flags->engine.ctx_size, "Total context, split across slots")
-      ->check(CLI::Range(16, 1 << 24))
-      ->capture_default_str();
-  sub->add_option("--tokens-per-second", flags->engine.tokens_per_second,
-                  "Decode speed of one sequence")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--prefill-tokens-per-second", flags->engine.prefill_tokens_per_second,
-                  "Prompt processing speed")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--speed-factor", flags->engine.speed_factor,
-                  "Run this many times faster than the modelled engine (tests)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--seed", flags->engine.seed, "Seed for output text and lengths")
-      ->capture_default_str();
-  sub->add_option("--alias,-a", flags->api.model_alias, "Model name the engine serves")
+  sub->add_option("--alias,-a,--served-model-name", flags->alias, "Model name the engine serves")
       ->capture_default_str();
 
+  const std::string model = "Engine model (docs/sim.md)";
+  sub->add_option("--slots,--parallel,--max-num-seqs", flags->slots,
+                  "Sequences running at once; more requests wait (default 1)")
+      ->check(CLI::Range(1, 1024))
+      ->group(model);
+  sub->add_option("--ctx-size,-c", flags->ctx_size,
+                  "llamacpp: total context, split across slots (default 8192); vllm: as "
+                  "--max-model-len")
+      ->check(CLI::Range(16, 1 << 24))
+      ->group(model);
+  sub->add_option("--max-model-len", flags->max_model_len,
+                  "vllm: longest sequence, prompt + output (default 8192)")
+      ->check(CLI::Range(16, 1 << 24))
+      ->group(model);
+  sub->add_option("--tokens-per-second", flags->tokens_per_second,
+                  "Decode speed of every sequence, whatever the batch (a flat decode curve; "
+                  "default 65)")
+      ->check(CLI::PositiveNumber)
+      ->group(model);
+  sub->add_option("--decode-curve", flags->decode_curve,
+                  "Decode step time by batch size, interpolated: 'B:MS,B:MS,...' "
+                  "(e.g. 1:31.5,4:31.7,8:48.7)")
+      ->group(model);
+  sub->add_option("--prefill-tokens-per-second", flags->prefill_tokens_per_second,
+                  "Prompt processing speed at depth 0 (default 900)")
+      ->check(CLI::PositiveNumber)
+      ->group(model);
+  sub->add_option("--prefill-half-depth", flags->prefill_half_depth,
+                  "Context depth at which prefill runs at half speed (0: no slowdown; default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(model);
+  sub->add_option("--kv-capacity-tokens", flags->kv_capacity_tokens,
+                  "vllm: KV pool size in tokens (default 65536)")
+      ->check(CLI::Range(1, INT_MAX))
+      ->group(model);
+  sub->add_option("--block-size", flags->block_size, "vllm: tokens per KV block (default 16)")
+      ->check(CLI::Range(1, 4096))
+      ->group(model);
+  sub->add_option("--max-batched-tokens,--batch-size,--max-num-batched-tokens",
+                  flags->max_batched_tokens,
+                  "Tokens per engine step; longer prompts prefill in chunks (default 2048, "
+                  "vllm 8192)")
+      ->check(CLI::Range(1, INT_MAX))
+      ->group(model);
+  sub->add_flag("--no-prefix-cache", flags->no_prefix_cache, "Never reuse cached prefixes")
+      ->group(model);
+  sub->add_option("--spec-draft-tokens", flags->spec_draft_tokens,
+                  "Speculative decoding: draft tokens per step (0: off; MTP3 is 3)")
+      ->check(CLI::Range(0, 16))
+      ->group(model);
+  sub->add_option("--spec-acceptance", flags->spec_acceptance,
+                  "Speculative decoding: probability each draft token is accepted")
+      ->check(CLI::Range(0.0, 0.999))
+      ->group(model);
+  sub->add_option("--over-report", flags->over_report,
+                  "Inflate the self-reported generation speed by this factor (not the real one)")
+      ->check(CLI::PositiveNumber)
+      ->group(model);
+  sub->add_option("--speed-factor", flags->speed_factor,
+                  "Run this many times faster than the modelled engine (tests; default 1)")
+      ->check(CLI::PositiveNumber)
+      ->group(model);
+  sub->add_option("--seed", flags->seed, "Seed for output text and lengths (default 42)")
+      ->group(model);
+
   // Failure injection (sim/faults.h documents each exactly).
-  auto& faults = flags->api.faults;
+  auto& faults = flags->faults;
   const std::string group = "Failure injection";
   sub->add_option("--fail-before-first-byte", faults.fail_before_first_byte,
                   "Answer the first N completion requests 503 without taking a slot")

@@ -3,6 +3,10 @@
 #include <boost/asio.hpp>
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 namespace switchyard::sim {
 
@@ -11,134 +15,236 @@ using net::awaitable;
 using clock_type = std::chrono::steady_clock;
 constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
-struct Engine::Waiter {
-  explicit Waiter(net::any_io_executor ex) : timer(ex, clock_type::time_point::max()) {}
-  net::steady_timer timer;
-  int granted_slot = -1;
-};
+std::optional<Error> validate(const EngineOptions& o) {
+  const auto& s = o.scheduler;
+  if (auto error = validate(s.timing)) return error;
+  if (s.max_seqs < 1) return Error{"slots: must be >= 1"};
+  if (s.slot_context < 16) return Error{"ctx_size: each slot needs at least 16 tokens"};
+  if (s.block_size < 1 || s.block_size > 4096) return Error{"block_size: must be 1..4096"};
+  if (s.max_batched_tokens < 1) return Error{"max_batched_tokens: must be >= 1"};
+  if (s.mode == SchedulerMode::paged && s.kv_capacity_tokens / s.block_size < 1)
+    return Error{"kv_capacity_tokens: the pool needs at least one block"};
+  if (s.mode == SchedulerMode::paged &&
+      s.slot_context + s.block_size * (2 + s.timing.spec_draft_tokens) > s.kv_capacity_tokens)
+    return Error{fmt::format(
+        "max_model_len: {} tokens do not fit the KV pool of {} tokens (kv_capacity_tokens); "
+        "lower max_model_len or raise the capacity",
+        s.slot_context, s.kv_capacity_tokens)};
+  if (!(o.speed_factor > 0)) return Error{"speed_factor: must be > 0"};
+  if (!(o.over_report > 0)) return Error{"over_report: must be > 0"};
+  return std::nullopt;
+}
 
-SlotLease& SlotLease::operator=(SlotLease&& o) noexcept {
+void Histogram::observe(double v) {
+  const auto it = std::lower_bound(bounds.begin(), bounds.end(), v);
+  ++counts[it - bounds.begin()];
+  sum += v;
+  ++count;
+}
+
+void Sequence::drop() {
+  if (engine_ && *engine_alive_) engine_->cancel(*state_);
+  engine_ = nullptr;
+}
+
+Sequence& Sequence::operator=(Sequence&& o) noexcept {
   if (this != &o) {
-    if (engine_) engine_->release(slot_);
+    drop();
     engine_ = std::exchange(o.engine_, nullptr);
-    slot_ = o.slot_;
+    state_ = std::move(o.state_);
+    engine_alive_ = std::move(o.engine_alive_);
   }
   return *this;
 }
 
-SlotLease::~SlotLease() {
-  if (engine_) engine_->release(slot_);
+Sequence::~Sequence() {
+  drop();
 }
+
+namespace {
+
+SchedulerOptions with_vocabulary(SchedulerOptions s, const Tokenizer& tok) {
+  // The simulated model writes words with a leading space (half the
+  // vocabulary, for readable output).
+  const auto words = static_cast<int>(tok.vocab_size()) - tok.first_word_token();
+  s.first_output_token = tok.first_word_token();
+  s.output_token_count = std::max(1, words / 2);
+  return s;
+}
+
+}  // namespace
 
 Engine::Engine(net::any_io_executor executor, EngineOptions options)
-    : executor_(executor), options_(options), slots_(options.slots), rng_(options.seed) {
-  for (int i = 0; i < options_.slots; ++i) slots_[i].view.id = i;
+    : executor_(executor),
+      options_(std::move(options)),
+      scheduler_(with_vocabulary(options_.scheduler, tokenizer_)),
+      wake_(executor, clock_type::time_point::max()),
+      alive_(std::make_shared<bool>(true)),
+      rng_(options_.seed) {
+  counters_.spec_accepted_per_position.assign(options_.scheduler.timing.spec_draft_tokens, 0);
+  net::co_spawn(executor_, loop(), [](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      spdlog::error("sim: engine loop failed: {}", ex.what());
+    }
+  });
 }
 
-std::chrono::steady_clock::duration Engine::scaled(double seconds) const {
+Engine::~Engine() {
+  *alive_ = false;
+}
+
+clock_type::duration Engine::scaled(double seconds) const {
   return std::chrono::duration_cast<clock_type::duration>(
       std::chrono::duration<double>(seconds / options_.speed_factor));
 }
 
-awaitable<void> Engine::sleep_until(clock_type::time_point t) {
-  if (t <= clock_type::now()) co_return;
-  net::steady_timer timer(executor_, t);
-  co_await timer.async_wait(net::use_awaitable);  // throws on cancellation: unwinds the request
+void Engine::wake() {
+  wake_.cancel();
 }
 
-awaitable<SlotLease> Engine::acquire() {
-  for (int i = 0; i < options_.slots; ++i) {
-    if (!slots_[i].busy && waiters_.empty()) {
-      slots_[i].busy = true;
-      counters_.max_requests_processing =
-          std::max(counters_.max_requests_processing, ++counters_.requests_processing);
-      co_return SlotLease(this, i);
+Sequence Engine::submit(SeqRequest request) {
+  auto state = std::make_shared<SequenceState>(executor_);
+  state->n_prompt = static_cast<int>(request.prompt.size());
+  state->submitted = clock_type::now();
+  const bool all_busy = scheduler_.running() + scheduler_.waiting() >= max_seqs();
+  state->id = scheduler_.submit(std::move(request));
+  live_.emplace(state->id, state);
+  stamp_admitted(scheduler_.admit(), state->submitted);
+  if (all_busy || scheduler_.is_waiting(state->id)) ++counters_.requests_deferred_total;
+  wake();
+  return Sequence(this, std::move(state), alive_);
+}
+
+void Engine::cancel(SequenceState& state) {
+  live_.erase(state.id);
+  if (state.finished) return;
+  state.finished = true;
+  scheduler_.cancel(state.id);
+  stamp_admitted(scheduler_.admit(), clock_type::now());
+  wake();
+}
+
+void Engine::hold(Sequence& seq) {
+  scheduler_.hold(seq.state_->id);
+}
+
+void Engine::stamp_admitted(const std::vector<SeqId>& ids, clock_type::time_point now) {
+  for (SeqId id : ids) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    auto& s = *it->second;
+    if (!s.was_admitted) {
+      s.was_admitted = true;
+      s.admitted = now;
+      counters_.prompt_tokens_requested += s.n_prompt;
+      for (const auto& slot : scheduler_.slots())
+        if (slot.busy && slot.seq == id) s.slot = slot.id;
+      counters_.request_queue_time.observe(
+          std::chrono::duration<double>(now - s.submitted).count());
     }
   }
-  auto waiter = std::make_shared<Waiter>(executor_);
-  waiters_.push_back(waiter);
-  ++counters_.requests_deferred;
-  ++counters_.requests_deferred_total;
-  co_await waiter->timer.async_wait(use_tuple);  // cancelled by release() or by our caller
-  if (waiter->granted_slot >= 0) co_return SlotLease(this, waiter->granted_slot);
-  // Cancelled before a slot came free: leave the queue.
-  std::erase(waiters_, waiter);
-  --counters_.requests_deferred;
-  throw boost::system::system_error(net::error::operation_aborted);
+  counters_.max_requests_processing =
+      std::max(counters_.max_requests_processing, scheduler_.running());
 }
 
-void Engine::release(int slot) {
-  auto& s = slots_[slot];
-  s.view.processing = false;
-  --counters_.requests_processing;
-  if (!waiters_.empty()) {
-    // Hand the slot straight to the oldest waiter so nobody can overtake it.
-    auto w = waiters_.front();
-    waiters_.pop_front();
-    --counters_.requests_deferred;
-    w->granted_slot = slot;
-    counters_.max_requests_processing =
-        std::max(counters_.max_requests_processing, ++counters_.requests_processing);
-    w->timer.cancel();
-    return;
+awaitable<std::optional<Token>> Engine::next(Sequence& seq) {
+  auto state = seq.state_;  // keeps the state alive across waits
+  for (;;) {
+    if (!state->pending.empty()) {
+      const Token t = state->pending.front();
+      state->pending.pop_front();
+      ++counters_.tokens_delivered_total;
+      co_return t;
+    }
+    if (state->finished) co_return std::nullopt;
+    state->signal.expires_at(clock_type::time_point::max());
+    co_await state->signal.async_wait(use_tuple);
+    // The signal is cancelled both to notify and by a cancelled caller.
+    const auto cs = co_await net::this_coro::cancellation_state;
+    if (cs.cancelled() != net::cancellation_type::none)
+      throw boost::system::system_error(net::error::operation_aborted);
   }
-  s.busy = false;
-}
-
-awaitable<int> Engine::prefill(const SlotLease& lease, const std::vector<Token>& prompt,
-                               std::uint64_t task) {
-  auto& s = slots_[lease.slot()];
-  // llama-server reuses the common prefix with the slot's last prompt, but
-  // always evaluates at least one token.
-  std::size_t common = 0;
-  while (common < prompt.size() && common < s.last_prompt.size() &&
-         prompt[common] == s.last_prompt[common])
-    ++common;
-  const int cached = static_cast<int>(std::min(common, prompt.empty() ? 0 : prompt.size() - 1));
-  const int evaluated = static_cast<int>(prompt.size()) - cached;
-  s.view = SlotView{lease.slot(), true, task, static_cast<int>(prompt.size()), cached, 0, 0};
-  s.last_prompt = prompt;
-
-  const auto start = clock_type::now();
-  co_await sleep_until(start + scaled(evaluated / options_.prefill_tokens_per_second));
-  const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-  counters_.prompt_tokens_total += evaluated;
-  counters_.prompt_seconds_total += seconds;
-  counters_.n_tokens_max = std::max<std::uint64_t>(counters_.n_tokens_max, evaluated);
-  if (seconds > 0) counters_.last_prompt_per_second = evaluated / seconds;
-  s.next_step = clock_type::now();
-  s.decode_started = s.next_step;
-  co_return cached;
-}
-
-awaitable<Token> Engine::decode(const SlotLease& lease, int remaining) {
-  auto& s = slots_[lease.slot()];
-  // Pace against an absolute schedule so timer slack does not accumulate.
-  s.next_step += scaled(1.0 / options_.tokens_per_second);
-  co_await sleep_until(s.next_step);
-  const auto words = static_cast<Token>(tokenizer_.vocab_size()) - tokenizer_.first_word_token();
-  const Token token = tokenizer_.first_word_token() +
-                      static_cast<Token>(rng_() % static_cast<std::uint64_t>(words / 2));
-  ++counters_.tokens_predicted_total;
-  ++counters_.n_decode_total;
-  ++s.view.n_decoded;
-  s.view.n_remain = remaining - 1;
-  const double seconds =
-      std::chrono::duration<double>(clock_type::now() - s.decode_started).count();
-  counters_.tokens_predicted_seconds_total +=
-      std::chrono::duration<double>(scaled(1.0 / options_.tokens_per_second)).count();
-  if (seconds > 0) counters_.last_predicted_per_second = s.view.n_decoded / seconds;
-  co_return token;
 }
 
 int Engine::natural_length() {
   return 16 + static_cast<int>(rng_() % 113);
 }
 
-std::vector<SlotView> Engine::slots() const {
-  std::vector<SlotView> out;
-  for (const auto& s : slots_) out.push_back(s.view);
-  return out;
+awaitable<void> Engine::loop() {
+  const auto alive = alive_;
+  net::steady_timer pace(executor_);
+  auto next_step = clock_type::now();
+  for (;;) {
+    if (!scheduler_.has_work()) {
+      wake_.expires_at(clock_type::time_point::max());
+      co_await wake_.async_wait(use_tuple);
+      if (!*alive) co_return;
+      next_step = clock_type::now();
+      continue;
+    }
+    const Step step = scheduler_.step();
+    const auto started = clock_type::now();
+    stamp_admitted(step.admitted, started);
+    // An absolute schedule: timer slack does not accumulate over steps.
+    next_step = std::max(next_step, started - scaled(0.5)) + scaled(step.seconds);
+    if (next_step > started) {
+      pace.expires_at(next_step);
+      co_await pace.async_wait(use_tuple);
+    } else {
+      co_await net::post(executor_, net::use_awaitable);  // let I/O run between steps
+    }
+    if (!*alive) co_return;
+    apply(step, clock_type::now());
+  }
+}
+
+void Engine::apply(const Step& step, clock_type::time_point now) {
+  auto& c = counters_;
+  ++c.n_decode_total;
+  c.busy_slots_total += static_cast<std::uint64_t>(step.busy);
+  const int batch = step.prefill_tokens + step.decode_seqs;
+  c.n_tokens_max = std::max<std::uint64_t>(c.n_tokens_max, batch);
+  c.prompt_tokens_total += step.prefill_tokens;
+  c.spec_drafts += step.drafts;
+  c.spec_draft_tokens += step.draft_tokens;
+  c.spec_accepted_tokens += step.accepted_tokens;
+  for (std::size_t i = 0; i < step.accepted_per_position.size(); ++i)
+    c.spec_accepted_per_position[i] += step.accepted_per_position[i];
+
+  for (const auto& e : step.events) {
+    c.tokens_predicted_total += e.tokens.size();
+    auto it = live_.find(e.id);
+    if (it == live_.end()) continue;  // its reader left during the step
+    auto& s = *it->second;
+    if (e.preempted) {
+      ++s.preemptions;
+      continue;
+    }
+    if (e.prefill_done && !s.has_first_token) {
+      s.has_first_token = true;
+      s.cached = e.cached;
+      s.first_token = now;
+      s.last_token = now;
+      c.prompt_seconds_total += std::chrono::duration<double>(now - s.admitted).count();
+      c.time_to_first_token.observe(std::chrono::duration<double>(now - s.submitted).count());
+    } else if (!e.tokens.empty()) {
+      c.inter_token_latency.observe(std::chrono::duration<double>(now - s.last_token).count());
+      s.last_token = now;
+    }
+    for (Token t : e.tokens) s.pending.push_back(t);
+    if (e.finished) {
+      s.finished = true;
+      s.finished_at = now;
+      ++c.requests_finished_total;
+      c.tokens_predicted_seconds_total +=
+          std::chrono::duration<double>(now - s.first_token).count();
+      c.e2e_request_latency.observe(std::chrono::duration<double>(now - s.submitted).count());
+    }
+    s.signal.cancel();
+  }
 }
 
 }  // namespace switchyard::sim

@@ -24,7 +24,7 @@ struct LlamacppApiOptions {
 
 class LlamacppApi final : public http::Handler {
  public:
-  // `engine` must outlive this handler.
+  // `engine` must outlive this handler; its mode is slots.
   LlamacppApi(Engine& engine, LlamacppApiOptions options);
   ~LlamacppApi() override;
 

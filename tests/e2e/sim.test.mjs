@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SHARED, USER_MESSAGES, fetchJson, metricValue, postStream, readSse, startSim, stopAll, streamContent } from './harness.mjs';
+import { SHARED, USER_MESSAGES, fetchJson, metricValue, postStream, readSse, startSim, stopAll, streamContent, waitUntil } from './harness.mjs';
 
 const REF = path.join(SHARED, 'reference/llamacpp');
 const ref = (name) => fs.readFileSync(path.join(REF, name), 'utf8');
@@ -35,6 +35,9 @@ function chatKinds(jsonEvents) {
 }
 
 const TIMEOUT = { timeout: 15_000 };
+
+const waitForIdle = (url) => waitUntil(async () => metricValue((await fetchJson(`${url}/metrics`)).text, 'llamacpp:requests_processing') === 0,
+  { what: 'an idle sim' });
 
 describe('sim: llama-server wire format', () => {
   let sim;
@@ -145,6 +148,84 @@ describe('sim: llama-server wire format', () => {
       `16..128 tokens, got ${free.body.usage.completion_tokens}`);
   });
 
+  test('/slots: idle and busy shapes match the captures; fail_on_no_slot=1 is 503 when all are busy', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 50 });  // a slot never used yet
+    const idle = await fetchJson(`${sim.url}/slots`);
+    assert.equal(idle.status, 200);
+    const capturedIdle = JSON.parse(ref('slots.body'));
+    assert.deepEqual(shape(idle.body[0]), shape(capturedIdle[0]));
+    assert.equal((await fetchJson(`${sim.url}/slots?fail_on_no_slot=1`)).status, 200);
+
+    // A long request keeps the only slot busy (1000 tokens at 65 tok/s x50: ~0.3 s).
+    const ctrl = new AbortController();
+    const busyReq = postStream(`${sim.url}/completion`, { prompt: 'Once upon a time', n_predict: 1000, ignore_eos: true, stream: true },
+      { signal: ctrl.signal });
+    const res = await busyReq;
+    const reader = res.body.getReader();
+    await reader.read();
+    const busy = await fetchJson(`${sim.url}/slots`);
+    assert.deepEqual(shape(busy.body[0]), shape(JSON.parse(ref('slots_busy.body'))[0]));
+    assert.equal(busy.body[0].is_processing, true);
+    assert.equal(busy.body[0].params.n_predict, 1000);
+    const none = await fetchJson(`${sim.url}/slots?fail_on_no_slot=1`);
+    assert.equal(none.status, 503);
+    assert.deepEqual(Object.keys(none.body.error), ['code', 'message', 'type']);
+    ctrl.abort();
+    await reader.cancel().catch(() => {});
+    // After use an idle slot keeps the last task's fields, as slots_after.body shows.
+    await waitForIdle(sim.url);
+    const after = await fetchJson(`${sim.url}/slots`);
+    assert.deepEqual(shape(after.body[0]), shape(JSON.parse(ref('slots_after.body'))[1]));
+    await sim.stop();
+  });
+
+  test('POST /completion: body and stream shapes as the captures, stop chunk without [DONE]', TIMEOUT, async () => {
+    const full = await fetchJson(`${sim.url}/completion`, { body: { prompt: 'Once upon a time', n_predict: 256, ignore_eos: true } });
+    assert.equal(full.status, 200);
+    const captured = JSON.parse(ref('completion_ignore_eos.body'));
+    assert.deepEqual(shape(full.body), shape(captured));
+    assert.equal(full.body.tokens_predicted, 256);
+    assert.equal(full.body.stop_type, 'limit');
+    assert.equal(full.body.timings.predicted_n, 256);
+    assert.deepEqual(full.body.generation_settings.logit_bias, captured.generation_settings.logit_bias);
+
+    // A token-id prompt, streamed, repeated: the slot's prefix is reused.
+    const ids = (await fetchJson(`${sim.url}/tokenize`, { body: { content: 'Once upon a time there was' } })).body.tokens;
+    let last;
+    for (let i = 0; i < 2; i++) {
+      const res = await postStream(`${sim.url}/completion`, { prompt: ids, n_predict: 8, stream: true });
+      const { raw, events } = await readSse(res);
+      assert.match(raw, /^(data: [^\n]+\n\n)+$/);
+      assert.ok(!raw.includes('[DONE]'));
+      const capture = refEvents('completion_stream.sse').map((d) => JSON.parse(d));
+      assert.deepEqual(shape(events[0].json), shape(capture[0]), 'token chunk');
+      assert.deepEqual(shape(events.at(-1).json), shape(capture.at(-1)), 'stop chunk');
+      assert.equal(events.at(-1).json.stop, true);
+      assert.equal(events.length, 9);
+      last = events.at(-1).json;
+    }
+    assert.equal(last.timings.cache_n, ids.length - 1, 'all but the last prompt token from the slot cache');
+    assert.equal(last.timings.prompt_n, 1);
+  });
+
+  test('POST /apply-template and the context limit', TIMEOUT, async () => {
+    const t = await fetchJson(`${sim.url}/apply-template`, { body: { messages: [{ role: 'user', content: 'Hi' }] } });
+    assert.deepEqual(t.body, JSON.parse(ref('apply_template.body')));
+    assert.equal(t.headers.get('content-type'), refHeaders('apply_template.headers')['content-type']);
+
+    const ctx = (await fetchJson(`${sim.url}/props`)).body.default_generation_settings.n_ctx;
+    const tooLong = await fetchJson(`${sim.url}/completion`, { body: { prompt: Array(ctx + 5).fill(300), n_predict: 4 } });
+    assert.equal(tooLong.status, 400);
+    assert.equal(tooLong.body.error.type, 'exceed_context_size_error');
+    assert.equal(tooLong.body.error.n_ctx, ctx);
+  });
+
+  test('/metrics: the llama.cpp names in the capture\'s order', TIMEOUT, async () => {
+    const names = (text) => text.split('\n').filter((l) => l.startsWith('# TYPE')).map((l) => l.split(' ')[2]);
+    const got = names((await fetchJson(`${sim.url}/metrics`)).text).filter((n) => n.startsWith('llamacpp:'));
+    assert.deepEqual(got, names(ref('metrics.body')));
+  });
+
   test('/metrics carries llama.cpp gauges and the sim high-water marks', TIMEOUT, async () => {
     const res = await fetchJson(`${sim.url}/metrics`);
     assert.equal(res.status, 200);
@@ -152,5 +233,36 @@ describe('sim: llama-server wire format', () => {
       'switchyard_sim:requests_processing_max', 'switchyard_sim:requests_deferred_total'])
       assert.notEqual(metricValue(res.text, name), undefined, `${name} in /metrics`);
     assert.equal(metricValue(res.text, 'llamacpp:requests_processing'), 0);
+  });
+});
+
+describe('sim: the engine model over llama.cpp\'s API', () => {
+  after(stopAll);
+
+  test('requests beyond the slots wait inside the sim, counted as deferred', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 2, slots: 1 });  // ~0.23 s per request
+    const body = { messages: USER_MESSAGES, max_tokens: 30, ignore_eos: true };
+    const all = Promise.all([1, 2, 3].map(() => fetchJson(`${sim.url}/v1/chat/completions`, { body })));
+    await waitUntil(async () => metricValue((await fetchJson(`${sim.url}/metrics`)).text, 'llamacpp:requests_deferred') === 2,
+      { what: 'two deferred' });
+    for (const r of await all) assert.equal(r.body.usage.completion_tokens, 30);
+    const text = (await fetchJson(`${sim.url}/metrics`)).text;
+    assert.equal(metricValue(text, 'switchyard_sim:requests_processing_max'), 1);
+    assert.equal(metricValue(text, 'switchyard_sim:requests_deferred_total'), 2);
+    assert.equal(metricValue(text, 'llamacpp:tokens_predicted_total'), 90);
+    await sim.stop();
+  });
+
+  test('--over-report inflates the self-reported speed, not the delivered one', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 20 }, ['--over-report', 10]);
+    const t0 = performance.now();
+    const r = await fetchJson(`${sim.url}/completion`, { body: { prompt: 'Once', n_predict: 40, ignore_eos: true } });
+    const wall = (performance.now() - t0) / 1000;
+    const t = r.body.timings;
+    assert.ok(Math.abs(t.predicted_per_second - 10 * 1000 * t.predicted_n / t.predicted_ms) < 1e-6 * t.predicted_per_second);
+    assert.ok(t.predicted_per_second > 5 * (40 / wall), `reported ${t.predicted_per_second}, delivered ${40 / wall}`);
+    const reported = metricValue((await fetchJson(`${sim.url}/metrics`)).text, 'llamacpp:predicted_tokens_seconds');
+    assert.ok(reported > 5 * 65 * 20, `llamacpp:predicted_tokens_seconds ${reported}`);
+    await sim.stop();
   });
 });

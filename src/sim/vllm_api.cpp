@@ -1,0 +1,322 @@
+#include "sim/vllm_api.h"
+
+#include <boost/asio.hpp>
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "sim/completion.h"
+#include "sim/vllm_format.h"
+
+namespace switchyard::sim {
+
+namespace net = boost::asio;
+namespace json = boost::json;
+using net::awaitable;
+using vllm::error_reply;
+using vllm::json_reply;
+
+namespace {
+
+http::Response bad_request(const RequestError& e) {
+  return error_reply(e.status, e.message,
+                     e.status >= 500 ? "InternalServerError" : "BadRequestError", e.param);
+}
+
+// A number as Python's prometheus_client writes it (repr of a float).
+std::string prom(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{:.1f}", v);
+  return fmt::format("{}", v);
+}
+
+class MetricsText {
+ public:
+  explicit MetricsText(std::string labels) : labels_(std::move(labels)) {}
+
+  void family(std::string_view name, std::string_view help, std::string_view type) {
+    out_ += fmt::format("# HELP {0} {1}\n# TYPE {0} {2}\n", name, help, type);
+  }
+  void sample(std::string_view name, double value, std::string_view extra = {}) {
+    out_ += fmt::format("{}{{{}{}{}}} {}\n", name, labels_, extra.empty() ? "" : ",", extra,
+                        prom(value));
+  }
+  void gauge(std::string_view name, std::string_view help, double value) {
+    family(name, help, "gauge");
+    sample(name, value);
+  }
+  // Counters are declared without their _total suffix, as prometheus_client does.
+  void counter(std::string_view name, std::string_view help, double value) {
+    family(name, help, "counter");
+    sample(fmt::format("{}_total", name), value);
+  }
+  void histogram(std::string_view name, std::string_view help, const Histogram& h) {
+    family(name, help, "histogram");
+    std::uint64_t cumulative = 0;
+    for (std::size_t i = 0; i < h.counts.size(); ++i) {
+      cumulative += h.counts[i];
+      const double le = i < h.bounds.size() ? h.bounds[i] : INFINITY;
+      sample(fmt::format("{}_bucket", name), static_cast<double>(cumulative),
+             fmt::format("le=\"{}\"", prom(le)));
+    }
+    sample(fmt::format("{}_count", name), static_cast<double>(h.count));
+    sample(fmt::format("{}_sum", name), h.sum);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  const std::string labels_;
+  std::string out_;
+};
+
+}  // namespace
+
+struct VllmApi::Impl {
+  Impl(Engine& e, VllmApiOptions o)
+      : engine(e),
+        options(std::move(o)),
+        faults(options.faults),
+        runner(engine, faults),
+        id_rng(e.options().seed ^ 0x5bd1e995ull),
+        created(std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count()) {}
+
+  awaitable<void> handle(http::Request request, http::Exchange& exchange);
+  http::Response respond_now(const http::Request& request, std::optional<CompletionJob>& job);
+  std::variant<CompletionJob, http::Response> parse_job(Endpoint endpoint,
+                                                        const json::object& body) const;
+  http::Response models() const;
+  http::Response metrics() const;
+  http::Response tokenize(const json::object& body) const;
+  http::Response detokenize(const json::object& body) const;
+  std::string new_id();
+
+  Engine& engine;
+  const VllmApiOptions options;
+  Faults faults;
+  CompletionRunner runner;
+  std::mt19937_64 id_rng;
+  const std::int64_t created;
+};
+
+VllmApi::VllmApi(Engine& engine, VllmApiOptions options)
+    : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
+VllmApi::~VllmApi() = default;
+
+awaitable<void> VllmApi::handle(http::Request request, http::Exchange& exchange) {
+  return impl_->handle(std::move(request), exchange);
+}
+
+http::Response VllmApi::protocol_error(int status, std::string message) {
+  return error_reply(status, message, status >= 500 ? "InternalServerError" : "BadRequestError");
+}
+
+std::string VllmApi::Impl::new_id() {
+  return fmt::format("{:016x}{:016x}", id_rng(), id_rng());
+}
+
+awaitable<void> VllmApi::Impl::handle(http::Request request, http::Exchange& exchange) {
+  std::optional<CompletionJob> job;
+  http::Response reply = runner.loading() ? http::Response() : respond_now(request, job);
+  const CompletionRunner::Unavailable unavailable = [](std::string_view message) {
+    return error_reply(503, message, "ServiceUnavailableError");
+  };
+  const CompletionRunner::MakeFormat make_format = [this](const CompletionJob& j,
+                                                          std::int64_t created) {
+    return vllm::make_format(j, new_id(), created);
+  };
+  co_await runner.answer(std::move(job), std::move(reply), unavailable, make_format, exchange);
+}
+
+http::Response VllmApi::Impl::respond_now(const http::Request& request,
+                                          std::optional<CompletionJob>& job) {
+  const std::string path(request.head.path());
+  const std::string& method = request.head.method;
+  if (method == "GET") {
+    if (path == "/health") {
+      http::Response r = json_reply(200, nullptr);
+      r.body.clear();  // vLLM's /health is an empty 200
+      return r;
+    }
+    if (path == "/v1/models") return models();
+    if (path == "/metrics") return metrics();
+    if (path == "/version") return json_reply(200, json::object{{"version", "0.10.1"}});
+  }
+  std::optional<Endpoint> endpoint;
+  if (path == "/v1/chat/completions") endpoint = Endpoint::chat;
+  if (path == "/v1/completions") endpoint = Endpoint::text;
+  const bool other = path == "/tokenize" || path == "/detokenize";
+  if (method != "POST" || (!endpoint && !other)) {
+    // FastAPI's own 404 shape.
+    http::Response r = json_reply(404, json::object{{"detail", "Not Found"}});
+    return r;
+  }
+  boost::system::error_code ec;
+  json::value parsed = json::parse(request.body, ec);
+  if (ec || !parsed.is_object()) {
+    std::string why = ec ? ec.message() : "the request body is not a JSON object";
+    return error_reply(400, "JSON decode error: " + why, "BadRequestError");
+  }
+  const auto& body = parsed.get_object();
+  if (path == "/tokenize") return tokenize(body);
+  if (path == "/detokenize") return detokenize(body);
+  auto parsed_job = parse_job(*endpoint, body);
+  if (auto* error = std::get_if<http::Response>(&parsed_job)) return std::move(*error);
+  job = std::get<CompletionJob>(std::move(parsed_job));
+  return {};
+}
+
+std::variant<CompletionJob, http::Response> VllmApi::Impl::parse_job(
+    Endpoint endpoint, const json::object& body) const {
+  auto parsed = parse_completion(endpoint, body, engine.tokenizer(), options.model_name);
+  if (auto* error = std::get_if<RequestError>(&parsed)) return bad_request(*error);
+  auto& job = std::get<CompletionJob>(parsed);
+  if (job.model != options.model_name)
+    return error_reply(404, fmt::format("The model `{}` does not exist.", job.model),
+                       "NotFoundError", "model");
+  // serving_engine.py's _validate_input: the prompt must leave room, and the
+  // prompt plus max_tokens must fit --max-model-len.
+  const int max_len = engine.slot_context();
+  const int n_prompt = static_cast<int>(job.prompt.size());
+  if (n_prompt >= max_len)
+    return error_reply(400,
+                       fmt::format("This model's maximum context length is {} tokens. However, "
+                                   "your request has {} input tokens. Please reduce the length "
+                                   "of the input messages.",
+                                   max_len, n_prompt),
+                       "BadRequestError", "input_tokens");
+  if (job.max_tokens && n_prompt + *job.max_tokens > max_len)
+    return error_reply(400,
+                       fmt::format("This model's maximum context length is {} tokens. However, "
+                                   "you requested {} tokens ({} in the messages, {} in the "
+                                   "completion). Please reduce the length of the messages or "
+                                   "completion.",
+                                   max_len, n_prompt + *job.max_tokens, n_prompt, *job.max_tokens),
+                       "BadRequestError", "max_tokens");
+  job.context_left = max_len - n_prompt;
+  job.cache_prompt = true;
+  job.id_slot = -1;
+  return std::move(job);
+}
+
+http::Response VllmApi::Impl::models() const {
+  json::object permission{{"id", "modelperm-sim"},
+                          {"object", "model_permission"},
+                          {"created", created},
+                          {"allow_create_engine", false},
+                          {"allow_sampling", true},
+                          {"allow_logprobs", true},
+                          {"allow_search_indices", false},
+                          {"allow_view", true},
+                          {"allow_fine_tuning", false},
+                          {"organization", "*"},
+                          {"group", nullptr},
+                          {"is_blocking", false}};
+  json::object card{{"id", options.model_name},
+                    {"object", "model"},
+                    {"created", created},
+                    {"owned_by", "vllm"},
+                    {"root", options.model_name},
+                    {"parent", nullptr},
+                    {"max_model_len", engine.slot_context()},
+                    {"permission", json::array{std::move(permission)}}};
+  return json_reply(200, json::object{{"object", "list"}, {"data", json::array{std::move(card)}}});
+}
+
+http::Response VllmApi::Impl::tokenize(const json::object& body) const {
+  std::string text;
+  if (const auto* prompt = body.if_contains("prompt"); prompt && prompt->is_string()) {
+    text = std::string(prompt->get_string());
+  } else if (body.contains("messages")) {
+    auto templated = apply_chat_template(body);
+    if (auto* e = std::get_if<RequestError>(&templated)) return bad_request(*e);
+    text = std::get<std::string>(std::move(templated));
+  } else {
+    return error_reply(400, "'prompt' (a string) or 'messages' is required", "BadRequestError",
+                       "prompt");
+  }
+  json::array tokens;
+  for (Token t : engine.tokenizer().tokenize(text)) tokens.push_back(t);
+  const auto count = tokens.size();
+  return json_reply(200, json::object{{"count", count},
+                                      {"max_model_len", engine.slot_context()},
+                                      {"tokens", std::move(tokens)},
+                                      {"token_strs", nullptr}});
+}
+
+http::Response VllmApi::Impl::detokenize(const json::object& body) const {
+  const auto* tokens = body.if_contains("tokens");
+  if (!tokens || !tokens->is_array())
+    return error_reply(400, "'tokens' must be an array of integers", "BadRequestError", "tokens");
+  std::vector<Token> ids;
+  for (const auto& t : tokens->get_array()) {
+    if (!t.is_int64())
+      return error_reply(400, "'tokens' must be an array of integers", "BadRequestError", "tokens");
+    ids.push_back(static_cast<Token>(t.get_int64()));
+  }
+  return json_reply(200, json::object{{"prompt", engine.tokenizer().detokenize(ids)}});
+}
+
+http::Response VllmApi::Impl::metrics() const {
+  const auto& c = engine.counters();
+  const auto& sched = engine.scheduler();
+  const auto& so = engine.options().scheduler;
+  MetricsText m(fmt::format("engine=\"0\",model_name=\"{}\"", options.model_name));
+  m.gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
+          engine.requests_running());
+  m.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+          engine.requests_waiting());
+  m.gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+          sched.kv_usage());
+  m.counter("vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            static_cast<double>(sched.counters().prefix_queries));
+  m.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+            static_cast<double>(sched.counters().prefix_hits));
+  m.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
+            static_cast<double>(sched.counters().preemptions));
+  m.counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
+            static_cast<double>(c.prompt_tokens_requested));
+  m.counter("vllm:generation_tokens", "Number of generation tokens processed.",
+            static_cast<double>(c.tokens_predicted_total));
+  m.counter("vllm:request_success", "Count of successfully processed requests.",
+            static_cast<double>(c.requests_finished_total));
+  m.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+              c.time_to_first_token);
+  m.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
+              c.inter_token_latency);
+  m.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+              c.e2e_request_latency);
+  m.histogram("vllm:request_queue_time_seconds",
+              "Histogram of time spent in WAITING phase for request.", c.request_queue_time);
+  if (so.timing.spec_draft_tokens > 0) {
+    m.counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.",
+              static_cast<double>(c.spec_drafts));
+    m.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.",
+              static_cast<double>(c.spec_draft_tokens));
+    m.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.",
+              static_cast<double>(c.spec_accepted_tokens));
+    m.family("vllm:spec_decode_num_accepted_tokens_per_pos", "Accepted tokens per draft position.",
+             "counter");
+    for (std::size_t i = 0; i < c.spec_accepted_per_position.size(); ++i)
+      m.sample("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+               static_cast<double>(c.spec_accepted_per_position[i]),
+               fmt::format("position=\"{}\"", i));
+  }
+  m.family("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", "gauge");
+  m.sample("vllm:cache_config_info", 1.0,
+           fmt::format("block_size=\"{}\",enable_prefix_caching=\"{}\",num_gpu_blocks=\"{}\"",
+                       so.block_size, so.prefix_caching ? "True" : "False", sched.kv_blocks()));
+  http::Response r;
+  r.status = 200;
+  r.headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+  r.body = m.take();
+  return r;
+}
+
+}  // namespace switchyard::sim

@@ -1,0 +1,37 @@
+// vLLM's OpenAI-compatible server (`vllm serve`) over the simulated engine:
+// /v1/models, /v1/chat/completions, /v1/completions (token-id prompts too),
+// /tokenize, /detokenize, /health, /version and /metrics with the `vllm:`
+// names of shared/reference/README.md. The engine's mode is paged.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "http/exchange.h"
+#include "sim/engine.h"
+#include "sim/faults.h"
+
+namespace switchyard::sim {
+
+struct VllmApiOptions {
+  // --served-model-name: requests naming another model get 404.
+  std::string model_name = "sim";
+  // Injected failures; all off by default.
+  FaultOptions faults;
+};
+
+class VllmApi final : public http::Handler {
+ public:
+  // `engine` must outlive this handler.
+  VllmApi(Engine& engine, VllmApiOptions options);
+  ~VllmApi() override;
+
+  boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;
+  http::Response protocol_error(int status, std::string message) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace switchyard::sim
