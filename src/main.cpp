@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
       add_sim_command(app),
       add_plan_command(app),
       add_doctor_command(app),
+      add_bench_command(app),
   };
 
   try {
