@@ -1,0 +1,494 @@
+#include "bench/bench_run.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "bench/endpoint_probe.h"
+#include "bench/load_generator.h"
+#include "bench/prompt_builder.h"
+#include "bench/report_html.h"
+#include "bench/report_json.h"
+#include "bench/report_table.h"
+#include "bench/run_report.h"
+
+namespace switchyard::bench {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using asio::awaitable;
+
+namespace {
+
+constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
+
+int fail(const std::string& line, int status = 1) {
+  std::cerr << "switchyard bench: " << line << "\n";
+  return status;
+}
+
+std::string utc_now_iso() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+// A generator for one request's prompt: a function of the seed, the step,
+// the request and the phase only, so runs are reproducible.
+std::mt19937_64 request_rng(std::uint64_t seed, int step, long index, bool warmup) {
+  std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
+                    static_cast<std::uint32_t>(step + 1), static_cast<std::uint32_t>(index),
+                    static_cast<std::uint32_t>(warmup ? 1 : 0)};
+  return std::mt19937_64(seq);
+}
+
+// How prompts are made for this endpoint; settled before the first step.
+struct PromptPlan {
+  std::string mode;  // token_ids | text_exact | text_estimated
+  TokenIdRange ids;
+  long vocab = 0;
+  std::string tokenize_url;
+  long overhead = 0;  // tokens the engine adds around the text (chat template, BOS)
+  long text_target() const { return std::max(1L, target - overhead); }
+  long target = 0;
+};
+
+class BenchSession {
+ public:
+  BenchSession(const BenchOptions& options, HeaderList headers, asio::io_context& io,
+               LoadGenerator& generator)
+      : o_(options), headers_(std::move(headers)), io_(io), gen_(generator) {}
+
+  RunReport run;
+  PromptPlan prompts;
+  std::string failure;  // set when the run cannot go on: one line
+
+  awaitable<void> drive();
+
+ private:
+  std::string body(const json::value& prompt) const;
+  std::string id_body(std::uint64_t seed_step, int step, long index, bool warmup,
+                      long length) const;
+  Result<std::vector<std::string>> text_bodies(int step, long count, bool warmup) const;
+  awaitable<bool> probe();
+  StepPlan step_plan(int step, int concurrency, double rate) const;
+  awaitable<void> progress(asio::steady_timer& timer, const bool& running, std::string label);
+
+  const BenchOptions& o_;
+  HeaderList headers_;
+  asio::io_context& io_;
+  LoadGenerator& gen_;
+  bool tty_ = isatty(STDERR_FILENO) != 0;
+};
+
+std::string BenchSession::body(const json::value& prompt) const {
+  json::object b{{"model", o_.model}};
+  if (o_.endpoint == "chat") {
+    b["messages"] = json::array{json::object{{"role", "user"}, {"content", prompt}}};
+  } else {
+    b["prompt"] = prompt;
+  }
+  b["max_tokens"] = o_.output_len;
+  b["min_tokens"] = o_.output_len;  // vLLM; llama.cpp ignores it
+  b["ignore_eos"] = true;
+  b["stream"] = true;
+  b["stream_options"] = json::object{{"include_usage", true}};
+  return json::serialize(b);
+}
+
+std::string BenchSession::id_body(std::uint64_t seed, int step, long index, bool warmup,
+                                  long length) const {
+  auto rng = request_rng(seed, step, index, warmup);
+  json::array ids;
+  for (long id : random_token_prompt(rng, length, prompts.ids)) ids.emplace_back(id);
+  return body(ids);
+}
+
+Result<std::vector<std::string>> BenchSession::text_bodies(int step, long count,
+                                                           bool warmup) const {
+  std::vector<std::string> bodies;
+  const auto counter = [&](const std::string& text) {
+    return count_tokens(prompts.tokenize_url, headers_, o_.model, text);
+  };
+  for (long i = 0; i < count; ++i) {
+    auto rng = request_rng(o_.seed, step, i, warmup);
+    if (prompts.mode == "text_estimated") {
+      bodies.push_back(body(json::string(random_words(rng, prompts.text_target()))));
+      continue;
+    }
+    auto prompt = exact_text_prompt(rng, prompts.text_target(), counter);
+    if (!prompt) return prompt.error();
+    bodies.push_back(body(json::string(prompt->text)));
+  }
+  return bodies;
+}
+
+StepPlan BenchSession::step_plan(int step, int concurrency, double rate) const {
+  StepPlan plan;
+  plan.step = step;
+  plan.concurrency = concurrency;
+  plan.rate = rate;
+  plan.burstiness = o_.burstiness;
+  plan.seed = o_.seed + static_cast<std::uint64_t>(step);
+  plan.warmup = o_.warmup >= 0 ? o_.warmup : concurrency;
+  plan.duration_s = o_.duration_s;
+  plan.requests = o_.duration_s > 0          ? 0
+                  : o_.requests_per_step > 0 ? o_.requests_per_step
+                                             : std::max(8L, 4L * concurrency);
+  plan.forced_tokens = o_.output_len;
+  return plan;
+}
+
+// One request, not measured, that proves the endpoint works as the method
+// needs: reachable, the key accepted, the model known, ignore_eos honoured.
+// It also measures what the engine adds around a text prompt.
+awaitable<bool> BenchSession::probe() {
+  StepPlan plan;
+  plan.step = -1;
+  plan.requests = 1;
+  plan.forced_tokens = o_.output_len;
+  auto rng = request_rng(o_.seed, -1, 0, false);
+  const std::string probe_text = random_words(rng, 8);
+  std::string probe_body = prompts.mode == "token_ids" ? id_body(o_.seed, -1, 0, false, 8)
+                                                       : body(json::string(probe_text));
+  plan.body = [&probe_body](long, bool) { return probe_body; };
+  StepOutcome outcome = co_await gen_.run_step(plan);
+  if (gen_.stopped() || outcome.records.empty()) co_return false;
+  const auto& r = outcome.records.front();
+  const std::string where =
+      o_.url + (o_.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions");
+  if (r.error == "http_401" || r.error == "http_403") {
+    failure = fmt::format("{} refused the API key ({}: {}): pass the right --api-key", where,
+                          r.error.substr(5), r.error_detail);
+  } else if (r.error == "http_404") {
+    failure = fmt::format("{} answered 404 (unknown model '{}' or endpoint): {}", where, o_.model,
+                          r.error_detail);
+  } else if (r.error == "connect") {
+    failure = fmt::format("cannot reach {}: {}", o_.url, r.error_detail);
+  } else if (!r.ok()) {
+    failure =
+        fmt::format("the probe request to {} failed ({}): {}", where, r.error, r.error_detail);
+  } else if (r.short_output) {
+    failure = fmt::format(
+        "{} does not honour ignore_eos: asked for exactly {} tokens, got {} (finish_reason "
+        "'{}'); the forced-length method needs ignore_eos (llama.cpp) or min_tokens (vLLM)",
+        where, o_.output_len, r.output_tokens(), r.finish_reason);
+  }
+  if (!failure.empty()) co_return false;
+  if (prompts.mode != "token_ids" && r.prompt_tokens >= 0 && prompts.mode == "text_exact") {
+    auto counted = count_tokens(prompts.tokenize_url, headers_, o_.model, probe_text);
+    if (counted) prompts.overhead = std::max(0L, r.prompt_tokens - *counted);
+  }
+  co_return true;
+}
+
+awaitable<void> BenchSession::progress(asio::steady_timer& timer, const bool& running,
+                                       std::string label) {
+  while (running) {
+    timer.expires_after(std::chrono::milliseconds(250));
+    co_await timer.async_wait(kAwait);
+    if (!running) break;
+    const auto& live = gen_.live();
+    std::string line;
+    if (!live.measuring) {
+      line = fmt::format("{} warming up", label);
+    } else {
+      const double elapsed = std::chrono::duration<double>(Clock::now() - live.started).count();
+      const double tps = elapsed > 0 ? static_cast<double>(live.tokens) / elapsed : 0;
+      double eta = 0;
+      if (live.total > 0 && live.done > 0)
+        eta =
+            elapsed * static_cast<double>(live.total - live.done) / static_cast<double>(live.done);
+      if (live.total == 0) eta = std::max(0.0, live.duration_s - elapsed);
+      const bool eta_known = live.total == 0 || live.done > 0;
+      line = fmt::format("{} {}{} requests  {:.1f} tok/s so far  ETA {}", label, live.done,
+                         live.total > 0 ? fmt::format("/{}", live.total) : "", tps,
+                         eta_known ? fmt::format("{:.0f}s", eta) : "-");
+    }
+    std::cerr << "\r\x1b[K" << line << std::flush;
+  }
+}
+
+awaitable<void> BenchSession::drive() {
+  if (!co_await probe()) co_return;
+  const bool open = !o_.rates.empty();
+  const std::size_t steps = open ? o_.rates.size() : o_.concurrency.size();
+  const int warm_workers = o_.concurrency.empty() ? 1 : o_.concurrency.front();
+  for (std::size_t i = 0; i < steps && !gen_.stopped(); ++i) {
+    const int step = static_cast<int>(i);
+    StepPlan plan =
+        open ? step_plan(step, warm_workers, o_.rates[i]) : step_plan(step, o_.concurrency[i], 0);
+    const std::string label =
+        open ? fmt::format("[rate {:g}/s]", plan.rate) : fmt::format("[N={}]", plan.concurrency);
+    std::vector<std::string> warm_bodies, bodies;
+    if (prompts.mode == "token_ids") {
+      const auto seed = o_.seed;
+      const long length = o_.input_len;
+      plan.body = [this, seed, step, length](long index, bool warmup) {
+        return id_body(seed, step, index, warmup, length);
+      };
+    } else {
+      if (!tty_) std::cerr << label << " building prompts\n";
+      auto warm = text_bodies(step, plan.warmup, true);
+      const long pool = plan.requests > 0 ? plan.requests : std::max(16L, 4L * plan.concurrency);
+      auto measured = warm ? text_bodies(step, pool, false) : warm;
+      if (!warm || !measured) {
+        failure = fmt::format("building prompts: {}", (!warm ? warm : measured).error().message);
+        co_return;
+      }
+      warm_bodies = std::move(*warm);
+      bodies = std::move(*measured);
+      plan.body = [&warm_bodies, &bodies](long index, bool warmup) {
+        const auto& from = warmup ? warm_bodies : bodies;
+        return from[static_cast<std::size_t>(index) % from.size()];
+      };
+    }
+    if (!tty_)
+      std::cerr << label << " "
+                << (plan.requests > 0 ? std::to_string(plan.requests) + " requests"
+                                      : fmt::format("{:g} s", plan.duration_s))
+                << " after " << plan.warmup << " warm-up\n";
+    bool running = true;
+    asio::steady_timer ticker(io_);
+    if (tty_) asio::co_spawn(io_, progress(ticker, running, label), asio::detached);
+    StepOutcome outcome = co_await gen_.run_step(plan);
+    running = false;
+    ticker.cancel();
+    if (tty_) std::cerr << "\r\x1b[K" << std::flush;
+    StepReport report = summarize_step(plan, outcome);
+    std::cerr << fmt::format("{} done: {}/{} ok, {:.1f} output tok/s{}\n", label, report.succeeded,
+                             report.requests, report.output_tokens_per_s,
+                             outcome.interrupted ? " (interrupted)" : "");
+    if (report.requests > 0 || !outcome.interrupted) run.steps.push_back(std::move(report));
+    for (auto& r : outcome.records) run.requests.push_back(std::move(r));
+  }
+}
+
+std::string method_description(const BenchOptions& o, const PromptPlan& p) {
+  std::string prompt =
+      p.mode == "token_ids" ? fmt::format("random token ids from [{}, {}) of a {}-token vocabulary",
+                                          p.ids.first, p.ids.end, p.vocab)
+      : p.mode == "text_exact"
+          ? fmt::format(
+                "random English words sized with {} to exactly {} tokens as the engine "
+                "counts them ({} added by the engine around the text)",
+                p.tokenize_url, o.input_len, p.overhead)
+          : fmt::format("about {} random English words (no /tokenize: lengths estimated)",
+                        o.input_len);
+  const std::string loop =
+      o.rates.empty()
+          ? "closed loop: at each concurrency N, N workers each send their next request when "
+            "the last one ends"
+          : fmt::format(
+                "open loop: arrivals at each rate with gamma gaps (burstiness {:g}; 1 = "
+                "Poisson)",
+                o.burstiness);
+  return fmt::format(
+      "{} prompts of {}; output forced to exactly {} tokens (max_tokens, min_tokens, "
+      "ignore_eos); streamed with usage; {}; warm-up requests excluded. Headline: generated "
+      "tokens (usage.completion_tokens) / wall time of the step. Random vocabulary is the worst "
+      "case for speculative decoding and gets no prefix-cache hits.",
+      o.input_len, prompt, o.output_len, loop);
+}
+
+void add_residual_notes(RunReport& run, long input_len) {
+  for (const auto& s : run.steps) {
+    if (s.prompt_tokens.count == 0) continue;
+    if (std::abs(s.prompt_tokens.mean - static_cast<double>(input_len)) >= 0.5)
+      run.notes.push_back(fmt::format(
+          "at N={} the engine counted {:.1f} prompt tokens on average (p50 {:.0f}) for a "
+          "target of {}",
+          s.concurrency, s.prompt_tokens.mean, s.prompt_tokens.p50, input_len));
+  }
+}
+
+int write_outputs(const BenchOptions& o, const RunReport& run) {
+  int status = 0;
+  if (!o.json_path.empty()) {
+    if (auto w = write_file_atomically(o.json_path, run_to_json(run)); !w)
+      status = fail(w.error().message);
+  }
+  if (!o.html_path.empty()) {
+    if (auto w = write_file_atomically(o.html_path, render_html({run}, {""})); !w)
+      status = fail(w.error().message);
+  }
+  return status;
+}
+
+}  // namespace
+
+Result<bool> validate(const BenchOptions& o) {
+  if (auto url = http::parse_url(o.url); !url) return Error{"--url: " + url.error().message};
+  if (o.model.empty()) return Error{"--model: required"};
+  if (o.input_len < 1) return Error{"--input-len: must be at least 1"};
+  if (o.output_len < 1) return Error{"--output-len: must be at least 1"};
+  if (o.rates.empty() && o.concurrency.empty()) return Error{"--concurrency: give at least one N"};
+  for (int n : o.concurrency)
+    if (n < 1) return Error{fmt::format("--concurrency: {} is not a positive integer", n)};
+  for (double r : o.rates)
+    if (!(r > 0)) return Error{fmt::format("--rate: {} is not a positive rate", r)};
+  if (!(o.burstiness > 0)) return Error{"--burstiness: must be positive"};
+  if (o.requests_per_step > 0 && o.duration_s > 0)
+    return Error{"--requests-per-step and --duration exclude each other"};
+  if (o.endpoint != "chat" && o.endpoint != "completions")
+    return Error{"--endpoint: chat or completions"};
+  for (const auto& h : o.headers)
+    if (h.find(':') == std::string::npos || h.front() == ':')
+      return Error{fmt::format("--header: '{}' is not 'Name: value'", h)};
+  if (!o.tokenize_url.empty())
+    if (auto url = http::parse_url(o.tokenize_url); !url)
+      return Error{"--tokenize-url: " + url.error().message};
+  return true;
+}
+
+int run_bench(const BenchOptions& o) {
+  if (auto ok = validate(o); !ok) return fail(ok.error().message, 2);
+  std::string base = o.url;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  HeaderList headers;
+  if (!o.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + o.api_key);
+  for (const auto& h : o.headers) {
+    const auto colon = h.find(':');
+    auto value = h.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(' '));
+    headers.emplace_back(h.substr(0, colon), value);
+  }
+
+  auto info = probe_endpoint(base, headers, o.model);
+  if (!info) return fail(info.error().message);
+
+  PromptPlan prompts;
+  prompts.target = o.input_len;
+  prompts.tokenize_url = o.tokenize_url.empty() ? base + "/tokenize" : o.tokenize_url;
+  const long vocab = info->n_vocab.value_or(o.vocab_size);
+  RunReport run;
+  if (o.endpoint == "completions" && vocab > 10) {
+    prompts.mode = "token_ids";
+    prompts.vocab = vocab;
+    prompts.ids = usable_token_ids(vocab);
+  } else {
+    auto counted = count_tokens(prompts.tokenize_url, headers, o.model, "hello world");
+    prompts.mode = counted ? "text_exact" : "text_estimated";
+    if (!counted)
+      run.notes.push_back(fmt::format(
+          "no token counting at {} ({}): prompt lengths are estimated, the engine's real counts "
+          "(usage.prompt_tokens) are in steps[].prompt_tokens",
+          prompts.tokenize_url, counted.error().message));
+    if (o.endpoint == "completions")
+      run.notes.push_back(
+          "no vocabulary size (no meta.n_vocab, no --vocab-size): text prompts "
+          "instead of token ids");
+  }
+
+  asio::io_context io;
+  LoadTarget target;
+  target.url = *http::parse_url(base);
+  target.path = o.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions";
+  for (const auto& [name, value] : headers) target.headers.add(name, value);
+  target.idle_timeout = std::chrono::milliseconds(static_cast<long>(o.stream_idle_s * 1000));
+  int max_in_flight = 0;
+  for (int n : o.concurrency) max_in_flight = std::max(max_in_flight, n);
+  const std::size_t max_connections =
+      o.rates.empty() ? static_cast<std::size_t>(max_in_flight) + 8 : 1024;
+  LoadGenerator generator(io.get_executor(), target, max_connections);
+
+  BenchSession session(o, headers, io, generator);
+  session.prompts = prompts;
+  session.run = std::move(run);
+  auto& report = session.run;
+  report.endpoint = base;
+  report.model = o.model;
+  report.started_at = utc_now_iso();
+  report.simulated = info->simulated || o.simulated;
+
+  bool interrupted = false;
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    interrupted = true;
+    generator.stop();
+  });
+  std::exception_ptr crashed;
+  asio::co_spawn(io, session.drive(), [&](std::exception_ptr e) {
+    crashed = e;
+    signals.cancel();
+  });
+  io.run();
+  if (crashed) std::rethrow_exception(crashed);
+  if (!session.failure.empty()) return fail(session.failure);
+
+  const auto& p = session.prompts;
+  auto& m = report.method;
+  m.api = o.endpoint;
+  m.input_len = o.input_len;
+  m.output_len = o.output_len;
+  m.prompt_mode = p.mode;
+  m.vocab_size = p.vocab;
+  m.loop = o.rates.empty() ? "closed" : "open";
+  m.warmup = o.warmup;
+  m.requests_per_step = o.requests_per_step;
+  m.duration_s = o.duration_s;
+  m.burstiness = o.burstiness;
+  m.seed = o.seed;
+  m.description = method_description(o, p);
+  report.interrupted = interrupted;
+  if (report.simulated)
+    report.notes.push_back(
+        "simulated engines: these numbers describe switchyard's simulator, "
+        "not any hardware");
+  if (o.duration_s > 0 && p.mode != "token_ids")
+    report.notes.push_back(
+        "--duration with text prompts re-sends a pool of prompts; an engine "
+        "with a prefix cache may serve repeats from it");
+  add_residual_notes(report, o.input_len);
+
+  std::cout << format_table(report) << std::flush;
+  const int written = write_outputs(o, report);
+  if (interrupted) return fail("interrupted: partial results written", 130);
+  if (written != 0) return written;
+  for (const auto& s : report.steps)
+    if (!s.errors.empty() || s.short_outputs > 0 || s.succeeded == 0) return 1;
+  return 0;
+}
+
+int run_report(const std::vector<std::string>& json_files, const std::string& html_path) {
+  if (json_files.empty()) return fail("report: give one or more JSON files", 2);
+  if (html_path.empty()) return fail("report: --html FILE is required", 2);
+  std::vector<RunReport> runs;
+  std::vector<std::string> labels;
+  for (const auto& file : json_files) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return fail(fmt::format("report: cannot read {}", file));
+    std::stringstream text;
+    text << in.rdbuf();
+    auto run = run_from_json(text.str(), file);
+    if (!run) return fail("report: " + run.error().message);
+    runs.push_back(std::move(*run));
+    labels.push_back(file.substr(file.find_last_of('/') + 1));
+  }
+  if (auto w = write_file_atomically(html_path, render_html(runs, labels)); !w)
+    return fail(w.error().message);
+  std::cout << "wrote " << html_path << " (" << runs.size() << " runs)\n";
+  return 0;
+}
+
+}  // namespace switchyard::bench

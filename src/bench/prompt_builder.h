@@ -1,0 +1,51 @@
+// Prompts of an exact token length, from random vocabulary: token ids where
+// the API takes them, random words corrected against the engine's own
+// tokenizer where it takes only text (chat). Random vocabulary is the worst
+// case for speculative decoding and defeats prefix caches between requests.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace switchyard::bench {
+
+// The ids a random prompt draws from: [first, end).
+struct TokenIdRange {
+  long first = 0;
+  long end = 0;
+};
+
+// The rule for "not a special token" without knowing the vocabulary: skip
+// the lowest 10 ids (llama-style <unk> <s> </s> and friends, and
+// the sim's five) and, for vocabularies over 4096, the top 512 ids (Llama 3
+// reserves its last 256, Qwen2/3 its last 293 for control tokens).
+// Precondition: n_vocab > 10.
+TokenIdRange usable_token_ids(long n_vocab);
+
+// `length` ids drawn uniformly from `range`.
+std::vector<long> random_token_prompt(std::mt19937_64& rng, long length, TokenIdRange range);
+
+// How many tokens the engine counts in a text (e.g. a /tokenize call).
+using CountTokens = std::function<Result<long>(const std::string& text)>;
+
+struct TextPrompt {
+  std::string text;
+  long tokens = 0;  // as `count` last counted `text`
+  int count_calls = 0;
+};
+
+// Random words whose token count, as `count` says, is `target` — or as close
+// as a bounded number of corrections gets (`tokens` then differs: the
+// caller reports the residual). Errors are `count`'s.
+Result<TextPrompt> exact_text_prompt(std::mt19937_64& rng, long target, const CountTokens& count);
+
+// Random words, without any tokenizer: about one token per word on
+// BPE vocabularies. For endpoints without /tokenize.
+std::string random_words(std::mt19937_64& rng, long words);
+
+}  // namespace switchyard::bench

@@ -1,0 +1,70 @@
+#include "bench/report_table.h"
+
+#include <fmt/format.h>
+
+namespace switchyard::bench {
+
+namespace {
+
+constexpr const char* kRowFormat =
+    "{:>7} {:>5} {:>5} {:>10} {:>7} {:>21} {:>13} {:>8} {:>15} {:>16} {}";
+
+std::string triple(const Summary& s) {
+  return fmt::format("{:.0f}/{:.0f}/{:.0f}", s.p50, s.p90, s.p99);
+}
+
+std::string pair(const Summary& s, int decimals) {
+  return fmt::format("{:.{}f}/{:.{}f}", s.p50, decimals, s.p99, decimals);
+}
+
+}  // namespace
+
+std::string format_header() {
+  return fmt::format(kRowFormat, "N", "req", "ok", "out tok/s", "req/s", "TTFT p50/p90/p99 ms",
+                     "ITL p50/p99", "TPOT p50", "E2E p50/p99 ms", "self-reported", "errors");
+}
+
+std::string format_step_row(const StepReport& s) {
+  std::string reported = "-";
+  if (s.self_reported_tokens_per_s)
+    reported =
+        fmt::format("{:.0f}{}", *s.self_reported_tokens_per_s, s.inflated ? " INFLATED" : "");
+  std::string errors;
+  for (const auto& [kind, n] : s.errors)
+    errors += fmt::format("{}{}={}", errors.empty() ? "" : " ", kind, n);
+  if (s.short_outputs > 0)
+    errors += fmt::format("{}short={}", errors.empty() ? "" : " ", s.short_outputs);
+  if (s.interrupted) errors += errors.empty() ? "(interrupted)" : " (interrupted)";
+  const std::string n = s.rate > 0 ? fmt::format("{:g}/s", s.rate) : std::to_string(s.concurrency);
+  return fmt::format(kRowFormat, n, s.requests, s.succeeded,
+                     fmt::format("{:.1f}", s.output_tokens_per_s),
+                     fmt::format("{:.2f}", s.requests_per_s), triple(s.ttft_ms), pair(s.itl_ms, 1),
+                     fmt::format("{:.1f}", s.tpot_ms.p50), pair(s.e2e_ms, 0), reported,
+                     errors.empty() ? "-" : errors);
+}
+
+std::string format_table(const RunReport& run) {
+  std::string out =
+      fmt::format("{}{} · model {} · {} · input {} · output {} (forced)\n",
+                  run.simulated ? "SIMULATED ENGINES · " : "", run.endpoint, run.model,
+                  run.method.api, run.method.input_len, run.method.output_len);
+  out += format_header() + "\n";
+  for (const auto& s : run.steps) out += format_step_row(s) + "\n";
+  for (const auto& s : run.steps) {
+    const std::string where =
+        s.rate > 0 ? fmt::format("at {:g} req/s", s.rate) : fmt::format("at N={}", s.concurrency);
+    if (s.inflated && s.self_report_ratio)
+      out += fmt::format(
+          "! {}: the engine's self-reported speed is {:.2f}x what was measured (inflated)\n", where,
+          *s.self_report_ratio);
+    if (s.short_outputs > 0)
+      out += fmt::format("! {}: {} request(s) produced fewer than {} tokens\n", where,
+                         s.short_outputs, run.method.output_len);
+    for (const auto& [kind, example] : s.error_examples)
+      out += fmt::format("! {}: {} x {}: {}\n", where, s.errors.at(kind), kind, example);
+  }
+  for (const auto& note : run.notes) out += "note: " + note + "\n";
+  return out;
+}
+
+}  // namespace switchyard::bench

@@ -1,0 +1,20 @@
+// The terminal view of a run: one row per step, then what to notice.
+#pragma once
+
+#include <string>
+
+#include "bench/run_report.h"
+
+namespace switchyard::bench {
+
+// The header line and one row per step, aligned; then a line per inflated
+// self-report, short output or error kind.
+std::string format_table(const RunReport& run);
+
+// The column headings of format_step_row.
+std::string format_header();
+
+// One step's row alone (same columns), for the plain per-step line.
+std::string format_step_row(const StepReport& step);
+
+}  // namespace switchyard::bench

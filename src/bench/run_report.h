@@ -1,0 +1,75 @@
+// A bench run as it is reported: the method, one summary per step, and every
+// request. Written to JSON, read back for `bench report`, drawn as HTML.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/load_generator.h"
+#include "bench/request_record.h"
+#include "bench/stats.h"
+
+namespace switchyard::bench {
+
+// A self-reported speed over this many times the measured one is "inflated".
+constexpr double kInflatedRatio = 1.2;
+
+struct Method {
+  std::string api = "completions";  // completions | chat
+  long input_len = 0;
+  long output_len = 0;
+  std::string prompt_mode;      // token_ids | text_exact | text_estimated
+  long vocab_size = 0;          // token_ids: the vocabulary drawn from
+  std::string loop = "closed";  // closed | open
+  long warmup = 0;
+  long requests_per_step = 0;
+  double duration_s = 0;
+  double burstiness = 1;
+  std::uint64_t seed = 0;
+  std::string description;  // one paragraph, for people
+};
+
+struct StepReport {
+  int concurrency = 0;  // closed loop: workers; open loop: most requests in flight
+  double rate = 0;      // open loop: requests/s asked for
+  long requests = 0;    // measured, interrupted ones excluded
+  long succeeded = 0;
+  long short_outputs = 0;  // succeeded with fewer than output_len tokens
+  long output_tokens = 0;
+  double wall_s = 0;
+  double output_tokens_per_s = 0;  // the headline: output_tokens / wall_s
+  double requests_per_s = 0;
+  Summary ttft_ms, itl_ms, tpot_ms, e2e_ms;
+  Summary prompt_tokens;                              // as usage reported them
+  std::map<std::string, long> errors;                 // by kind
+  std::map<std::string, std::string> error_examples;  // kind → first detail
+  // The engine's own claim as an aggregate: each request's
+  // timings.predicted_per_second over the time it was decoding, summed, per
+  // wall second. Equals the measured decode throughput when the engine is honest.
+  std::optional<double> self_reported_tokens_per_s;
+  // Mean self-reported per-request decode speed over the measured one
+  // (1 / TPOT): compares like with like, prefill excluded.
+  std::optional<double> self_report_ratio;
+  bool inflated = false;
+  bool interrupted = false;
+};
+
+// Summarises a step's measured (non-warm-up, non-interrupted) records. An
+// open-loop step's concurrency is the most requests that were in flight.
+StepReport summarize_step(const StepPlan& plan, const StepOutcome& outcome);
+
+struct RunReport {
+  std::string endpoint;  // the URL benchmarked
+  std::string model;
+  std::string started_at;  // ISO 8601, UTC
+  Method method;
+  bool simulated = false;  // the endpoint says its engines are simulated
+  bool interrupted = false;
+  std::vector<std::string> notes;  // what the reader must know (fallbacks, residuals)
+  std::vector<StepReport> steps;
+  std::vector<RequestRecord> requests;
+};
+
+}  // namespace switchyard::bench

@@ -1,0 +1,98 @@
+// `switchyard bench`: the honest benchmark (forced output, tokens/wall), and
+// `switchyard bench report` to overlay saved runs.
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/bench_run.h"
+#include "cli/command.h"
+
+namespace switchyard::cli {
+
+namespace {
+
+struct BenchFlags {
+  bench::BenchOptions options;
+  std::vector<std::string> report_files;
+  std::string report_html;
+};
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto flags = std::make_shared<BenchFlags>();
+  auto& o = flags->options;
+  auto* sub = app.add_subcommand(
+      "bench",
+      "Benchmark an OpenAI-compatible endpoint: exact-length random prompts, forced output "
+      "length, output tokens / wall time per concurrency step");
+  sub->add_option("--url", o.url, "Endpoint base URL (engine, gateway or sim), http://host:port");
+  sub->add_option("--model,-m", o.model, "Model name to request");
+  sub->add_option("--input-len", o.input_len, "Prompt length in tokens")
+      ->check(CLI::Range(1L, 10'000'000L))
+      ->capture_default_str();
+  sub->add_option("--output-len", o.output_len, "Forced output length in tokens")
+      ->check(CLI::Range(1L, 10'000'000L))
+      ->capture_default_str();
+  sub->add_option("--concurrency,-c", o.concurrency,
+                  "Closed-loop steps: requests in flight, e.g. 1,2,4,8")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  auto* rate = sub->add_option("--rate", o.rates,
+                               "Open-loop steps instead: arrival rates in requests/s, e.g. 0.5,1,2")
+                   ->delimiter(',')
+                   ->check(CLI::PositiveNumber);
+  sub->add_option("--burstiness", o.burstiness,
+                  "Open loop: gamma shape of the gaps (1 = Poisson, <1 burstier)")
+      ->check(CLI::PositiveNumber)
+      ->needs(rate)
+      ->capture_default_str();
+  sub->add_option("--api-key", o.api_key, "Sent as 'Authorization: Bearer KEY'");
+  sub->add_option("--header,-H", o.headers, "Extra request header 'Name: value' (repeatable)");
+  sub->add_option("--seed", o.seed, "Seed for prompts and arrivals")->capture_default_str();
+  auto* requests = sub->add_option("--requests-per-step", o.requests_per_step,
+                                   "Measured requests per step (default 4xN, at least 8)")
+                       ->check(CLI::Range(1L, 100'000'000L));
+  sub->add_option("--duration", o.duration_s, "Seconds per step instead of a request count")
+      ->check(CLI::PositiveNumber)
+      ->excludes(requests);
+  sub->add_option("--warmup", o.warmup, "Warm-up requests per step (default N), not measured")
+      ->check(CLI::Range(0L, 1'000'000L));
+  sub->add_option("--endpoint", o.endpoint,
+                  "API: completions (token-id prompts) or chat (text prompts)")
+      ->check(CLI::IsMember({"completions", "chat"}))
+      ->capture_default_str();
+  sub->add_option("--tokenize-url", o.tokenize_url,
+                  "Where to count tokens for text prompts (default URL/tokenize)");
+  sub->add_option("--vocab-size", o.vocab_size,
+                  "Vocabulary size when /v1/models has no meta.n_vocab")
+      ->check(CLI::Range(11L, 100'000'000L));
+  sub->add_option("--json", o.json_path, "Write every step and request to FILE");
+  sub->add_option("--html", o.html_path, "Write a self-contained HTML report with charts to FILE");
+  sub->add_flag(
+      "--simulated", o.simulated,
+      "Label results 'simulated engines' (when a gateway hides that its engines are sims)");
+  sub->add_option("--stream-idle", o.stream_idle_s,
+                  "Seconds of silence in a stream before a request counts as timed out")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
+  auto* report =
+      sub->add_subcommand("report", "Overlay saved runs (--json files) in one HTML report");
+  report->add_option("files", flags->report_files, "Bench JSON files")->required();
+  report->add_option("--html", flags->report_html, "Output HTML file")->required();
+
+  return {sub, [flags, sub, report]() {
+            if (report->parsed()) return bench::run_report(flags->report_files, flags->report_html);
+            if (flags->options.url.empty() || flags->options.model.empty()) {
+              std::cerr << "switchyard bench: --url and --model are required\n" << sub->help();
+              return 2;
+            }
+            return bench::run_bench(flags->options);
+          }};
+}
+
+}  // namespace switchyard::cli

@@ -1,0 +1,115 @@
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <sstream>
+
+#include "bench/report_html.h"
+#include "bench/report_json.h"
+#include "bench/report_table.h"
+
+namespace switchyard::bench {
+namespace {
+
+namespace pt = boost::property_tree;
+
+RunReport sample_run(const std::string& model, double scale, bool simulated) {
+  RunReport run;
+  run.endpoint = "http://127.0.0.1:8080";
+  run.model = model;
+  run.started_at = "2025-01-01T00:00:00Z";
+  run.simulated = simulated;
+  run.method.input_len = 2048;
+  run.method.output_len = 256;
+  run.method.description = "random <vocabulary> & forced \"output\"";
+  for (int n : {1, 2, 4, 8}) {
+    StepReport s;
+    s.concurrency = n;
+    s.requests = s.succeeded = 4 * n;
+    s.output_tokens_per_s = 60 * n * scale;
+    s.ttft_ms = {100.0 * n, 150.0 * n, 200.0 * n, 120.0 * n, 4u * n};
+    s.itl_ms = {15, 18, 25, 16, 100};
+    s.self_reported_tokens_per_s = 600;
+    s.inflated = n == 8;
+    s.self_report_ratio = n == 8 ? 2.5 : 1.0;
+    run.steps.push_back(s);
+  }
+  RequestRecord r;
+  r.ttft_ms = 100;
+  r.completion_tokens = 256;
+  run.requests.push_back(r);
+  return run;
+}
+
+// Every element of the tree whose attribute `name` is `value`, depth first.
+void collect(const pt::ptree& tree, const std::string& attr, const std::string& value,
+             std::vector<const pt::ptree*>& out) {
+  for (const auto& [key, child] : tree) {
+    if (key == "<xmlattr>") continue;
+    if (child.get<std::string>("<xmlattr>." + attr, "") == value) out.push_back(&child);
+    collect(child, attr, value, out);
+  }
+}
+
+TEST(ReportJson, RoundTripsTheSteps) {
+  const auto run = sample_run("qwen", 1, true);
+  const std::string text = run_to_json(run);
+  for (const char* field :
+       {"\"endpoint\"", "\"model\"", "\"method\"", "\"started_at\"", "\"steps\"", "\"requests\"",
+        "\"output_tokens_per_s\"", "\"ttft_ms\"", "\"self_reported_tokens_per_s\""})
+    EXPECT_NE(text.find(field), std::string::npos) << field;
+  auto back = run_from_json(text, "a.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->model, "qwen");
+  EXPECT_TRUE(back->simulated);
+  ASSERT_EQ(back->steps.size(), 4u);
+  EXPECT_EQ(back->steps[3].concurrency, 8);
+  EXPECT_DOUBLE_EQ(back->steps[3].output_tokens_per_s, 480);
+  EXPECT_DOUBLE_EQ(back->steps[2].ttft_ms.p90, 600);
+  EXPECT_FALSE(run_from_json("{}", "b.json"));
+  EXPECT_FALSE(run_from_json("not json", "c.json"));
+}
+
+TEST(ReportHtml, IsWellFormedWithOneThroughputSeriesPerRun) {
+  const std::vector<RunReport> runs{sample_run("replicas", 1, true), sample_run("tp2", 2, true),
+                                    sample_run("other", 0.5, false)};
+  const std::string html = render_html(runs, {"replicas.json", "tp2.json", "x<y>.json"});
+  std::istringstream in(html);
+  pt::ptree tree;
+  ASSERT_NO_THROW(pt::read_xml(in, tree)) << html.substr(0, 400);
+
+  std::vector<const pt::ptree*> svgs;
+  collect(tree, "class", "chart", svgs);
+  ASSERT_EQ(svgs.size(), 3u);  // tok/s, TTFT, ITL
+  std::vector<const pt::ptree*> throughput;
+  collect(*svgs[0], "class", "series", throughput);
+  ASSERT_EQ(throughput.size(), runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    EXPECT_EQ(throughput[i]->get<std::string>("<xmlattr>.data-run"), std::to_string(i));
+  std::vector<const pt::ptree*> ttft;
+  collect(*svgs[1], "class", "series", ttft);
+  EXPECT_EQ(ttft.size(), 2 * runs.size());  // p50 and p99 per run
+  EXPECT_NE(html.find("simulated engines"), std::string::npos);
+  EXPECT_NE(html.find("x&lt;y&gt;.json"), std::string::npos);
+}
+
+TEST(ReportHtml, RealEnginesAreNotLabelledSimulated) {
+  const std::string html = render_html({sample_run("m", 1, false)}, {""});
+  EXPECT_EQ(html.find("simulated"), std::string::npos);
+}
+
+TEST(ReportTable, FlagsInflationAndErrors) {
+  auto run = sample_run("m", 1, false);
+  run.steps[1].errors["http_503"] = 2;
+  run.steps[1].error_examples["http_503"] = "queue full";
+  const std::string table = format_table(run);
+  EXPECT_NE(table.find("INFLATED"), std::string::npos);
+  EXPECT_NE(table.find("2.50x"), std::string::npos);
+  EXPECT_NE(table.find("http_503=2"), std::string::npos);
+  EXPECT_NE(table.find("queue full"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace switchyard::bench
