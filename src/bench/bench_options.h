@@ -46,6 +46,15 @@ struct BenchOptions {
   bool simulated = false;
   // Longest silence inside one stream before the request counts as timed out.
   double stream_idle_s = 120;
+  // "standard" (concurrency or rate steps) or "agent": `sessions` multi-turn
+  // chats re-sending their growing context (chat API; --concurrency, --rate
+  // and --input-len do not apply).
+  std::string workload = "standard";
+  int sessions = 4;
+  int turns = 5;
+  long start_context = 8192;              // tokens of each session's first prompt
+  std::string turn_growth = "1024-2048";  // tokens added per turn: "MIN-MAX" or "N"
+  std::string think_time = "2s";          // pause between a session's turns: "2s", "500ms"
 };
 
 // Checks ranges and combinations; the error names the flag.

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/agent_workload.h"
 #include "bench/endpoint_probe.h"
 #include "bench/load_generator.h"
 #include "bench/prompt_builder.h"
@@ -61,6 +62,22 @@ std::mt19937_64 request_rng(std::uint64_t seed, int step, long index, bool warmu
   return std::mt19937_64(seq);
 }
 
+// The agent workload's options (validate() has checked the strings parse).
+AgentOptions agent_options(const BenchOptions& o) {
+  AgentOptions a;
+  a.sessions = o.sessions;
+  a.turns = o.turns;
+  a.start_context = o.start_context;
+  if (auto growth = parse_token_range(o.turn_growth)) {
+    a.growth_min = growth->first;
+    a.growth_max = growth->second;
+  }
+  if (auto think = parse_seconds(o.think_time)) a.think_s = *think;
+  a.output_len = o.output_len;
+  a.seed = o.seed;
+  return a;
+}
+
 // How prompts are made for this endpoint; settled before the first step.
 struct PromptPlan {
   std::string mode;  // token_ids | text_exact | text_estimated
@@ -85,6 +102,7 @@ class BenchSession {
   awaitable<void> drive();
 
  private:
+  awaitable<void> drive_agent();
   std::string body(const json::value& prompt) const;
   std::string id_body(std::uint64_t seed_step, int step, long index, bool warmup,
                       long length) const;
@@ -228,8 +246,57 @@ awaitable<void> BenchSession::progress(asio::steady_timer& timer, const bool& ru
   }
 }
 
+// The agent workload: every session's texts are built (and sized with
+// /tokenize) before the first request, so no blocking call runs while
+// streams are being timed; then the sessions run to their last turn.
+awaitable<void> BenchSession::drive_agent() {
+  AgentOptions a = agent_options(o_);
+  std::cerr << fmt::format("[agent] building prompts: {} sessions x {} turns\n", a.sessions,
+                           a.turns);
+  const MakeText make = [this](std::mt19937_64& rng, long tokens) -> Result<std::string> {
+    if (prompts.mode != "text_exact") return random_words(rng, tokens);
+    const CountTokens counter = [this](const std::string& text) {
+      return count_tokens(prompts.tokenize_url, headers_, o_.model, text);
+    };
+    auto prompt = exact_text_prompt(rng, tokens, counter);
+    if (!prompt) return prompt.error();
+    return std::move(prompt->text);
+  };
+  std::vector<SessionScript> scripts;
+  for (int s = 1; s <= a.sessions; ++s) {
+    auto script = build_script(a, s, prompts.overhead, make);
+    if (!script) {
+      failure = fmt::format("building prompts: {}", script.error().message);
+      co_return;
+    }
+    scripts.push_back(std::move(*script));
+  }
+  std::cerr << fmt::format("[agent] running {} sessions, think time {:g} s\n", a.sessions,
+                           a.think_s);
+  auto executor = io_.get_executor();
+  AgentOutcome agent = co_await run_agent(gen_, executor, a, o_.model, scripts);
+  StepPlan plan;
+  plan.concurrency = a.sessions;
+  plan.forced_tokens = a.output_len;
+  StepOutcome outcome;
+  outcome.records = std::move(agent.records);
+  outcome.wall_s = agent.wall_s;
+  outcome.interrupted = agent.interrupted;
+  StepReport report = summarize_step(plan, outcome);
+  std::cerr << fmt::format("[agent] done: {}/{} ok, {:.1f} output tok/s{}\n", report.succeeded,
+                           report.requests, report.output_tokens_per_s,
+                           outcome.interrupted ? " (interrupted)" : "");
+  run.turns = summarize_turns(outcome.records);
+  if (report.requests > 0 || !outcome.interrupted) run.steps.push_back(std::move(report));
+  for (auto& r : outcome.records) run.requests.push_back(std::move(r));
+}
+
 awaitable<void> BenchSession::drive() {
   if (!co_await probe()) co_return;
+  if (o_.workload == "agent") {
+    co_await drive_agent();
+    co_return;
+  }
   const bool open = !o_.rates.empty();
   const std::size_t steps = open ? o_.rates.size() : o_.concurrency.size();
   const int warm_workers = o_.concurrency.empty() ? 1 : o_.concurrency.front();
@@ -281,6 +348,24 @@ awaitable<void> BenchSession::drive() {
     if (report.requests > 0 || !outcome.interrupted) run.steps.push_back(std::move(report));
     for (auto& r : outcome.records) run.requests.push_back(std::move(r));
   }
+}
+
+std::string agent_description(const AgentOptions& a, const PromptPlan& p) {
+  const std::string sizing =
+      p.mode == "text_exact"
+          ? fmt::format("random English words sized with {}", p.tokenize_url)
+          : std::string("random English words (no /tokenize: lengths estimated)");
+  return fmt::format(
+      "agent workload: {} sessions, each a chat of {} turns that re-sends its whole "
+      "conversation every turn (a system prompt, then user and assistant messages; the "
+      "assistant's answers exactly as streamed, so the prefix is byte-stable). The first prompt "
+      "is about {} tokens; each turn adds {}-{} (the last answer plus a new user message); {:g} s "
+      "of think time between a session's turns. Texts: {}. Output forced to exactly {} tokens "
+      "per turn. Per turn: TTFT and the share of the prompt the engine served from its cache "
+      "(timings.cache_n or usage.prompt_tokens_details.cached_tokens). Headline: generated "
+      "tokens / wall time of the whole run, think time included.",
+      a.sessions, a.turns, a.start_context, a.growth_min, a.growth_max, a.think_s, sizing,
+      a.output_len);
 }
 
 std::string method_description(const BenchOptions& o, const PromptPlan& p) {
@@ -357,11 +442,32 @@ Result<bool> validate(const BenchOptions& o) {
   if (!o.tokenize_url.empty())
     if (auto url = http::parse_url(o.tokenize_url); !url)
       return Error{"--tokenize-url: " + url.error().message};
+  if (o.workload != "standard" && o.workload != "agent")
+    return Error{"--workload: standard or agent"};
+  if (o.workload == "agent") {
+    if (o.sessions < 1) return Error{"--sessions: must be at least 1"};
+    if (o.turns < 1) return Error{"--turns: must be at least 1"};
+    if (o.start_context < 64) return Error{"--start-context: must be at least 64 tokens"};
+    if (auto g = parse_token_range(o.turn_growth); !g)
+      return Error{"--turn-growth: " + g.error().message};
+    if (auto t = parse_seconds(o.think_time); !t)
+      return Error{"--think-time: " + t.error().message};
+    if (!o.rates.empty()) return Error{"--rate does not apply to --workload agent"};
+    if (o.duration_s > 0) return Error{"--duration does not apply to --workload agent"};
+  }
   return true;
 }
 
-int run_bench(const BenchOptions& o) {
-  if (auto ok = validate(o); !ok) return fail(ok.error().message, 2);
+int run_bench(const BenchOptions& options) {
+  if (auto ok = validate(options); !ok) return fail(ok.error().message, 2);
+  const bool agent = options.workload == "agent";
+  BenchOptions agent_copy;
+  if (agent) {
+    agent_copy = options;
+    agent_copy.endpoint = "chat";  // conversations: the chat API
+    agent_copy.concurrency = {options.sessions};
+  }
+  const BenchOptions& o = agent ? agent_copy : options;
   std::string base = o.url;
   while (!base.empty() && base.back() == '/') base.pop_back();
   HeaderList headers;
@@ -450,6 +556,20 @@ int run_bench(const BenchOptions& o) {
   m.burstiness = o.burstiness;
   m.seed = o.seed;
   m.description = method_description(o, p);
+  if (agent) {
+    const AgentOptions a = agent_options(o);
+    m.workload = "agent";
+    m.sessions = a.sessions;
+    m.turns = a.turns;
+    m.start_context = a.start_context;
+    m.turn_growth_min = a.growth_min;
+    m.turn_growth_max = a.growth_max;
+    m.think_time_s = a.think_s;
+    m.input_len = a.start_context;
+    m.warmup = 0;
+    m.requests_per_step = static_cast<long>(a.sessions) * a.turns;
+    m.description = agent_description(a, p);
+  }
   report.interrupted = interrupted;
   if (report.simulated)
     report.notes.push_back(
@@ -459,7 +579,11 @@ int run_bench(const BenchOptions& o) {
     report.notes.push_back(
         "--duration with text prompts re-sends a pool of prompts; an engine "
         "with a prefix cache may serve repeats from it");
-  add_residual_notes(report, o.input_len);
+  if (!agent) add_residual_notes(report, o.input_len);
+  if (agent && !report.turns.empty() && report.turns.size() > 1 && !report.turns[1].cached_ratio)
+    report.notes.push_back(
+        "the engine reported no cached tokens (no timings.cache_n, no "
+        "usage.prompt_tokens_details.cached_tokens): the cache columns are empty");
 
   std::cout << format_table(report) << std::flush;
   const int written = write_outputs(o, report);

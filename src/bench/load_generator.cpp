@@ -162,6 +162,7 @@ awaitable<void> LoadGenerator::issue(const StepPlan& plan, Phase& phase, long in
   record.step = plan.step;
   record.index = index;
   record.warmup = phase.warmup;
+  record.keep_content = plan.keep_content;
   record.start_s = seconds_between(phase.start, Clock::now());
   const std::string body = plan.body(index, phase.warmup);
   co_await send_one(body, record);

@@ -51,30 +51,49 @@ json::object step_json(const StepReport& s) {
   return o;
 }
 
+json::object turn_json(const TurnReport& t) {
+  json::object errors;
+  for (const auto& [kind, n] : t.errors) errors[kind] = n;
+  return json::object{{"turn", t.turn},
+                      {"requests", t.requests},
+                      {"succeeded", t.succeeded},
+                      {"ttft_ms", summary_json(t.ttft_ms)},
+                      {"e2e_ms", summary_json(t.e2e_ms)},
+                      {"prompt_tokens", summary_json(t.prompt_tokens)},
+                      {"cached_tokens", summary_json(t.cached_tokens)},
+                      {"cached_ratio", optional_json(t.cached_ratio)},
+                      {"output_tokens", t.output_tokens},
+                      {"wall_s", t.wall_s},
+                      {"output_tokens_per_s", t.output_tokens_per_s},
+                      {"errors", std::move(errors)}};
+}
+
 json::object request_json(const RequestRecord& r) {
   const auto opt_long = [](long v) { return v >= 0 ? json::value(v) : json::value(nullptr); };
   const auto opt_ms = [](double v) { return v >= 0 ? json::value(v) : json::value(nullptr); };
   double itl_mean = 0;
   for (double g : r.itl_ms) itl_mean += g;
   if (!r.itl_ms.empty()) itl_mean /= static_cast<double>(r.itl_ms.size());
-  return json::object{
-      {"step", r.step},
-      {"index", r.index},
-      {"warmup", r.warmup},
-      {"start_s", r.start_s},
-      {"ttft_ms", opt_ms(r.ttft_ms)},
-      {"tpot_ms", opt_ms(r.tpot_ms())},
-      {"itl_mean_ms", r.itl_ms.empty() ? json::value(nullptr) : json::value(itl_mean)},
-      {"e2e_ms", r.e2e_ms},
-      {"prompt_tokens", opt_long(r.prompt_tokens)},
-      {"completion_tokens", opt_long(r.completion_tokens)},
-      {"content_chunks", r.content_chunks},
-      {"cached_tokens", opt_long(r.cached_tokens)},
-      {"self_reported_tokens_per_s", opt_ms(r.self_reported_tps)},
-      {"finish_reason", r.finish_reason},
-      {"short_output", r.short_output},
-      {"error", r.error.empty() ? json::value(nullptr) : json::value(r.error)},
-      {"error_detail", r.error_detail}};
+  json::object o{{"step", r.step},
+                 {"index", r.index},
+                 {"warmup", r.warmup},
+                 {"start_s", r.start_s},
+                 {"ttft_ms", opt_ms(r.ttft_ms)},
+                 {"tpot_ms", opt_ms(r.tpot_ms())},
+                 {"itl_mean_ms", r.itl_ms.empty() ? json::value(nullptr) : json::value(itl_mean)},
+                 {"e2e_ms", r.e2e_ms},
+                 {"prompt_tokens", opt_long(r.prompt_tokens)},
+                 {"completion_tokens", opt_long(r.completion_tokens)},
+                 {"content_chunks", r.content_chunks},
+                 {"cached_tokens", opt_long(r.cached_tokens)},
+                 {"self_reported_tokens_per_s", opt_ms(r.self_reported_tps)},
+                 {"finish_reason", r.finish_reason},
+                 {"short_output", r.short_output},
+                 {"error", r.error.empty() ? json::value(nullptr) : json::value(r.error)},
+                 {"error_detail", r.error_detail}};
+  if (r.session >= 0) o["session"] = r.session;
+  if (r.turn >= 0) o["turn"] = r.turn;
+  return o;
 }
 
 double number(const json::object& o, std::string_view key) {
@@ -114,7 +133,15 @@ std::string run_to_json(const RunReport& run) {
                       {"duration_s", m.duration_s},
                       {"burstiness", m.burstiness},
                       {"seed", m.seed},
-                      {"description", m.description}};
+                      {"description", m.description},
+                      {"workload", m.workload}};
+  if (m.workload == "agent") {
+    method["sessions"] = m.sessions;
+    method["turns"] = m.turns;
+    method["start_context"] = m.start_context;
+    method["turn_growth"] = json::object{{"min", m.turn_growth_min}, {"max", m.turn_growth_max}};
+    method["think_time_s"] = m.think_time_s;
+  }
   json::array notes;
   for (const auto& n : run.notes) notes.emplace_back(n);
   json::array steps;
@@ -126,6 +153,11 @@ std::string run_to_json(const RunReport& run) {
                    {"simulated", run.simulated},     {"interrupted", run.interrupted},
                    {"notes", std::move(notes)},      {"steps", std::move(steps)},
                    {"requests", std::move(requests)}};
+  if (m.workload == "agent") {
+    json::array turns;
+    for (const auto& t : run.turns) turns.push_back(turn_json(t));
+    doc["turns"] = std::move(turns);
+  }
   return to_json_text(doc) + "\n";
 }
 
@@ -152,6 +184,7 @@ Result<RunReport> run_from_json(const std::string& text, const std::string& sour
     run.method.output_len = static_cast<long>(number(mo, "output_len"));
     run.method.loop = string_field(mo, "loop");
     run.method.description = string_field(mo, "description");
+    if (auto w = string_field(mo, "workload"); !w.empty()) run.method.workload = w;
   }
   for (const auto& sv : steps->as_array()) {
     if (!sv.is_object()) return Error{fmt::format("{}: steps[] holds a non-object", source)};

@@ -43,13 +43,46 @@ std::string format_step_row(const StepReport& s) {
                      errors.empty() ? "-" : errors);
 }
 
-std::string format_table(const RunReport& run) {
+std::string format_turns(const std::vector<TurnReport>& turns) {
+  constexpr const char* kTurnFormat =
+      "{:>7} {:>5} {:>5} {:>11} {:>11} {:>9} {:>22} {:>11} {:>10} {}";
   std::string out =
-      fmt::format("{}{} · model {} · {} · input {} · output {} (forced)\n",
-                  run.simulated ? "SIMULATED ENGINES · " : "", run.endpoint, run.model,
-                  run.method.api, run.method.input_len, run.method.output_len);
+      fmt::format(kTurnFormat, "turn", "req", "ok", "prompt tok", "cached tok", "cached %",
+                  "TTFT p50/p90/mean ms", "E2E p50 ms", "out tok/s", "errors") +
+      "\n";
+  for (const auto& t : turns) {
+    std::string errors;
+    for (const auto& [kind, n] : t.errors)
+      errors += fmt::format("{}{}={}", errors.empty() ? "" : " ", kind, n);
+    out += fmt::format(
+               kTurnFormat, t.turn, t.requests, t.succeeded,
+               fmt::format("{:.0f}", t.prompt_tokens.mean),
+               t.cached_ratio ? fmt::format("{:.0f}", t.cached_tokens.mean) : std::string("-"),
+               t.cached_ratio ? fmt::format("{:.1f}", *t.cached_ratio * 100) : std::string("-"),
+               fmt::format("{:.0f}/{:.0f}/{:.0f}", t.ttft_ms.p50, t.ttft_ms.p90, t.ttft_ms.mean),
+               fmt::format("{:.0f}", t.e2e_ms.p50), fmt::format("{:.1f}", t.output_tokens_per_s),
+               errors.empty() ? "-" : errors) +
+           "\n";
+  }
+  return out;
+}
+
+std::string format_table(const RunReport& run) {
+  const auto& m = run.method;
+  std::string out =
+      m.workload == "agent"
+          ? fmt::format(
+                "{}{} · model {} · agent: {} sessions x {} turns · start {} · +{}-{}/turn · "
+                "think {:g} s · output {} (forced)\n",
+                run.simulated ? "SIMULATED ENGINES · " : "", run.endpoint, run.model, m.sessions,
+                m.turns, m.start_context, m.turn_growth_min, m.turn_growth_max, m.think_time_s,
+                m.output_len)
+          : fmt::format("{}{} · model {} · {} · input {} · output {} (forced)\n",
+                        run.simulated ? "SIMULATED ENGINES · " : "", run.endpoint, run.model, m.api,
+                        m.input_len, m.output_len);
   out += format_header() + "\n";
   for (const auto& s : run.steps) out += format_step_row(s) + "\n";
+  if (!run.turns.empty()) out += format_turns(run.turns);
   for (const auto& s : run.steps) {
     const std::string where =
         s.rate > 0 ? fmt::format("at {:g} req/s", s.rate) : fmt::format("at N={}", s.concurrency);

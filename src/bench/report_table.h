@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "bench/run_report.h"
 
@@ -13,6 +14,10 @@ std::string format_table(const RunReport& run);
 
 // The column headings of format_step_row.
 std::string format_header();
+
+// The agent workload's per-turn table: prompt and cached tokens, the cached
+// share, TTFT p50/p90/mean, E2E p50, tokens/wall, errors.
+std::string format_turns(const std::vector<TurnReport>& turns);
 
 // One step's row alone (same columns), for the plain per-step line.
 std::string format_step_row(const StepReport& step);

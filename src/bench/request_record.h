@@ -29,6 +29,14 @@ struct RequestRecord {
   std::string error;
   std::string error_detail;   // one line, for the first error of each kind
   bool short_output = false;  // succeeded but produced fewer than the forced tokens
+  // Agent workload: the conversation (1-based) and its turn (1-based); -1 otherwise.
+  int session = -1;
+  int turn = -1;
+  // When set before the request, `content` collects the generated text
+  // (delta.content / text) as streamed: an agent's next turn re-sends it, a
+  // needle answer is scored from it.
+  bool keep_content = false;
+  std::string content;
 
   bool ok() const { return error.empty(); }
   // Generated tokens: usage when reported, else the content chunks.

@@ -29,6 +29,32 @@ struct Method {
   double burstiness = 1;
   std::uint64_t seed = 0;
   std::string description;  // one paragraph, for people
+  // "standard" (the steps above) or "agent" (multi-turn sessions; below).
+  std::string workload = "standard";
+  int sessions = 0;
+  int turns = 0;
+  long start_context = 0;                         // tokens of a session's first prompt (about)
+  long turn_growth_min = 0, turn_growth_max = 0;  // tokens added per turn
+  double think_time_s = 0;
+};
+
+// Agent workload: every session's n-th turn, summarised. The turn's prompt
+// re-sends the session's whole conversation, so from turn 2 on an engine
+// with a prefix cache serves most of it from cache.
+struct TurnReport {
+  int turn = 0;  // 1-based
+  long requests = 0;
+  long succeeded = 0;
+  Summary ttft_ms, e2e_ms;
+  Summary prompt_tokens;  // usage.prompt_tokens
+  Summary cached_tokens;  // timings.cache_n / usage.prompt_tokens_details.cached_tokens
+  // Σ cached / Σ prompt tokens over the turn's requests that reported both;
+  // empty when the engine reports no cache figures.
+  std::optional<double> cached_ratio;
+  long output_tokens = 0;
+  double wall_s = 0;  // the turn's first send → its last response end
+  double output_tokens_per_s = 0;
+  std::map<std::string, long> errors;
 };
 
 struct StepReport {
@@ -69,6 +95,7 @@ struct RunReport {
   bool interrupted = false;
   std::vector<std::string> notes;  // what the reader must know (fallbacks, residuals)
   std::vector<StepReport> steps;
+  std::vector<TurnReport> turns;  // agent workload only
   std::vector<RequestRecord> requests;
 };
 

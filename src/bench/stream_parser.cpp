@@ -66,6 +66,12 @@ void StreamParser::on_data(std::string_view data, double at_ms) {
     for (const auto& c : choices->as_array()) {
       if (!c.is_object()) continue;
       const auto& choice = c.as_object();
+      if (record_.keep_content) {
+        const auto* delta = choice.if_contains("delta");
+        const auto* c = delta && delta->is_object() ? delta->as_object().if_contains("content")
+                                                    : choice.if_contains("text");
+        if (c && c->is_string()) record_.content.append(c->as_string());
+      }
       if (!chunk_text(choice).empty()) {
         if (record_.ttft_ms < 0) record_.ttft_ms = at_ms;
         if (last_chunk_ms_ >= 0) record_.itl_ms.push_back(at_ms - last_chunk_ms_);

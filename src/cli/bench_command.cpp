@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/bench_run.h"
+#include "bench/needle_run.h"
 #include "cli/command.h"
 
 namespace switchyard::cli {
@@ -17,6 +18,7 @@ struct BenchFlags {
   bench::BenchOptions options;
   std::vector<std::string> report_files;
   std::string report_html;
+  bench::NeedleOptions needle;
 };
 
 }  // namespace
@@ -80,13 +82,75 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
 
+  sub->add_option("--workload", o.workload,
+                  "standard (concurrency/rate steps) or agent (multi-turn sessions re-sending "
+                  "their growing context; chat API)")
+      ->check(CLI::IsMember({"standard", "agent"}))
+      ->capture_default_str();
+  sub->add_option("--sessions", o.sessions, "Agent workload: concurrent chat sessions")
+      ->check(CLI::Range(1, 100'000))
+      ->capture_default_str();
+  sub->add_option("--turns", o.turns, "Agent workload: turns per session")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  sub->add_option("--start-context", o.start_context,
+                  "Agent workload: tokens of each session's first prompt")
+      ->check(CLI::Range(64L, 10'000'000L))
+      ->capture_default_str();
+  sub->add_option("--turn-growth", o.turn_growth,
+                  "Agent workload: tokens added per turn (last answer + new user message), MIN-MAX")
+      ->capture_default_str();
+  sub->add_option("--think-time", o.think_time,
+                  "Agent workload: pause between a session's turns, e.g. 2s or 500ms")
+      ->capture_default_str();
+
+  auto& n = flags->needle;
+  auto* needle = sub->add_subcommand(
+      "needle",
+      "Long-context retrieval check (RULER-style multi-key needles): score by context x depth");
+  needle->add_option("--url", n.url, "Endpoint base URL, http://host:port")->required();
+  needle->add_option("--model,-m", n.model, "Model name to request")->required();
+  needle->add_option("--context", n.context, "Request size in tokens (prompt + answer budget)")
+      ->check(CLI::Range(256L, 100'000'000L))
+      ->capture_default_str();
+  needle->add_option("--contexts", n.contexts, "Several request sizes instead, e.g. 32768,131072")
+      ->delimiter(',')
+      ->check(CLI::Range(256L, 100'000'000L));
+  needle->add_option("--needles", n.needles, "Needles per request")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  needle->add_option("--depths", n.depths, "Needle depths, percent of the haystack, e.g. 10,50,90")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  needle->add_option("--trials", n.trials, "Requests per context x depth, each with new needles")
+      ->check(CLI::Range(1, 10'000))
+      ->capture_default_str();
+  needle->add_option("--output-len", n.output_len, "Answer budget in tokens (max_tokens)")
+      ->check(CLI::Range(1L, 1'000'000L))
+      ->capture_default_str();
+  needle->add_option("--api-key", n.api_key, "Sent as 'Authorization: Bearer KEY'");
+  needle->add_option("--header,-H", n.headers, "Extra request header 'Name: value' (repeatable)");
+  needle->add_option("--seed", n.seed, "Seed for keys and values")->capture_default_str();
+  needle->add_option("--tokenize-url", n.tokenize_url,
+                     "Where to count tokens (default URL/tokenize)");
+  needle->add_option("--json", n.json_path, "Write every request and the scores to FILE");
+  needle->add_flag("--simulated", n.simulated,
+                   "Say the engine is simulated (when a gateway hides that its engines are sims)");
+  needle
+      ->add_option("--stream-idle", n.stream_idle_s,
+                   "Seconds of silence (a long prefill) before a request counts as timed out")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+
   auto* report =
       sub->add_subcommand("report", "Overlay saved runs (--json files) in one HTML report");
   report->add_option("files", flags->report_files, "Bench JSON files")->required();
   report->add_option("--html", flags->report_html, "Output HTML file")->required();
 
-  return {sub, [flags, sub, report]() {
+  return {sub, [flags, sub, report, needle]() {
             if (report->parsed()) return bench::run_report(flags->report_files, flags->report_html);
+            if (needle->parsed()) return bench::run_needle(flags->needle);
             if (flags->options.url.empty() || flags->options.model.empty()) {
               std::cerr << "switchyard bench: --url and --model are required\n" << sub->help();
               return 2;
