@@ -6,6 +6,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <unordered_map>
+
 namespace switchyard::obs {
 
 namespace {
@@ -19,6 +21,23 @@ prometheus::Histogram::BucketBoundaries latency_buckets() {
 }  // namespace
 
 struct GatewayMetrics::Impl {
+  // The series of one request's outcome, found once per label combination:
+  // building label maps and hashing them on every request costs more than
+  // the rest of the accounting.
+  struct Outcome {
+    prometheus::Counter* requests;
+    prometheus::Histogram* ttfb;
+    prometheus::Histogram* duration;
+  };
+  Outcome& outcome(const std::string& model, const std::string& instance, int status);
+  std::unordered_map<std::string, Outcome> outcomes;  // key: model \0 instance \0 status
+  struct Tokens {
+    prometheus::Counter* prompt;
+    prometheus::Counter* completion;
+  };
+  std::unordered_map<std::string, Tokens> tokens_by_model;
+  std::unordered_map<std::string, prometheus::Gauge*> in_flight_by_instance;
+
   prometheus::Registry registry;
   prometheus::Family<prometheus::Counter>& requests =
       prometheus::BuildCounter()
@@ -75,18 +94,35 @@ struct GatewayMetrics::Impl {
 GatewayMetrics::GatewayMetrics() : impl_(std::make_unique<Impl>()) {}
 GatewayMetrics::~GatewayMetrics() = default;
 
+GatewayMetrics::Impl::Outcome& GatewayMetrics::Impl::outcome(const std::string& model,
+                                                             const std::string& instance,
+                                                             int status) {
+  std::string key = model;
+  key.push_back('\0');
+  key += instance;
+  key.push_back('\0');
+  key += std::to_string(status);
+  auto it = outcomes.find(key);
+  if (it != outcomes.end()) return it->second;
+  const std::map<std::string, std::string> where{{"model", model}};
+  Outcome o{
+      &requests.Add({{"model", model}, {"instance", instance}, {"status", std::to_string(status)}}),
+      &ttfb.Add(where, latency_buckets()), &duration.Add(where, latency_buckets())};
+  return outcomes.emplace(std::move(key), o).first->second;
+}
+
 void GatewayMetrics::request_finished(const std::string& model, const std::string& instance,
                                       int status, double ttfb_seconds, double total_seconds) {
-  const std::map<std::string, std::string> labels{
-      {"model", model}, {"instance", instance}, {"status", std::to_string(status)}};
-  impl_->requests.Add(labels).Increment();
-  const std::map<std::string, std::string> where{{"model", model}};
-  if (ttfb_seconds >= 0) impl_->ttfb.Add(where, latency_buckets()).Observe(ttfb_seconds);
-  impl_->duration.Add(where, latency_buckets()).Observe(total_seconds);
+  auto& o = impl_->outcome(model, instance, status);
+  o.requests->Increment();
+  if (ttfb_seconds >= 0) o.ttfb->Observe(ttfb_seconds);
+  o.duration->Observe(total_seconds);
 }
 
 void GatewayMetrics::set_in_flight(const std::string& instance, int value) {
-  impl_->in_flight.Add({{"instance", instance}}).Set(value);
+  auto& gauge = impl_->in_flight_by_instance[instance];
+  if (!gauge) gauge = &impl_->in_flight.Add({{"instance", instance}});
+  gauge->Set(value);
 }
 
 void GatewayMetrics::set_instance_up(const std::string& instance, const std::string& model,
@@ -112,10 +148,14 @@ void GatewayMetrics::add_retry(const std::string& model, const std::string& inst
 
 void GatewayMetrics::add_tokens(const std::string& model, long prompt_tokens,
                                 long completion_tokens) {
-  if (prompt_tokens > 0)
-    impl_->tokens.Add({{"model", model}, {"kind", "prompt"}}).Increment(prompt_tokens);
-  if (completion_tokens > 0)
-    impl_->tokens.Add({{"model", model}, {"kind", "completion"}}).Increment(completion_tokens);
+  auto it = impl_->tokens_by_model.find(model);
+  if (it == impl_->tokens_by_model.end()) {
+    Impl::Tokens t{&impl_->tokens.Add({{"model", model}, {"kind", "prompt"}}),
+                   &impl_->tokens.Add({{"model", model}, {"kind", "completion"}})};
+    it = impl_->tokens_by_model.emplace(model, t).first;
+  }
+  if (prompt_tokens > 0) it->second.prompt->Increment(prompt_tokens);
+  if (completion_tokens > 0) it->second.completion->Increment(completion_tokens);
 }
 
 std::string GatewayMetrics::render() const {

@@ -7,6 +7,7 @@
 
 namespace switchyard::obs {
 
+// Used from the gateway's one I/O thread (its lookup cache is not locked).
 class GatewayMetrics {
  public:
   GatewayMetrics();

@@ -6,7 +6,8 @@ namespace switchyard::openai {
 
 std::optional<Usage> find_usage(std::string_view json) {
   if (json.find("\"usage\"") == std::string_view::npos) return std::nullopt;  // the common case
-  simdjson::dom::parser parser;
+  // A parser owns sizeable buffers: one per thread, reused, not one per call.
+  thread_local simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (parser.parse(json.data(), json.size()).get(root)) return std::nullopt;
   simdjson::dom::object usage;
