@@ -271,6 +271,10 @@ awaitable<Forwarder::Attempt> Forwarder::relay(fleet::Instance& inst, http::Upst
     const std::string rest(splitter.pending());
     if (!rest.empty() && !co_await exchange.send_chunk(rest)) co_return Attempt{};
     co_await exchange.end_stream();
+  } catch (const boost::system::system_error& e) {
+    // Cancelled because the client left (see attempt()): nothing to report.
+    if (e.code() != net::error::operation_aborted)
+      spdlog::error("request {}: {}", record.id, e.what());
   } catch (const std::exception& e) {
     spdlog::error("request {}: {}", record.id, e.what());
   }
