@@ -65,7 +65,7 @@ int run_serve(const ServeFlags& flags) {
     return 2;
   }
 
-  net::io_context io;
+  net::io_context io(1);  // one I/O thread: the router, queue and pools are not locked
   obs::GatewayMetrics metrics;
   fleet::Fleet fleet(io.get_executor(), *config, self_path("switchyard"));
   gateway::Gateway gateway(io.get_executor(), *config, fleet, metrics);

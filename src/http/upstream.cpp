@@ -49,7 +49,10 @@ UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(
 
 UpstreamCall::~UpstreamCall() {
   auto& s = *state_;
+  // Only a connection read to the end, kept alive, and not closed by abort()
+  // (a client that left after the response was read) goes back to the pool.
   if (s.conn && s.done && s.parser && s.parser->keep_alive() &&
+      failure_ != UpstreamFailure::aborted && s.conn->stream.socket().is_open() &&
       s.pool.idle.size() < s.pool.options.max_idle) {
     s.pool.idle.push_back(std::move(s.conn));
   }
@@ -131,7 +134,8 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     }
     const bool stale = reused && failure_ != UpstreamFailure::aborted &&
                        (wec == beast_http::error::end_of_stream || wec == net::error::eof ||
-                        wec == net::error::connection_reset || wec == net::error::broken_pipe);
+                        wec == net::error::connection_reset || wec == net::error::broken_pipe ||
+                        wec == net::error::bad_descriptor);
     if (stale) continue;
     if (failure_ != UpstreamFailure::aborted) failure_ = classify(wec);
     s.conn.reset();
