@@ -31,6 +31,23 @@ bool says_simulated(const json::value* v) {
 
 }  // namespace
 
+std::string base_url(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
+}
+
+HeaderList request_headers(const std::string& api_key, const std::vector<std::string>& headers) {
+  HeaderList out;
+  if (!api_key.empty()) out.emplace_back("Authorization", "Bearer " + api_key);
+  for (const auto& h : headers) {
+    const auto colon = h.find(':');
+    auto value = h.substr(colon + 1);
+    value.erase(0, value.find_first_not_of(' '));
+    out.emplace_back(h.substr(0, colon), value);
+  }
+  return out;
+}
+
 Result<EndpointInfo> probe_endpoint(const std::string& base_url, const HeaderList& headers,
                                     const std::string& model) {
   http::FetchRequest request;

@@ -15,6 +15,12 @@ namespace switchyard::bench {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
+// The endpoint URL without trailing slashes.
+std::string base_url(std::string url);
+// The headers every request carries: --api-key as a Bearer token, then each
+// --header 'Name: value'.
+HeaderList request_headers(const std::string& api_key, const std::vector<std::string>& headers);
+
 struct EndpointInfo {
   std::vector<std::string> models;  // ids and aliases /v1/models lists
   std::optional<long> n_vocab;      // data[].meta.n_vocab of the model

@@ -334,16 +334,8 @@ std::string needle_to_json(const NeedleReport& report) {
 
 int run_needle(const NeedleOptions& o) {
   if (auto ok = validate(o); !ok) return fail(ok.error().message, 2);
-  std::string base = o.url;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  HeaderList headers;
-  if (!o.api_key.empty()) headers.emplace_back("Authorization", "Bearer " + o.api_key);
-  for (const auto& h : o.headers) {
-    const auto colon = h.find(':');
-    auto value = h.substr(colon + 1);
-    value.erase(0, value.find_first_not_of(' '));
-    headers.emplace_back(h.substr(0, colon), value);
-  }
+  const std::string base = base_url(o.url);
+  const HeaderList headers = request_headers(o.api_key, o.headers);
   auto info = probe_endpoint(base, headers, o.model);
   if (!info) return fail(info.error().message);
 
