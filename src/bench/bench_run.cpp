@@ -518,20 +518,7 @@ int run_bench(const BenchOptions& options) {
   report.started_at = utc_now_iso();
   report.simulated = info->simulated || o.simulated;
 
-  bool interrupted = false;
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
-    if (ec) return;
-    interrupted = true;
-    generator.stop();
-  });
-  std::exception_ptr crashed;
-  asio::co_spawn(io, session.drive(), [&](std::exception_ptr e) {
-    crashed = e;
-    signals.cancel();
-  });
-  io.run();
-  if (crashed) std::rethrow_exception(crashed);
+  const bool interrupted = run_interruptible(io, generator, session.drive());
   if (!session.failure.empty()) return fail(session.failure);
 
   const auto& p = session.prompts;

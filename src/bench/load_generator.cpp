@@ -2,6 +2,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
@@ -252,6 +253,25 @@ awaitable<StepOutcome> LoadGenerator::run_step(const StepPlan& plan) {
   outcome.wall_s = stopping_ ? seconds_between(measured.start, Clock::now()) : last_end;
   for (auto& r : measured.records) outcome.records.push_back(std::move(r));
   co_return outcome;
+}
+
+bool run_interruptible(boost::asio::io_context& io, LoadGenerator& generator,
+                       boost::asio::awaitable<void> drive) {
+  bool interrupted = false;
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int) {
+    if (ec) return;
+    interrupted = true;
+    generator.stop();
+  });
+  std::exception_ptr crashed;
+  boost::asio::co_spawn(io, std::move(drive), [&](std::exception_ptr e) {
+    crashed = e;
+    signals.cancel();
+  });
+  io.run();
+  if (crashed) std::rethrow_exception(crashed);
+  return interrupted;
 }
 
 }  // namespace switchyard::bench

@@ -7,6 +7,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
@@ -102,5 +103,11 @@ class LoadGenerator {
   bool stopping_ = false;
   LiveCounts live_;
 };
+
+// Runs `drive` on `io` to its end, or until SIGINT/SIGTERM stops `generator`
+// (the run then ends with what it has). Rethrows what `drive` threw. Returns
+// whether it was interrupted.
+bool run_interruptible(boost::asio::io_context& io, LoadGenerator& generator,
+                       boost::asio::awaitable<void> drive);
 
 }  // namespace switchyard::bench

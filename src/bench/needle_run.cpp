@@ -373,20 +373,7 @@ int run_needle(const NeedleOptions& o) {
   LoadGenerator generator(io.get_executor(), target, 2);
   NeedleSession session(o, headers, count, generator, report);
 
-  bool interrupted = false;
-  asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int) {
-    if (ec) return;
-    interrupted = true;
-    generator.stop();
-  });
-  std::exception_ptr crashed;
-  asio::co_spawn(io, session.drive(), [&](std::exception_ptr e) {
-    crashed = e;
-    signals.cancel();
-  });
-  io.run();
-  if (crashed) std::rethrow_exception(crashed);
+  const bool interrupted = run_interruptible(io, generator, session.drive());
   if (!session.failure.empty()) return fail(session.failure);
   report.interrupted = interrupted;
 
