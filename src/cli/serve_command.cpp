@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "common/buffered_log.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_config.h"
 #include "gateway/gateway.h"
@@ -66,6 +67,20 @@ int run_serve(const ServeFlags& flags) {
   }
 
   net::io_context io(1);  // one I/O thread: the router, queue and pools are not locked
+  // A terminal gets each line as it is logged; a file or pipe gets them in
+  // batches, flushed at least every 50 ms.
+  const bool batch_log = !isatty(STDOUT_FILENO);
+  if (batch_log) use_buffered_stdout_log();
+  net::steady_timer log_flush(io);
+  std::function<void()> flush_log_periodically = [&] {
+    log_flush.expires_after(std::chrono::milliseconds(50));
+    log_flush.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      spdlog::default_logger()->flush();
+      flush_log_periodically();
+    });
+  };
+  if (batch_log) flush_log_periodically();
   obs::GatewayMetrics metrics;
   fleet::Fleet fleet(io.get_executor(), *config, self_path("switchyard"));
   gateway::Gateway gateway(io.get_executor(), *config, fleet, metrics);
@@ -87,6 +102,7 @@ int run_serve(const ServeFlags& flags) {
   // Tests and scripts read this line for the port: keep its wording.
   spdlog::info("switchyard gateway listening on http://{}:{} ({} instance(s), {} model(s))",
                options.address, *port, config->instances.size(), config->models.size());
+  spdlog::default_logger()->flush();
 
   // SIGINT/SIGTERM: stop accepting, let in-flight requests finish within
   // timeouts.drain, stop the engines, exit. A second signal skips the wait.
@@ -124,6 +140,7 @@ int run_serve(const ServeFlags& flags) {
             co_await fleet.stop();
             signals.cancel();
             hangup.cancel();
+            log_flush.cancel();
             io.stop();
           },
           net::detached);
@@ -149,6 +166,7 @@ int run_serve(const ServeFlags& flags) {
   wait_hangup();
   io.run();
   spdlog::info("switchyard gateway stopped");
+  spdlog::default_logger()->flush();
   return 0;
 }
 

@@ -234,6 +234,9 @@ awaitable<void> Fleet::State::supervise(Instance& inst) {
                      inst.name());
       }
     }
+    // A connection per slot stays open: with fewer, a busy instance would
+    // connect and close on every request beyond the idle limit.
+    inst.pool->set_max_idle(std::max<std::size_t>(traffic.max_idle, inst.slots));
     spdlog::info("instance {}: healthy at {}, {} slot(s)", inst.name(), inst.url->authority(),
                  inst.slots);
     set_state(inst, InstanceState::ready);

@@ -171,28 +171,21 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(fleet::Instance& inst,
                                                  http::UpstreamRequest& upstream,
                                                  http::Exchange& exchange, RequestRecord& record) {
   http::UpstreamCall call(*inst.pool);
-  // A client that leaves cancels the upstream call at once, freeing the
-  // engine's slot and ours.
-  auto raced = co_await (relay(inst, call, upstream, exchange, record) ||
-                         watch_client(exchange, call, record));
-  if (raced.index() == 0) co_return std::get<0>(std::move(raced));
-  co_return Attempt{};
-}
-
-awaitable<bool> Forwarder::watch_client(http::Exchange& exchange, http::UpstreamCall& call,
-                                        RequestRecord& record) {
-  const bool gone = co_await exchange.until_client_gone();
-  if (gone) {
+  // A client that leaves aborts the upstream call at once, freeing the
+  // engine's slot and ours; relay() then returns on the call's error.
+  exchange.watch_client([&call, &record] {
     record.client_gone = true;
     call.abort();
-  }
-  co_return gone;
+  });
+  Attempt outcome = co_await relay(inst, call, upstream, exchange, record);
+  exchange.unwatch_client();
+  co_return outcome;
 }
 
 awaitable<Forwarder::Attempt> Forwarder::relay(fleet::Instance& inst, http::UpstreamCall& call,
                                                const http::UpstreamRequest& upstream,
                                                http::Exchange& exchange, RequestRecord& record) {
-  // Never throws (the `||` in attempt() waits for a normal return).
+  // Never throws: attempt() must stop watching the client before `call` goes.
   try {
     auto head = co_await call.send(upstream);
     if (!head) {
@@ -271,10 +264,6 @@ awaitable<Forwarder::Attempt> Forwarder::relay(fleet::Instance& inst, http::Upst
     const std::string rest(splitter.pending());
     if (!rest.empty() && !co_await exchange.send_chunk(rest)) co_return Attempt{};
     co_await exchange.end_stream();
-  } catch (const boost::system::system_error& e) {
-    // Cancelled because the client left (see attempt()): nothing to report.
-    if (e.code() != net::error::operation_aborted)
-      spdlog::error("request {}: {}", record.id, e.what());
   } catch (const std::exception& e) {
     spdlog::error("request {}: {}", record.id, e.what());
   }

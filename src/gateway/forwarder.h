@@ -37,8 +37,6 @@ class Forwarder {
   boost::asio::awaitable<Attempt> relay(fleet::Instance& inst, http::UpstreamCall& call,
                                         const http::UpstreamRequest& upstream,
                                         http::Exchange& exchange, RequestRecord& record);
-  boost::asio::awaitable<bool> watch_client(http::Exchange& exchange, http::UpstreamCall& call,
-                                            RequestRecord& record);
 
   const fleet::FleetConfig& config_;
   fleet::Fleet& fleet_;

@@ -21,13 +21,9 @@ constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 template <class Fields>
 Headers to_headers(const Fields& fields) {
   Headers h;
+  h.reserve(16);
   for (const auto& f : fields) h.add(std::string(f.name_string()), std::string(f.value()));
   return h;
-}
-
-template <class Fields>
-void copy_headers(const Headers& from, Fields& to) {
-  for (const auto& [name, value] : from) to.insert(name, value);
 }
 
 }  // namespace switchyard::http

@@ -4,6 +4,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,13 @@ class Exchange {
   // operators' `||` cancel it when the work it guards ends first), and then
   // completes with false.
   virtual boost::asio::awaitable<bool> until_client_gone() = 0;
+
+  // Calls `on_gone` once if the client closes or resets its connection
+  // before unwatch_client(); one watch at a time. Cheaper than racing
+  // until_client_gone() when the guarded work can be stopped from a callback
+  // (an upstream call's abort()), which is why the request path uses it.
+  virtual void watch_client(std::function<void()> on_gone) = 0;
+  virtual void unwatch_client() = 0;
 
   // Whether a status line has been sent.
   virtual bool started() const = 0;

@@ -59,7 +59,9 @@ Result<FetchResponse> fetch(const FetchRequest& request) {
         response.body = std::move(*body);
         outcome = std::move(response);
       },
-      net::detached);
+      // Done: stop rather than wait for the loop to run dry, which the idle
+      // connection's deadline timer would delay (http/socket_deadline.h).
+      [&io](std::exception_ptr) { io.stop(); });
   io.run_for(request.timeout + std::chrono::milliseconds(100));
   if (!outcome)
     return Error{

@@ -1,12 +1,16 @@
 #include "http/server.h"
 
+#include <array>
 #include <atomic>
+#include <charconv>
 #include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "http/beast_glue.h"
+#include "http/socket_deadline.h"
+#include "http/wire.h"
 
 namespace switchyard::http {
 
@@ -29,71 +33,81 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
 
 namespace {
 
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
 // The session's implementation of Exchange. Lives on the session coroutine's
 // frame for the duration of one request.
 class SessionExchange final : public Exchange {
  public:
-  SessionExchange(beast::tcp_stream& stream, const ServerOptions& options, unsigned version,
-                  bool keep_alive)
-      : stream_(stream), options_(options), version_(version), keep_alive_(keep_alive) {}
+  SessionExchange(tcp::socket& socket, SocketDeadline& deadline, const ServerOptions& options,
+                  unsigned version, bool keep_alive)
+      : socket_(socket),
+        deadline_(deadline),
+        options_(options),
+        version_(version),
+        keep_alive_(keep_alive) {}
 
   awaitable<bool> respond(Response response) override {
-    beast_http::response<beast_http::string_body> res{
-        static_cast<beast_http::status>(response.status), version_};
-    res.set(beast_http::field::server, options_.server_name);
     // A handler may end the connection after this response.
     if (auto c = response.headers.find("connection"); c && iequals(*c, "close"))
       keep_alive_ = false;
-    response.headers.remove("connection");
-    copy_headers(response.headers, res);
-    res.body() = std::move(response.body);
-    res.keep_alive(keep_alive_);
-    res.prepare_payload();
+    if (!status_has_body(response.status)) response.body.clear();
+    const std::string head =
+        response_head(response.status, version_, response.headers, options_.server_name,
+                      Framing::content_length(response.body.size()), keep_alive_);
     started_ = true;
-    stream_.expires_after(options_.write_timeout);
-    auto [ec, n] = co_await beast_http::async_write(stream_, res, use_tuple);
-    ok_ = !ec;
-    co_return ok_;
+    const Pieces pieces{net::buffer(head), net::buffer(response.body)};
+    const bool ok = co_await write(pieces);
+    co_return ok;
   }
 
   awaitable<bool> start_stream(int status, Headers headers) override {
-    beast_http::response<beast_http::empty_body> res{static_cast<beast_http::status>(status),
-                                                     version_};
-    res.set(beast_http::field::server, options_.server_name);
-    copy_headers(headers, res);
-    res.keep_alive(keep_alive_);
-    res.chunked(true);
+    // HTTP/1.0 has no chunked encoding: the body ends when the connection does.
+    chunked_ = version_ != 10;
+    if (!chunked_) keep_alive_ = false;
+    const std::string head =
+        response_head(status, version_, headers, options_.server_name,
+                      chunked_ ? Framing::chunked() : Framing::no_body(), keep_alive_);
     started_ = true;
     streaming_ = true;
-    beast_http::response_serializer<beast_http::empty_body> sr{res};
-    stream_.expires_after(options_.write_timeout);
-    auto [ec, n] = co_await beast_http::async_write_header(stream_, sr, use_tuple);
-    ok_ = !ec;
-    co_return ok_;
+    const Pieces pieces{net::buffer(head)};
+    const bool ok = co_await write(pieces);
+    co_return ok;
   }
 
   awaitable<bool> send_chunk(std::string_view data) override {
     if (!ok_) co_return false;
     if (data.empty()) co_return true;  // an empty chunk would end the body
-    stream_.expires_after(options_.write_timeout);
-    const auto chunk = beast_http::make_chunk(net::buffer(data.data(), data.size()));
-    auto [ec, n] = co_await net::async_write(stream_, chunk, use_tuple);
-    ok_ = !ec;
-    co_return ok_;
+    const net::const_buffer payload = net::buffer(data.data(), data.size());
+    if (!chunked_) {
+      const Pieces pieces{payload};
+      const bool ok = co_await write(pieces);
+      co_return ok;
+    }
+    char size_line[20];
+    char* end = std::to_chars(size_line, size_line + 16, data.size(), 16).ptr;
+    end[0] = '\r';
+    end[1] = '\n';
+    const std::size_t size_length = static_cast<std::size_t>(end + 2 - size_line);
+    const Pieces pieces{net::buffer(size_line, size_length), payload, net::buffer(kCrlf)};
+    const bool ok = co_await write(pieces);
+    co_return ok;
   }
 
   awaitable<bool> end_stream() override {
     if (!ok_) co_return false;
-    stream_.expires_after(options_.write_timeout);
-    const auto last = beast_http::make_chunk_last();
-    auto [ec, n] = co_await net::async_write(stream_, last, use_tuple);
-    ok_ = !ec;
     streaming_ = false;
-    co_return ok_;
+    if (!chunked_) {
+      keep_alive_ = false;
+      co_return true;
+    }
+    const Pieces pieces{net::buffer(kLastChunk)};
+    const bool ok = co_await write(pieces);
+    co_return ok;
   }
 
   awaitable<bool> until_client_gone() override {
-    auto& socket = stream_.socket();
+    auto& socket = socket_;
     auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, use_tuple);
     if (ec == net::error::operation_aborted) co_return false;
     if (ec) co_return true;  // the connection failed
@@ -105,15 +119,45 @@ class SessionExchange final : public Exchange {
     co_return false;
   }
 
+  void watch_client(std::function<void()> on_gone) override {
+    unwatch_client();
+    watch_ = std::make_shared<Watch>(std::move(on_gone), socket_);
+    socket_.async_wait(
+        tcp::socket::wait_read,
+        net::bind_cancellation_slot(watch_->cancel.slot(),
+                                    [watch = watch_](const boost::system::error_code& ec) {
+                                      if (!watch->active || ec == net::error::operation_aborted)
+                                        return;
+                                      boost::system::error_code avail_ec;
+                                      // Readable with data is a pipelined request: the client is
+                                      // still there.
+                                      if (!ec && watch->socket.available(avail_ec) > 0 && !avail_ec)
+                                        return;
+                                      watch->active = false;
+                                      watch->on_gone();
+                                    }));
+  }
+
+  void unwatch_client() override {
+    if (!watch_) return;
+    if (watch_->active) {
+      watch_->active = false;
+      watch_->cancel.emit(net::cancellation_type::all);
+    }
+    watch_.reset();
+  }
+
   bool started() const override { return started_; }
 
   void abort_connection() override {
     boost::system::error_code ec;
-    stream_.socket().set_option(net::socket_base::linger(true, 0), ec);
-    stream_.close();
+    socket_.set_option(net::socket_base::linger(true, 0), ec);
+    socket_.close(ec);
     ok_ = false;
     aborted_ = true;
   }
+
+  ~SessionExchange() override { unwatch_client(); }
 
   // Whether the handler reset the connection: nothing more may be written.
   bool aborted() const { return aborted_; }
@@ -121,42 +165,46 @@ class SessionExchange final : public Exchange {
   bool reusable() const { return ok_ && keep_alive_ && !streaming_; }
 
  private:
-  beast::tcp_stream& stream_;
+  static constexpr std::string_view kCrlf = "\r\n";
+  static constexpr std::string_view kLastChunk = "0\r\n\r\n";
+
+  // Up to three buffers written in one gather write; unused ones are empty.
+  using Pieces = std::array<net::const_buffer, 3>;
+
+  awaitable<bool> write(const Pieces& pieces) {
+    deadline_.expires_after(options_.write_timeout);
+    auto [ec, n] = co_await net::async_write(socket_, pieces, use_tuple);
+    deadline_.expires_never();
+    ok_ = !ec;
+    co_return ok_;
+  }
+
+  // Shared with the pending wait, which may complete after the exchange is gone.
+  struct Watch {
+    Watch(std::function<void()> f, tcp::socket& s) : on_gone(std::move(f)), socket(s) {}
+    std::function<void()> on_gone;
+    tcp::socket& socket;  // used only while active
+    net::cancellation_signal cancel;
+    bool active = true;
+  };
+
+  tcp::socket& socket_;
+  SocketDeadline& deadline_;
   const ServerOptions& options_;
   unsigned version_;
   bool keep_alive_;
   bool started_ = false;
   bool streaming_ = false;
+  bool chunked_ = true;
   bool ok_ = true;
   bool aborted_ = false;
-};
-
-// A deadline for one read that cancels it but leaves the socket open, so a
-// stalled client can still be told 408. (Beast's stream deadline closes the
-// socket.)
-class ReadDeadline {
- public:
-  ReadDeadline(beast::tcp_stream& stream, std::chrono::milliseconds timeout)
-      : timer_(stream.get_executor(), timeout) {
-    stream.expires_never();
-    timer_.async_wait([&stream, expired = expired_](const boost::system::error_code& ec) {
-      if (ec) return;  // cancelled: the read finished first
-      *expired = true;
-      stream.socket().cancel();
-    });
-  }
-  ~ReadDeadline() { timer_.cancel(); }
-  bool expired() const { return *expired_; }
-
- private:
-  std::shared_ptr<bool> expired_ = std::make_shared<bool>(false);
-  net::steady_timer timer_;
+  std::shared_ptr<Watch> watch_;
 };
 
 // Writes a response outside any exchange (protocol errors) and reports success.
-awaitable<bool> write_response(beast::tcp_stream& stream, const ServerOptions& options,
-                               Response response, unsigned version) {
-  SessionExchange ex(stream, options, version, /*keep_alive=*/false);
+awaitable<bool> write_response(tcp::socket& socket, SocketDeadline& deadline,
+                               const ServerOptions& options, Response response, unsigned version) {
+  SessionExchange ex(socket, deadline, options, version, /*keep_alive=*/false);
   const bool ok = co_await ex.respond(std::move(response));
   co_return ok;
 }
@@ -223,7 +271,12 @@ awaitable<void> Server::State::session(tcp::socket socket) {
   const auto peer = socket.remote_endpoint(ec);
   const std::string remote =
       ec ? "?" : fmt::format("{}:{}", peer.address().to_string(), peer.port());
-  beast::tcp_stream stream(std::move(socket));
+  // A read that times out is cancelled, not closed, so a stalled client can
+  // still be told 408; a write that times out fails and ends the session.
+  SocketDeadline deadline(executor, [&socket] {
+    boost::system::error_code cancel_ec;
+    socket.cancel(cancel_ec);
+  });
   // Outside the loop: it may already hold the start of a pipelined request.
   beast::flat_buffer buffer;
 
@@ -234,10 +287,10 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     // gets a 413 (below) rather than a parse error.
     parser.body_limit(boost::none);
 
-    std::optional<ReadDeadline> header_deadline(std::in_place, stream, options.header_timeout);
-    auto [read_ec, n] = co_await beast_http::async_read_header(stream, buffer, parser, use_tuple);
-    const bool header_timed_out = header_deadline->expired();
-    header_deadline.reset();
+    deadline.expires_after(options.header_timeout);
+    auto [read_ec, n] = co_await beast_http::async_read_header(socket, buffer, parser, use_tuple);
+    deadline.expires_never();
+    const bool header_timed_out = deadline.expired();
     if (read_ec) {
       // Only a client that started a request and stalled is owed an answer.
       if (header_timed_out && buffer.size() == 0) break;
@@ -249,7 +302,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
           header_timed_out
               ? handler.protocol_error(408, "timed out reading request headers")
               : handler.protocol_error(400, "malformed HTTP request: " + read_ec.message());
-      co_await write_response(stream, options, std::move(error), 11);
+      co_await write_response(socket, deadline, options, std::move(error), 11);
       break;
     }
 
@@ -266,26 +319,27 @@ awaitable<void> Server::State::session(tcp::socket socket) {
       Response error =
           handler.protocol_error(413, fmt::format("request body is {} bytes; the limit is {} bytes",
                                                   *head.content_length, options.body_limit));
-      co_await write_response(stream, options, std::move(error), version);
+      co_await write_response(socket, deadline, options, std::move(error), version);
       break;
     }
     std::optional<Response> early = handler.screen(head);
     if (early) {
-      co_await write_response(stream, options, std::move(*early), version);
+      co_await write_response(socket, deadline, options, std::move(*early), version);
       break;
     }
     if (auto expect = head.headers.find("expect"); expect && iequals(*expect, "100-continue")) {
-      beast_http::response<beast_http::empty_body> cont{beast_http::status::continue_, version};
-      stream.expires_after(options.write_timeout);
-      auto [wec, wn] = co_await beast_http::async_write(stream, cont, use_tuple);
+      deadline.expires_after(options.write_timeout);
+      const auto interim = net::buffer(kContinue);
+      auto [wec, wn] = co_await net::async_write(socket, interim, use_tuple);
+      deadline.expires_never();
       if (wec) break;
     }
 
     parser.body_limit(options.body_limit);  // for chunked bodies of unknown length
-    std::optional<ReadDeadline> body_deadline(std::in_place, stream, options.body_timeout);
-    auto [body_ec, bn] = co_await beast_http::async_read(stream, buffer, parser, use_tuple);
-    const bool body_timed_out = body_deadline->expired();
-    body_deadline.reset();
+    deadline.expires_after(options.body_timeout);
+    auto [body_ec, bn] = co_await beast_http::async_read(socket, buffer, parser, use_tuple);
+    deadline.expires_never();
+    const bool body_timed_out = deadline.expired();
     if (body_ec) {
       std::optional<Response> error;
       if (body_ec == beast_http::error::body_limit)
@@ -293,12 +347,12 @@ awaitable<void> Server::State::session(tcp::socket socket) {
             413, fmt::format("request body exceeds the limit of {} bytes", options.body_limit));
       else if (body_timed_out)
         error = handler.protocol_error(408, "timed out reading the request body");
-      if (error) co_await write_response(stream, options, std::move(*error), version);
+      if (error) co_await write_response(socket, deadline, options, std::move(*error), version);
       break;
     }
 
     Request request{std::move(head), std::move(parser.get().body())};
-    SessionExchange exchange(stream, options, version, parser.keep_alive());
+    SessionExchange exchange(socket, deadline, options, version, parser.keep_alive());
     ++active;
     co_await handler.handle(std::move(request), exchange);
     --active;
@@ -310,8 +364,8 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     }
     if (!exchange.reusable()) break;
   }
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream.close();
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
 }
 
 }  // namespace switchyard::http

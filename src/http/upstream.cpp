@@ -7,12 +7,24 @@
 #include <fmt/format.h>
 
 #include "http/beast_glue.h"
+#include "http/socket_deadline.h"
+#include "http/wire.h"
 
 namespace switchyard::http {
 
 struct UpstreamPool::Connection {
-  explicit Connection(net::any_io_executor ex) : stream(ex) {}
-  beast::tcp_stream stream;
+  // Room for a whole small response in the first read (Beast reads at most
+  // 512 bytes into an empty buffer: two reads for a typical completion).
+  explicit Connection(net::any_io_executor ex) : socket(ex), deadline(ex, [this] { close(); }) {
+    buffer.reserve(16 * 1024);
+  }
+  void close() {
+    boost::system::error_code ec;
+    socket.close(ec);
+  }
+  tcp::socket socket;
+  // Closes the socket when an operation overruns, as Beast's tcp_stream did.
+  SocketDeadline deadline;
   beast::flat_buffer buffer;
 };
 
@@ -35,6 +47,9 @@ const UpstreamOptions& UpstreamPool::options() const {
 std::size_t UpstreamPool::idle_connections() const {
   return state_->idle.size();
 }
+void UpstreamPool::set_max_idle(std::size_t n) {
+  state_->options.max_idle = n;
+}
 
 struct UpstreamCall::State {
   explicit State(UpstreamPool::State& p) : pool(p) {}
@@ -52,7 +67,7 @@ UpstreamCall::~UpstreamCall() {
   // Only a connection read to the end, kept alive, and not closed by abort()
   // (a client that left after the response was read) goes back to the pool.
   if (s.conn && s.done && s.parser && s.parser->keep_alive() &&
-      failure_ != UpstreamFailure::aborted && s.conn->stream.socket().is_open() &&
+      failure_ != UpstreamFailure::aborted && s.conn->socket.is_open() &&
       s.pool.idle.size() < s.pool.options.max_idle) {
     s.pool.idle.push_back(std::move(s.conn));
   }
@@ -60,13 +75,14 @@ UpstreamCall::~UpstreamCall() {
 
 void UpstreamCall::abort() {
   failure_ = UpstreamFailure::aborted;
-  if (state_->conn) state_->conn->stream.close();
+  if (state_->conn) state_->conn->close();
 }
 
 namespace {
 
-UpstreamFailure classify(const boost::system::error_code& ec) {
-  if (ec == beast::error::timeout) return UpstreamFailure::timeout;
+// `timed_out`: the connection's deadline closed it.
+UpstreamFailure classify(const boost::system::error_code& ec, bool timed_out) {
+  if (timed_out) return UpstreamFailure::timeout;
   if (ec == net::error::operation_aborted) return UpstreamFailure::aborted;
   if (ec.category() == beast_http::make_error_code(beast_http::error::end_of_stream).category() &&
       ec != beast_http::error::end_of_stream && ec != beast_http::error::partial_message)
@@ -74,16 +90,21 @@ UpstreamFailure classify(const boost::system::error_code& ec) {
   return UpstreamFailure::reset;
 }
 
-awaitable<boost::system::error_code> connect(UpstreamPool::Connection& conn, const Url& url,
-                                             std::chrono::milliseconds timeout) {
-  tcp::resolver resolver(conn.stream.get_executor());
+// Fails with "timed out" when the deadline passed.
+awaitable<std::optional<std::string>> connect(UpstreamPool::Connection& conn, const Url& url,
+                                              std::chrono::milliseconds timeout) {
+  tcp::resolver resolver(conn.socket.get_executor());
   const std::string port = std::to_string(url.port);
   auto [rec, results] = co_await resolver.async_resolve(url.host, port, use_tuple);
-  if (rec) co_return rec;
-  conn.stream.expires_after(timeout);
-  auto [cec, ep] = co_await conn.stream.async_connect(results, use_tuple);
-  if (!cec) conn.stream.socket().set_option(tcp::no_delay(true));
-  co_return cec;
+  if (rec) co_return rec.message();
+  conn.deadline.expires_after(timeout);
+  auto [cec, ep] = co_await net::async_connect(conn.socket, results, use_tuple);
+  conn.deadline.expires_never();
+  if (conn.deadline.expired()) co_return std::string("timed out");
+  if (cec) co_return cec.message();
+  boost::system::error_code nodelay_ec;
+  conn.socket.set_option(tcp::no_delay(true), nodelay_ec);
+  co_return std::nullopt;
 }
 
 }  // namespace
@@ -91,13 +112,14 @@ awaitable<boost::system::error_code> connect(UpstreamPool::Connection& conn, con
 awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& request) {
   auto& s = *state_;
   const auto& opts = s.pool.options;
-  beast_http::request<beast_http::span_body<const char>> req{
-      beast_http::string_to_verb(request.method), s.pool.url.path + request.target, 11};
-  copy_headers(request.headers, req);
-  req.set(beast_http::field::host, s.pool.url.authority());
-  req.keep_alive(true);
-  req.body() = {request.body.data(), request.body.size()};
-  req.prepare_payload();
+  // Methods that carry a body say how long it is, even when it is empty.
+  const bool framed = !request.body.empty() || request.method == "POST" ||
+                      request.method == "PUT" || request.method == "PATCH";
+  const std::string head = request_head(
+      request.method, s.pool.url.path + request.target, s.pool.url.authority(), request.headers,
+      framed ? Framing::content_length(request.body.size()) : Framing::no_body());
+  const std::array<net::const_buffer, 2> message{
+      net::buffer(head), net::buffer(request.body.data(), request.body.size())};
 
   // A reused connection may have been closed by the upstream while idle; such
   // a failure before any response byte is retried once on a fresh connection.
@@ -109,39 +131,40 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
       reused = true;
     } else {
       s.conn = std::make_unique<UpstreamPool::Connection>(s.pool.executor);
-      if (auto ec = co_await connect(*s.conn, s.pool.url, opts.connect_timeout)) {
+      auto failed = co_await connect(*s.conn, s.pool.url, opts.connect_timeout);
+      if (failed) {
         if (failure_ != UpstreamFailure::aborted) failure_ = UpstreamFailure::connect;
-        co_return Error{fmt::format("cannot connect to {}: {}", s.pool.url.authority(),
-                                    ec == beast::error::timeout ? "timed out" : ec.message())};
+        co_return Error{fmt::format("cannot connect to {}: {}", s.pool.url.authority(), *failed)};
       }
     }
     auto& conn = *s.conn;
-    conn.stream.expires_after(opts.first_byte_timeout);
-    auto [wec, wn] = co_await beast_http::async_write(conn.stream, req, use_tuple);
+    conn.deadline.expires_after(opts.first_byte_timeout);
+    auto [wec, wn] = co_await net::async_write(conn.socket, message, use_tuple);
     if (!wec) {
       s.parser.emplace();
       s.parser->body_limit(boost::none);
       auto [rec, rn] =
-          co_await beast_http::async_read_header(conn.stream, conn.buffer, *s.parser, use_tuple);
-      if (!rec) {
-        UpstreamHead head;
-        head.status = static_cast<int>(s.parser->get().result_int());
-        head.headers = to_headers(s.parser->get());
-        s.done = s.parser->is_done();
-        co_return head;
-      }
+          co_await beast_http::async_read_header(conn.socket, conn.buffer, *s.parser, use_tuple);
       wec = rec;
     }
-    const bool stale = reused && failure_ != UpstreamFailure::aborted &&
+    conn.deadline.expires_never();
+    const bool timed_out = conn.deadline.expired();
+    if (!wec) {
+      UpstreamHead reply;
+      reply.status = static_cast<int>(s.parser->get().result_int());
+      reply.headers = to_headers(s.parser->get());
+      s.done = s.parser->is_done();
+      co_return reply;
+    }
+    const bool stale = reused && !timed_out && failure_ != UpstreamFailure::aborted &&
                        (wec == beast_http::error::end_of_stream || wec == net::error::eof ||
                         wec == net::error::connection_reset || wec == net::error::broken_pipe ||
                         wec == net::error::bad_descriptor);
     if (stale) continue;
-    if (failure_ != UpstreamFailure::aborted) failure_ = classify(wec);
+    if (failure_ != UpstreamFailure::aborted) failure_ = classify(wec, timed_out);
     s.conn.reset();
-    co_return Error{
-        fmt::format("{} failed: {}", s.pool.url.authority(),
-                    wec == beast::error::timeout ? "no response in time" : wec.message())};
+    co_return Error{fmt::format("{} failed: {}", s.pool.url.authority(),
+                                timed_out ? "no response in time" : wec.message())};
   }
   failure_ = UpstreamFailure::reset;
   co_return Error{fmt::format("{} closed the connection twice", s.pool.url.authority())};
@@ -155,16 +178,17 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
     auto& body = s.parser->get().body();
     body.data = s.piece.data();
     body.size = s.piece.size();
-    conn.stream.expires_after(s.pool.options.idle_timeout);
+    conn.deadline.expires_after(s.pool.options.idle_timeout);
     auto [ec, n] =
-        co_await beast_http::async_read_some(conn.stream, conn.buffer, *s.parser, use_tuple);
+        co_await beast_http::async_read_some(conn.socket, conn.buffer, *s.parser, use_tuple);
+    conn.deadline.expires_never();
     if (ec == beast_http::error::need_buffer) ec = {};
     if (ec) {
-      if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec);
-      conn.stream.close();
-      co_return Error{fmt::format(
-          "{} broke off the response: {}", s.pool.url.authority(),
-          ec == beast::error::timeout ? "no data within the idle timeout" : ec.message())};
+      const bool timed_out = conn.deadline.expired();
+      if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec, timed_out);
+      conn.close();
+      co_return Error{fmt::format("{} broke off the response: {}", s.pool.url.authority(),
+                                  timed_out ? "no data within the idle timeout" : ec.message())};
     }
     const std::size_t got = s.piece.size() - body.size;
     s.done = s.parser->is_done();

@@ -129,6 +129,23 @@ describe('one instance with one slot', () => {
       assert.equal(await scrapeMetric(simUrl, 'switchyard_sim:requests_deferred_total'), 0);
     });
 
+  test('a client that leaves a non-streamed request before its answer frees the slot and stops the engine at once',
+    { timeout: 20_000 }, async () => {
+      // 2000 tokens at 20 tok/s: the engine would be busy for ~100 s.
+      const leaver = new AbortController();
+      const left = short(2000, { signal: leaver.signal }).catch((e) => e);
+      await waitUntil(async () => (await scrapeMetric(simUrl, 'llamacpp:requests_processing')) === 1,
+        { timeoutMs: 3000, what: 'the engine to start generating' });
+      leaver.abort();
+      assert.equal((await left).name, 'AbortError');
+      await waitUntil(async () => (await gw.health()).instances[0].in_flight === 0, { timeoutMs: 3000, what: 'gateway in_flight 0' });
+      await waitUntil(async () => (await scrapeMetric(simUrl, 'llamacpp:requests_processing')) === 0,
+        { timeoutMs: 3000, what: 'the engine to stop generating' });
+      // The slot serves the next request.
+      const next = await short(2);
+      assert.equal(next.status, 200, next.text);
+    });
+
   test('a client that disconnects while queued leaves the queue at once; the rest are served first come, first served',
     { timeout: 20_000 }, async () => {
       const holder = await holdSlot();
