@@ -1,5 +1,6 @@
 // What the files inside src/http that speak Beast share: namespace names,
-// the completion token, and conversions to switchyard::http types.
+// the completion token, conversions to switchyard::http types, and reads and
+// writes that skip the event loop when the data is already there.
 #pragma once
 
 #include <boost/asio.hpp>
@@ -18,10 +19,41 @@ using net::ip::tcp;
 // Every await returns its error code as a value (no exceptions on the data path).
 constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
+// Feeds `parser` what `buffer` already holds. Beast's read operations do the
+// same first, but then complete through the event loop (a posted handler)
+// even when no read was needed, which for a small message read along with
+// its headers is the common case. need_more and need_buffer are not errors
+// here: the caller reads more, or drains the body buffer.
+template <class Parser>
+boost::system::error_code parse_buffered(Parser& parser, beast::flat_buffer& buffer) {
+  boost::system::error_code ec;
+  if (buffer.size() == 0 || parser.is_done()) return ec;
+  buffer.consume(parser.put(buffer.data(), ec));
+  if (ec == beast_http::error::need_more || ec == beast_http::error::need_buffer) ec = {};
+  return ec;
+}
+
+// Writes all of `buffers`: first directly, which completes at once when the
+// socket's send buffer has room (nearly always) and then saves a trip
+// through the event loop; whatever is left asynchronously. The caller's
+// deadline covers the wait.
+template <class Buffers>
+awaitable<boost::system::error_code> write_all(tcp::socket& socket, const Buffers& buffers) {
+  boost::system::error_code ec;
+  if (!socket.non_blocking()) socket.non_blocking(true, ec);
+  std::size_t sent = 0;
+  if (!ec) sent = socket.write_some(buffers, ec);
+  if (ec == net::error::would_block || ec == net::error::try_again) ec = {};
+  if (ec || sent == net::buffer_size(buffers)) co_return ec;
+  beast::buffers_suffix<Buffers> rest(buffers);
+  rest.consume(sent);
+  auto [write_ec, n] = co_await net::async_write(socket, rest, use_tuple);
+  co_return write_ec;
+}
+
 template <class Fields>
 Headers to_headers(const Fields& fields) {
   Headers h;
-  h.reserve(16);
   for (const auto& f : fields) h.add(std::string(f.name_string()), std::string(f.value()));
   return h;
 }

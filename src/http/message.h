@@ -17,7 +17,6 @@ class Headers {
   using Entry = std::pair<std::string, std::string>;
 
   void add(std::string name, std::string value);
-  void reserve(std::size_t n) { entries_.reserve(n); }
   // Replaces every entry named `name` with one entry.
   void set(std::string_view name, std::string value);
   void remove(std::string_view name);

@@ -173,7 +173,7 @@ class SessionExchange final : public Exchange {
 
   awaitable<bool> write(const Pieces& pieces) {
     deadline_.expires_after(options_.write_timeout);
-    auto [ec, n] = co_await net::async_write(socket_, pieces, use_tuple);
+    const auto ec = co_await write_all(socket_, pieces);
     deadline_.expires_never();
     ok_ = !ec;
     co_return ok_;
@@ -330,16 +330,22 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     if (auto expect = head.headers.find("expect"); expect && iequals(*expect, "100-continue")) {
       deadline.expires_after(options.write_timeout);
       const auto interim = net::buffer(kContinue);
-      auto [wec, wn] = co_await net::async_write(socket, interim, use_tuple);
+      const auto wec = co_await write_all(socket, interim);
       deadline.expires_never();
       if (wec) break;
     }
 
     parser.body_limit(options.body_limit);  // for chunked bodies of unknown length
-    deadline.expires_after(options.body_timeout);
-    auto [body_ec, bn] = co_await beast_http::async_read(socket, buffer, parser, use_tuple);
-    deadline.expires_never();
-    const bool body_timed_out = deadline.expired();
+    // A small body usually came with the headers.
+    auto body_ec = parse_buffered(parser, buffer);
+    bool body_timed_out = false;
+    if (!body_ec && !parser.is_done()) {
+      deadline.expires_after(options.body_timeout);
+      auto [read_ec, bn] = co_await beast_http::async_read(socket, buffer, parser, use_tuple);
+      deadline.expires_never();
+      body_ec = read_ec;
+      body_timed_out = deadline.expired();
+    }
     if (body_ec) {
       std::optional<Response> error;
       if (body_ec == beast_http::error::body_limit)

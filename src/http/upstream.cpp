@@ -26,6 +26,9 @@ struct UpstreamPool::Connection {
   // Closes the socket when an operation overruns, as Beast's tcp_stream did.
   SocketDeadline deadline;
   beast::flat_buffer buffer;
+  // Where read_some() puts body bytes; here, not per call, so that a pooled
+  // connection allocates it once.
+  std::array<char, 16 * 1024> piece;
 };
 
 struct UpstreamPool::State {
@@ -56,7 +59,6 @@ struct UpstreamCall::State {
   UpstreamPool::State& pool;
   std::unique_ptr<UpstreamPool::Connection> conn;
   std::optional<beast_http::response_parser<beast_http::buffer_body>> parser;
-  std::array<char, 16 * 1024> piece;
   bool done = false;  // the response was read to its end
 };
 
@@ -139,7 +141,7 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     }
     auto& conn = *s.conn;
     conn.deadline.expires_after(opts.first_byte_timeout);
-    auto [wec, wn] = co_await net::async_write(conn.socket, message, use_tuple);
+    auto wec = co_await write_all(conn.socket, message);
     if (!wec) {
       s.parser.emplace();
       s.parser->body_limit(boost::none);
@@ -176,13 +178,17 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
   while (!s.done) {
     auto& conn = *s.conn;
     auto& body = s.parser->get().body();
-    body.data = s.piece.data();
-    body.size = s.piece.size();
-    conn.deadline.expires_after(s.pool.options.idle_timeout);
-    auto [ec, n] =
-        co_await beast_http::async_read_some(conn.socket, conn.buffer, *s.parser, use_tuple);
-    conn.deadline.expires_never();
-    if (ec == beast_http::error::need_buffer) ec = {};
+    body.data = conn.piece.data();
+    body.size = conn.piece.size();
+    // Often the whole body came with the headers; otherwise read.
+    auto ec = parse_buffered(*s.parser, conn.buffer);
+    if (!ec && body.size == conn.piece.size() && !s.parser->is_done()) {
+      conn.deadline.expires_after(s.pool.options.idle_timeout);
+      auto [read_ec, n] =
+          co_await beast_http::async_read_some(conn.socket, conn.buffer, *s.parser, use_tuple);
+      conn.deadline.expires_never();
+      ec = read_ec == beast_http::error::need_buffer ? boost::system::error_code() : read_ec;
+    }
     if (ec) {
       const bool timed_out = conn.deadline.expired();
       if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec, timed_out);
@@ -190,9 +196,9 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
       co_return Error{fmt::format("{} broke off the response: {}", s.pool.url.authority(),
                                   timed_out ? "no data within the idle timeout" : ec.message())};
     }
-    const std::size_t got = s.piece.size() - body.size;
+    const std::size_t got = conn.piece.size() - body.size;
     s.done = s.parser->is_done();
-    if (got > 0) co_return std::string_view(s.piece.data(), got);
+    if (got > 0) co_return std::string_view(conn.piece.data(), got);
   }
   co_return std::string_view{};
 }
