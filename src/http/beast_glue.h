@@ -1,13 +1,11 @@
 // What the files inside src/http that speak Beast share: namespace names,
-// the completion token, conversions to switchyard::http types, and reads and
-// writes that skip the event loop when the data is already there.
+// the completion token, and reads and writes that skip the event loop when
+// the data is already there.
 #pragma once
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
-#include "http/message.h"
 
 namespace switchyard::http {
 
@@ -49,13 +47,6 @@ awaitable<boost::system::error_code> write_all(tcp::socket& socket, const Buffer
   rest.consume(sent);
   auto [write_ec, n] = co_await net::async_write(socket, rest, use_tuple);
   co_return write_ec;
-}
-
-template <class Fields>
-Headers to_headers(const Fields& fields) {
-  Headers h;
-  for (const auto& f : fields) h.add(std::string(f.name_string()), std::string(f.value()));
-  return h;
 }
 
 }  // namespace switchyard::http

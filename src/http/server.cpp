@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "http/beast_glue.h"
+#include "http/parsers.h"
 #include "http/socket_deadline.h"
 #include "http/wire.h"
 
@@ -281,7 +282,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
   beast::flat_buffer buffer;
 
   for (;;) {
-    beast_http::request_parser<beast_http::string_body> parser;  // fresh per message
+    RequestParser parser;  // fresh per message
     parser.header_limit(64 * 1024);
     // The limit is applied after the headers, so an oversized Content-Length
     // gets a 413 (below) rather than a parse error.
@@ -306,14 +307,13 @@ awaitable<void> Server::State::session(tcp::socket socket) {
       break;
     }
 
-    auto& msg = parser.get();
     RequestHead head;
-    head.method = std::string(msg.method_string());
-    head.target = std::string(msg.target());
-    head.headers = to_headers(msg);
+    head.method = std::move(parser.method);
+    head.target = std::move(parser.target);
+    head.headers = std::move(parser.headers);
     if (auto cl = parser.content_length()) head.content_length = *cl;
     head.remote = remote;
-    const unsigned version = msg.version();
+    const unsigned version = parser.version;
 
     if (head.content_length && *head.content_length > options.body_limit) {
       Response error =
@@ -357,7 +357,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
       break;
     }
 
-    Request request{std::move(head), std::move(parser.get().body())};
+    Request request{std::move(head), std::move(parser.body)};
     SessionExchange exchange(socket, deadline, options, version, parser.keep_alive());
     ++active;
     co_await handler.handle(std::move(request), exchange);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "http/beast_glue.h"
+#include "http/parsers.h"
 #include "http/socket_deadline.h"
 #include "http/wire.h"
 
@@ -58,7 +59,7 @@ struct UpstreamCall::State {
   explicit State(UpstreamPool::State& p) : pool(p) {}
   UpstreamPool::State& pool;
   std::unique_ptr<UpstreamPool::Connection> conn;
-  std::optional<beast_http::response_parser<beast_http::buffer_body>> parser;
+  std::optional<ResponseParser> parser;
   bool done = false;  // the response was read to its end
 };
 
@@ -153,8 +154,8 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     const bool timed_out = conn.deadline.expired();
     if (!wec) {
       UpstreamHead reply;
-      reply.status = static_cast<int>(s.parser->get().result_int());
-      reply.headers = to_headers(s.parser->get());
+      reply.status = s.parser->status;
+      reply.headers = std::move(s.parser->headers);
       s.done = s.parser->is_done();
       co_return reply;
     }
@@ -177,12 +178,10 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
   // Chunk framing alone yields no body bytes: read until there are some.
   while (!s.done) {
     auto& conn = *s.conn;
-    auto& body = s.parser->get().body();
-    body.data = conn.piece.data();
-    body.size = conn.piece.size();
+    s.parser->body_into(conn.piece.data(), conn.piece.size());
     // Often the whole body came with the headers; otherwise read.
     auto ec = parse_buffered(*s.parser, conn.buffer);
-    if (!ec && body.size == conn.piece.size() && !s.parser->is_done()) {
+    if (!ec && s.parser->body_bytes() == 0 && !s.parser->is_done()) {
       conn.deadline.expires_after(s.pool.options.idle_timeout);
       auto [read_ec, n] =
           co_await beast_http::async_read_some(conn.socket, conn.buffer, *s.parser, use_tuple);
@@ -196,7 +195,7 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
       co_return Error{fmt::format("{} broke off the response: {}", s.pool.url.authority(),
                                   timed_out ? "no data within the idle timeout" : ec.message())};
     }
-    const std::size_t got = conn.piece.size() - body.size;
+    const std::size_t got = s.parser->body_bytes();
     s.done = s.parser->is_done();
     if (got > 0) co_return std::string_view(conn.piece.data(), got);
   }

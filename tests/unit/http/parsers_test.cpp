@@ -1,0 +1,134 @@
+#include "http/parsers.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include <string>
+
+namespace switchyard::http {
+namespace {
+
+namespace beast_http = boost::beast::http;
+
+// Feeds `wire` to `parser` in one piece; returns the bytes it used.
+template <class Parser>
+std::size_t feed(Parser& parser, std::string_view wire, boost::system::error_code& ec) {
+  return parser.put(boost::asio::buffer(wire.data(), wire.size()), ec);
+}
+
+TEST(RequestParser, FillsHeadHeadersAndBody) {
+  RequestParser parser;
+  parser.eager(true);
+  const std::string wire =
+      "POST /v1/chat/completions?x=1 HTTP/1.1\r\n"
+      "Host: gw\r\n"
+      "Authorization: Bearer sk-1\r\n"
+      "content-type: application/json\r\n"
+      "Content-Length: 11\r\n"
+      "\r\n"
+      "{\"a\":\"b\"}\r\n";
+  boost::system::error_code ec;
+  EXPECT_EQ(feed(parser, wire, ec), wire.size());
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(parser.is_done());
+  EXPECT_EQ(parser.method, "POST");
+  EXPECT_EQ(parser.target, "/v1/chat/completions?x=1");
+  EXPECT_EQ(parser.version, 11u);
+  EXPECT_EQ(parser.body, "{\"a\":\"b\"}\r\n");
+  EXPECT_TRUE(parser.keep_alive());
+  // Every header as sent, in order, names as spelled.
+  ASSERT_EQ(parser.headers.entries().size(), 4u);
+  EXPECT_EQ(parser.headers.entries()[2].first, "content-type");
+  EXPECT_EQ(parser.headers.find("authorization"), "Bearer sk-1");
+}
+
+TEST(RequestParser, ChunkedBodyArrivingInPieces) {
+  RequestParser parser;
+  parser.eager(true);
+  const std::string head = "POST /tokenize HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n";
+  boost::system::error_code ec;
+  EXPECT_EQ(feed(parser, head, ec), head.size());
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(parser.version, 10u);
+  std::string rest = "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n";
+  // One byte at a time, as a slow client sends it.
+  std::string pending;
+  for (char c : rest) {
+    pending.push_back(c);
+    ec = {};
+    pending.erase(0, feed(parser, pending, ec));
+    if (ec == beast_http::error::need_more) continue;
+    ASSERT_FALSE(ec) << ec.message();
+  }
+  ASSERT_TRUE(parser.is_done());
+  EXPECT_EQ(parser.body, "wikipedia");
+}
+
+TEST(RequestParser, BodyLimitIsEnforced) {
+  RequestParser parser;
+  parser.eager(true);
+  parser.body_limit(4);
+  boost::system::error_code ec;
+  feed(parser, "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789", ec);
+  EXPECT_EQ(ec, beast_http::error::body_limit);
+}
+
+TEST(ResponseParser, HandsTheBodyOverIntoTheCallersBuffer) {
+  ResponseParser parser;
+  const std::string head =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+      "Content-Length: 10\r\n\r\n";
+  boost::system::error_code ec;
+  EXPECT_EQ(feed(parser, head, ec), head.size());
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(parser.is_header_done());
+  EXPECT_EQ(parser.status, 503);
+  EXPECT_EQ(parser.headers.find("content-type"), "application/json");
+
+  // A 4-byte buffer takes the 10-byte body in three pieces.
+  std::string body = "0123456789";
+  std::string got;
+  char piece[4];
+  while (!parser.is_done()) {
+    parser.body_into(piece, sizeof piece);
+    ec = {};
+    body.erase(0, feed(parser, body, ec));
+    if (ec) EXPECT_EQ(ec, beast_http::error::need_buffer);
+    ASSERT_GT(parser.body_bytes(), 0u);
+    got.append(piece, parser.body_bytes());
+  }
+  EXPECT_EQ(got, "0123456789");
+  EXPECT_TRUE(parser.keep_alive());
+}
+
+TEST(ResponseParser, ChunkedStreamAndConnectionClose) {
+  ResponseParser parser;
+  parser.eager(true);
+  char piece[64];
+  parser.body_into(piece, sizeof piece);
+  const std::string wire =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+      "6\r\ndata: \r\n3\r\nx\n\n\r\n0\r\n\r\n";
+  boost::system::error_code ec;
+  EXPECT_EQ(feed(parser, wire, ec), wire.size());
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(parser.is_done());
+  EXPECT_EQ(std::string(piece, parser.body_bytes()), "data: x\n\n");
+  EXPECT_FALSE(parser.keep_alive());
+}
+
+TEST(ResponseParser, WithoutABufferNothingIsTaken) {
+  ResponseParser parser;
+  boost::system::error_code ec;
+  const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n";
+  feed(parser, head, ec);
+  ASSERT_FALSE(ec);
+  ec = {};
+  EXPECT_EQ(feed(parser, "hi", ec), 0u);
+  EXPECT_EQ(ec, beast_http::error::need_buffer);
+}
+
+}  // namespace
+}  // namespace switchyard::http
