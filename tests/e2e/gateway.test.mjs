@@ -226,6 +226,31 @@ describe('gateway over two sims', () => {
       assert.match(big.text(), /^HTTP\/1\.1 413 /);
     });
 
+    test('HTTP/1.0 clients: keep-alive when asked, and a stream ends with the connection, not chunked', TIMEOUT, async () => {
+      const body = JSON.stringify({ model: MODEL, messages: USER_MESSAGES, max_tokens: 2 });
+      const request = (extra) => `POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\n${extra}` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      const kept = await rawConnect(gw.port);
+      await kept.write(request('Connection: keep-alive\r\n'));
+      await kept.waitFor(/"completion_tokens":2/);
+      assert.match(kept.text(), /^HTTP\/1\.0 200 OK\r\n/);
+      assert.match(kept.text(), /\r\nConnection: keep-alive\r\n/i);
+      kept.destroy();
+
+      const streamBody = JSON.stringify({ model: MODEL, messages: USER_MESSAGES, max_tokens: 3, stream: true });
+      const conn = await rawConnect(gw.port);
+      await conn.write(`POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(streamBody)}\r\n\r\n${streamBody}`);
+      await conn.closed;
+      const text = conn.text();
+      const head = text.slice(0, text.indexOf('\r\n\r\n'));
+      assert.match(head, /^HTTP\/1\.0 200 OK/);
+      assert.doesNotMatch(head, /transfer-encoding/i);
+      const events = text.slice(head.length + 4).split('\n\n').filter((e) => e.startsWith('data: '));
+      assert.equal(events.at(-1), 'data: [DONE]');
+      assert.ok(events.length >= 4, text);  // role, 3 tokens at least, [DONE]
+    });
+
     test('every response carries X-Request-Id, errors included', TIMEOUT, async () => {
       const cases = {
         ok: await fetchJson(api('/v1/models')),
