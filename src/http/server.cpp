@@ -36,6 +36,15 @@ namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
+// After a wait for readability while a request is being handled: whether the
+// client closed or reset the connection. Readable with data is a pipelined
+// request: the client is still there.
+bool client_left(tcp::socket& socket, const boost::system::error_code& ec) {
+  if (ec) return true;
+  boost::system::error_code avail_ec;
+  return socket.available(avail_ec) == 0 || avail_ec;
+}
+
 // The session's implementation of Exchange. Lives on the session coroutine's
 // frame for the duration of one request.
 class SessionExchange final : public Exchange {
@@ -111,10 +120,7 @@ class SessionExchange final : public Exchange {
     auto& socket = socket_;
     auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, use_tuple);
     if (ec == net::error::operation_aborted) co_return false;
-    if (ec) co_return true;  // the connection failed
-    boost::system::error_code avail_ec;
-    if (socket.available(avail_ec) == 0 || avail_ec) co_return true;  // orderly close
-    // Readable with data (a pipelined request): the client is still there.
+    if (client_left(socket, ec)) co_return true;
     net::steady_timer forever(socket.get_executor(), net::steady_timer::time_point::max());
     co_await forever.async_wait(use_tuple);
     co_return false;
@@ -123,20 +129,14 @@ class SessionExchange final : public Exchange {
   void watch_client(std::function<void()> on_gone) override {
     unwatch_client();
     watch_ = std::make_shared<Watch>(std::move(on_gone), socket_);
-    socket_.async_wait(
-        tcp::socket::wait_read,
-        net::bind_cancellation_slot(watch_->cancel.slot(),
-                                    [watch = watch_](const boost::system::error_code& ec) {
-                                      if (!watch->active || ec == net::error::operation_aborted)
-                                        return;
-                                      boost::system::error_code avail_ec;
-                                      // Readable with data is a pipelined request: the client is
-                                      // still there.
-                                      if (!ec && watch->socket.available(avail_ec) > 0 && !avail_ec)
-                                        return;
-                                      watch->active = false;
-                                      watch->on_gone();
-                                    }));
+    auto on_readable = [watch = watch_](const boost::system::error_code& ec) {
+      if (!watch->active || ec == net::error::operation_aborted) return;
+      if (!client_left(watch->socket, ec)) return;
+      watch->active = false;
+      watch->on_gone();
+    };
+    socket_.async_wait(tcp::socket::wait_read,
+                       net::bind_cancellation_slot(watch_->cancel.slot(), std::move(on_readable)));
   }
 
   void unwatch_client() override {
