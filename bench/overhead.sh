@@ -165,25 +165,30 @@ body='{"model":"'"$model"'","messages":[{"role":"system","content":"You are a co
 answer='{"id":"chatcmpl-bench-8f3a2b1c9d","object":"chat.completion","created":1732924800,"model":"'"$model"'","system_fingerprint":"b4120-8f3a2b1","choices":[{"index":0,"message":{"role":"assistant","content":"An HTTP gateway sits between clients and backend services: it routes, authenticates and load-balances their requests and relays the answers."},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":31,"completion_tokens":24,"total_tokens":55}}'
 
 mkdir -p "$work/static/tmp" "$work/proxy/tmp" "$work/results"
-temp_paths() {
-  local d="$1"
-  echo "  client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy;"
-  echo "  fastcgi_temp_path $d/tmp/fastcgi; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;"
+# What both nginx configs share, up to their servers: one process in the
+# foreground, its files under DIR, long-lived keep-alive connections, and
+# the http block's access_log directive.
+nginx_common() {
+  local d="$1" access_log="$2"
+  cat <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 4096; }
+http {
+  $access_log
+  client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy;
+  fastcgi_temp_path $d/tmp/fastcgi; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;
+  keepalive_timeout 75s;
+  keepalive_requests 100000000;
+EOF
 }
 
 cat >"$work/static/nginx.conf" <<EOF
 # The upstream: a canned chat.completion for every POST, /health for the gateway's probe.
-daemon off;
-master_process off;
-worker_processes 1;
-pid $work/static/nginx.pid;
-error_log $work/static/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-$(temp_paths "$work/static")
-  keepalive_timeout 75s;
-  keepalive_requests 100000000;
+$(nginx_common "$work/static" "access_log off;")
   server {
     listen 127.0.0.1:$static_port;
     default_type application/json;
@@ -194,19 +199,9 @@ $(temp_paths "$work/static")
 EOF
 
 cat >"$work/proxy/nginx.conf" <<EOF
-# The reference proxy: what one nginx worker adds in front of the same upstream.
-daemon off;
-master_process off;
-worker_processes 1;
-pid $work/proxy/nginx.pid;
-error_log $work/proxy/error.log warn;
-events { worker_connections 4096; }
-http {
-  # One access-log line per request, as Switchyard writes one.
-  access_log $work/proxy/access.log;
-$(temp_paths "$work/proxy")
-  keepalive_timeout 75s;
-  keepalive_requests 100000000;
+# The reference proxy: what one nginx worker adds in front of the same upstream,
+# with one access-log line per request, as Switchyard writes one.
+$(nginx_common "$work/proxy" "access_log $work/proxy/access.log;")
   upstream static {
     server 127.0.0.1:$static_port;
     keepalive 64;

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <csignal>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -42,15 +41,6 @@ constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 int fail(const std::string& line, int status = 1) {
   std::cerr << "switchyard bench: " << line << "\n";
   return status;
-}
-
-std::string utc_now_iso() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
 }
 
 // A generator for one request's prompt: a function of the seed, the step,
@@ -515,7 +505,7 @@ int run_bench(const BenchOptions& options) {
   auto& report = session.run;
   report.endpoint = base;
   report.model = o.model;
-  report.started_at = utc_now_iso();
+  report.started_at = utc_now_iso8601();
   report.simulated = info->simulated || o.simulated;
 
   const bool interrupted = run_interruptible(io, generator, session.drive());

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
-#include <ctime>
 #include <exception>
 #include <iostream>
 #include <map>
@@ -40,15 +39,6 @@ constexpr const char* kWhat = "switchyard bench needle: ";
 int fail(const std::string& line, int status = 1) {
   std::cerr << kWhat << line << "\n";
   return status;
-}
-
-std::string utc_now_iso() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
 }
 
 std::mt19937_64 cell_rng(std::uint64_t seed, long context, std::size_t depth, int trial) {
@@ -343,7 +333,7 @@ int run_needle(const NeedleOptions& o) {
   report.options = o;
   report.endpoint = base;
   report.model = o.model;
-  report.started_at = utc_now_iso();
+  report.started_at = utc_now_iso8601();
   report.simulated = info->simulated || o.simulated;
   report.contexts = o.contexts.empty() ? std::vector<long>{o.context} : o.contexts;
   if (report.simulated) std::cerr << kNeedleSimulatedWarning << "\n";

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -220,6 +221,15 @@ Result<bool> write_file_atomically(const std::string& path, const std::string& t
     return Error{fmt::format("cannot rename {} to {}", tmp, path)};
   }
   return true;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
 }
 
 }  // namespace switchyard::bench

@@ -20,4 +20,7 @@ Result<RunReport> run_from_json(const std::string& text, const std::string& sour
 // interrupted run never leaves half a file.
 Result<bool> write_file_atomically(const std::string& path, const std::string& text);
 
+// Now, as reports write started_at: "2026-11-30T03:56:49Z".
+std::string utc_now_iso8601();
+
 }  // namespace switchyard::bench

@@ -72,12 +72,10 @@ class SessionExchange final : public Exchange {
   }
 
   awaitable<bool> start_stream(int status, Headers headers) override {
-    // HTTP/1.0 has no chunked encoding: the body ends when the connection does.
-    chunked_ = version_ != 10;
-    if (!chunked_) keep_alive_ = false;
+    if (!chunked()) keep_alive_ = false;
     const std::string head =
         response_head(status, version_, headers, options_.server_name,
-                      chunked_ ? Framing::chunked() : Framing::no_body(), keep_alive_);
+                      chunked() ? Framing::chunked() : Framing::no_body(), keep_alive_);
     started_ = true;
     streaming_ = true;
     const Pieces pieces{net::buffer(head)};
@@ -89,7 +87,7 @@ class SessionExchange final : public Exchange {
     if (!ok_) co_return false;
     if (data.empty()) co_return true;  // an empty chunk would end the body
     const net::const_buffer payload = net::buffer(data.data(), data.size());
-    if (!chunked_) {
+    if (!chunked()) {
       const Pieces pieces{payload};
       const bool ok = co_await write(pieces);
       co_return ok;
@@ -107,7 +105,7 @@ class SessionExchange final : public Exchange {
   awaitable<bool> end_stream() override {
     if (!ok_) co_return false;
     streaming_ = false;
-    if (!chunked_) {
+    if (!chunked()) {
       keep_alive_ = false;
       co_return true;
     }
@@ -169,6 +167,9 @@ class SessionExchange final : public Exchange {
   static constexpr std::string_view kCrlf = "\r\n";
   static constexpr std::string_view kLastChunk = "0\r\n\r\n";
 
+  // HTTP/1.0 has no chunked encoding: a stream's body ends with the connection.
+  bool chunked() const { return version_ != 10; }
+
   // Up to three buffers written in one gather write; unused ones are empty.
   using Pieces = std::array<net::const_buffer, 3>;
 
@@ -196,7 +197,6 @@ class SessionExchange final : public Exchange {
   bool keep_alive_;
   bool started_ = false;
   bool streaming_ = false;
-  bool chunked_ = true;
   bool ok_ = true;
   bool aborted_ = false;
   std::shared_ptr<Watch> watch_;

@@ -48,9 +48,6 @@ const Url& UpstreamPool::url() const {
 const UpstreamOptions& UpstreamPool::options() const {
   return state_->options;
 }
-std::size_t UpstreamPool::idle_connections() const {
-  return state_->idle.size();
-}
 void UpstreamPool::set_max_idle(std::size_t n) {
   state_->options.max_idle = n;
 }
@@ -60,7 +57,8 @@ struct UpstreamCall::State {
   UpstreamPool::State& pool;
   std::unique_ptr<UpstreamPool::Connection> conn;
   std::optional<ResponseParser> parser;
-  bool done = false;  // the response was read to its end
+  // Whether the response was read to its end.
+  bool done() const { return parser && parser->is_done(); }
 };
 
 UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(*pool.state_)) {}
@@ -69,9 +67,8 @@ UpstreamCall::~UpstreamCall() {
   auto& s = *state_;
   // Only a connection read to the end, kept alive, and not closed by abort()
   // (a client that left after the response was read) goes back to the pool.
-  if (s.conn && s.done && s.parser && s.parser->keep_alive() &&
-      failure_ != UpstreamFailure::aborted && s.conn->socket.is_open() &&
-      s.pool.idle.size() < s.pool.options.max_idle) {
+  if (s.conn && s.done() && s.parser->keep_alive() && failure_ != UpstreamFailure::aborted &&
+      s.conn->socket.is_open() && s.pool.idle.size() < s.pool.options.max_idle) {
     s.pool.idle.push_back(std::move(s.conn));
   }
 }
@@ -156,7 +153,6 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
       UpstreamHead reply;
       reply.status = s.parser->status;
       reply.headers = std::move(s.parser->headers);
-      s.done = s.parser->is_done();
       co_return reply;
     }
     const bool stale = reused && !timed_out && failure_ != UpstreamFailure::aborted &&
@@ -176,12 +172,12 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
 awaitable<Result<std::string_view>> UpstreamCall::read_some() {
   auto& s = *state_;
   // Chunk framing alone yields no body bytes: read until there are some.
-  while (!s.done) {
+  while (!s.done()) {
     auto& conn = *s.conn;
     s.parser->body_into(conn.piece.data(), conn.piece.size());
     // Often the whole body came with the headers; otherwise read.
     auto ec = parse_buffered(*s.parser, conn.buffer);
-    if (!ec && s.parser->body_bytes() == 0 && !s.parser->is_done()) {
+    if (!ec && s.parser->body_bytes() == 0 && !s.done()) {
       conn.deadline.expires_after(s.pool.options.idle_timeout);
       auto [read_ec, n] =
           co_await beast_http::async_read_some(conn.socket, conn.buffer, *s.parser, use_tuple);
@@ -196,7 +192,6 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
                                   timed_out ? "no data within the idle timeout" : ec.message())};
     }
     const std::size_t got = s.parser->body_bytes();
-    s.done = s.parser->is_done();
     if (got > 0) co_return std::string_view(conn.piece.data(), got);
   }
   co_return std::string_view{};

@@ -63,7 +63,6 @@ class UpstreamPool {
 
   const Url& url() const;
   const UpstreamOptions& options() const;
-  std::size_t idle_connections() const;
   // Changes options().max_idle; connections idle beyond it are closed as they return.
   void set_max_idle(std::size_t n);
 
