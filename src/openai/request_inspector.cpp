@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "openai/json_scan.h"
+
 namespace switchyard::openai {
 
 namespace {
@@ -57,8 +59,6 @@ std::string_view required_field(Endpoint endpoint) {
 
 struct RequestInspector::Impl {
   simdjson::dom::parser dom;
-  simdjson::ondemand::parser ondemand;
-  simdjson::padded_string padded;
 };
 
 RequestInspector::RequestInspector() : impl_(std::make_unique<Impl>()) {}
@@ -67,7 +67,7 @@ RequestInspector::~RequestInspector() = default;
 Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint endpoint) {
   if (body.empty()) return Error{"the request body is empty; expected a JSON object"};
   // The DOM pass validates the whole document (grammar and UTF-8) at several
-  // GB/s; the on-demand pass below only locates the model token.
+  // GB/s; a scan below locates the model token.
   simdjson::dom::element root;
   if (auto err = impl_->dom.parse(body.data(), body.size()).get(root)) {
     if (err == simdjson::UTF8_ERROR) return Error{"the request body is not valid UTF-8"};
@@ -80,6 +80,7 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
   RequestFacts facts;
   const auto required = required_field(endpoint);
   bool has_required = false;
+  bool seen_model = false;
   for (auto [key, value] : obj) {
     if (key == required) {
       has_required = true;
@@ -93,6 +94,9 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
           !value.is_string() && !value.is_array())
         return wrong_type(key, "a string or an array", value);
     } else if (key == "model") {
+      // The gateway routes by it and rewrites it: one meaning only.
+      if (seen_model) return Error{"'model' appears more than once"};
+      seen_model = true;
       if (!value.is_string()) return wrong_type(key, "a string", value);
       facts.model = std::string(value.get_string().value_unsafe());
     } else if (key == "stream") {
@@ -118,15 +122,11 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
     return Error{"'messages' must not be empty"};
 
   if (!facts.model.empty()) {
-    // Locate the model token for an in-place rewrite.
-    impl_->padded = simdjson::padded_string(body);
-    simdjson::ondemand::document doc;
-    std::string_view raw;
-    if (!impl_->ondemand.iterate(impl_->padded).get(doc) &&
-        !doc.find_field("model").raw_json_token().get(raw)) {
-      while (!raw.empty() && raw.back() != '"') raw.remove_suffix(1);  // trailing space
-      facts.model_offset = static_cast<std::size_t>(raw.data() - impl_->padded.data());
-      facts.model_length = raw.size();
+    // The model token's span, for an in-place rewrite. The body is known to
+    // be valid JSON now, which is what the scan needs to be exact.
+    if (auto raw = member_text(body, "model")) {
+      facts.model_offset = static_cast<std::size_t>(raw->data() - body.data());
+      facts.model_length = raw->size();
     }
   }
   return facts;

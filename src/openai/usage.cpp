@@ -2,97 +2,14 @@
 
 #include <charconv>
 
+#include "openai/json_scan.h"
+
 namespace switchyard::openai {
 
 namespace {
 
-// A scan that tracks only strings and nesting, enough to find a member of an
-// object without parsing the rest: every response passes through here, and a
-// full parse of a completion to read three numbers was a measurable share of
-// the gateway's cost per request. Malformed input yields nothing, never an error.
-
-// The index just past the string whose opening quote is at `open`, or npos.
-std::size_t skip_string(std::string_view json, std::size_t open) {
-  for (std::size_t i = open + 1; i < json.size(); ++i) {
-    i = json.find('"', i);  // memchr: strings are most of a response
-    if (i == std::string_view::npos) return i;
-    std::size_t backslashes = 0;
-    while (json[i - 1 - backslashes] == '\\') ++backslashes;
-    if (backslashes % 2 == 0) return i + 1;
-  }
-  return std::string_view::npos;
-}
-
-// The next quote or bracket at or after `i`, or npos.
-std::size_t next_structural(std::string_view json, std::size_t i) {
-  for (; i < json.size(); ++i) {
-    const char c = json[i];
-    if (c == '"' || c == '{' || c == '}' || c == '[' || c == ']') return i;
-  }
-  return std::string_view::npos;
-}
-
-std::size_t skip_space(std::string_view json, std::size_t i) {
-  while (i < json.size() &&
-         (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r'))
-    ++i;
-  return i;
-}
-
-// The object or array opening at `open`, brackets included.
-std::optional<std::string_view> container_at(std::string_view json, std::size_t open) {
-  int depth = 0;
-  for (std::size_t i = open; i < json.size();) {
-    i = next_structural(json, i);
-    if (i == std::string_view::npos) break;
-    if (json[i] == '"') {
-      i = skip_string(json, i);
-      continue;
-    }
-    depth += json[i] == '{' || json[i] == '[' ? 1 : -1;
-    ++i;
-    if (depth == 0) return json.substr(open, i - open);
-  }
-  return std::nullopt;
-}
-
-// The text of the value of `key` in the object `json`, or nullopt.
-std::optional<std::string_view> member(std::string_view json, std::string_view key) {
-  int depth = 0;
-  for (std::size_t i = 0; i < json.size();) {
-    i = next_structural(json, i);
-    if (i == std::string_view::npos) break;
-    if (json[i] != '"') {
-      depth += json[i] == '{' || json[i] == '[' ? 1 : -1;
-      ++i;
-      continue;
-    }
-    const std::size_t end = skip_string(json, i);
-    if (end == std::string_view::npos) break;
-    const bool is_key_name = depth == 1 && json.substr(i + 1, end - i - 2) == key;
-    i = end;
-    if (!is_key_name) continue;
-    const std::size_t colon = skip_space(json, end);
-    if (colon >= json.size() || json[colon] != ':') continue;  // a string value, not a key
-    const std::size_t value = skip_space(json, colon + 1);
-    if (value >= json.size()) break;
-    if (json[value] == '{' || json[value] == '[') return container_at(json, value);
-    if (json[value] == '"') {
-      const std::size_t close = skip_string(json, value);
-      if (close == std::string_view::npos) break;
-      return json.substr(value, close - value);
-    }
-    std::size_t last = value;
-    while (last < json.size() && json[last] != ',' && json[last] != '}' && json[last] != ']' &&
-           json[last] != ' ' && json[last] != '\n' && json[last] != '\r' && json[last] != '\t')
-      ++last;
-    return json.substr(value, last - value);
-  }
-  return std::nullopt;
-}
-
 std::optional<long> integer_member(std::string_view object, std::string_view key) {
-  auto text = member(object, key);
+  auto text = member_text(object, key);
   if (!text) return std::nullopt;
   long n = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
@@ -103,7 +20,7 @@ std::optional<long> integer_member(std::string_view object, std::string_view key
 }  // namespace
 
 std::optional<Usage> find_usage(std::string_view json) {
-  auto usage = member(json, "usage");
+  auto usage = member_text(json, "usage");
   if (!usage || !usage->starts_with('{')) return std::nullopt;
   const auto prompt = integer_member(*usage, "prompt_tokens");
   const auto completion = integer_member(*usage, "completion_tokens");
@@ -111,7 +28,8 @@ std::optional<Usage> find_usage(std::string_view json) {
   Usage u;
   u.prompt_tokens = prompt.value_or(0);
   u.completion_tokens = completion.value_or(0);
-  if (auto details = member(*usage, "prompt_tokens_details"); details && details->starts_with('{'))
+  if (auto details = member_text(*usage, "prompt_tokens_details");
+      details && details->starts_with('{'))
     u.cached_tokens = integer_member(*details, "cached_tokens").value_or(0);
   return u;
 }

@@ -30,6 +30,17 @@ TEST(RequestInspector, ReplacesOnlyTheModelValue) {
             R"({"model":"qwen-27b","messages":[{"role":"user","content":"model: \"default\""}]})");
 }
 
+TEST(RequestInspector, LocatesTheTopLevelModelAfterNestedOnes) {
+  RequestInspector inspector;
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"x","model":"no"}],"model":"de\u0066ault"})";
+  auto facts = inspector.inspect(body, E::chat_completions);
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->model, "default");
+  EXPECT_EQ(replace_model(body, *facts, "qwen"),
+            R"({"messages":[{"role":"user","content":"x","model":"no"}],"model":"qwen"})");
+}
+
 TEST(RequestInspector, AbsentModelIsEmpty) {
   RequestInspector inspector;
   auto facts = inspector.inspect(R"({"prompt":"x"})", E::completions);
@@ -66,6 +77,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"model":"m","messages":[]})", E::chat_completions, "must not be empty"},
         BadCase{R"({"model":7,"messages":[{}]})", E::chat_completions,
                 "'model' must be a string, not a number"},
+        BadCase{R"({"model":"a","messages":[{}],"model":"b"})", E::chat_completions,
+                "'model' appears more than once"},
         BadCase{R"({"model":"m","messages":[{}],"stream":"yes"})", E::chat_completions,
                 "'stream' must be a boolean"},
         BadCase{R"({"model":"m","messages":[{}],"max_tokens":"5"})", E::chat_completions,

@@ -1,0 +1,97 @@
+#include "openai/json_scan.h"
+
+#include <array>
+
+namespace switchyard::openai {
+
+namespace {
+
+// The index just past the string whose opening quote is at `open`, or npos.
+std::size_t skip_string(std::string_view json, std::size_t open) {
+  for (std::size_t i = open + 1; i < json.size(); ++i) {
+    i = json.find('"', i);  // memchr: strings are most of a response
+    if (i == std::string_view::npos) return i;
+    std::size_t backslashes = 0;
+    while (json[i - 1 - backslashes] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return i + 1;
+  }
+  return std::string_view::npos;
+}
+
+constexpr auto kStructural = [] {
+  std::array<bool, 256> table{};
+  for (unsigned char c : std::string_view("\"{}[]")) table[c] = true;
+  return table;
+}();
+
+// The next quote or bracket at or after `i`, or npos. A byte at a time: in
+// JSON as engines write it these are a few bytes apart outside strings, and
+// a 16-byte vector search measured slower here.
+std::size_t next_structural(std::string_view json, std::size_t i) {
+  for (; i < json.size(); ++i) {
+    if (kStructural[static_cast<unsigned char>(json[i])]) return i;
+  }
+  return std::string_view::npos;
+}
+
+std::size_t skip_space(std::string_view json, std::size_t i) {
+  while (i < json.size() &&
+         (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r'))
+    ++i;
+  return i;
+}
+
+// The object or array opening at `open`, brackets included.
+std::optional<std::string_view> container_at(std::string_view json, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < json.size();) {
+    i = next_structural(json, i);
+    if (i == std::string_view::npos) break;
+    if (json[i] == '"') {
+      i = skip_string(json, i);
+      continue;
+    }
+    depth += json[i] == '{' || json[i] == '[' ? 1 : -1;
+    ++i;
+    if (depth == 0) return json.substr(open, i - open);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string_view> member_text(std::string_view json, std::string_view key) {
+  int depth = 0;
+  for (std::size_t i = 0; i < json.size();) {
+    i = next_structural(json, i);
+    if (i == std::string_view::npos) break;
+    if (json[i] != '"') {
+      depth += json[i] == '{' || json[i] == '[' ? 1 : -1;
+      ++i;
+      continue;
+    }
+    const std::size_t end = skip_string(json, i);
+    if (end == std::string_view::npos) break;
+    const bool is_key_name = depth == 1 && json.substr(i + 1, end - i - 2) == key;
+    i = end;
+    if (!is_key_name) continue;
+    const std::size_t colon = skip_space(json, end);
+    if (colon >= json.size() || json[colon] != ':') continue;  // a string value, not a key
+    const std::size_t value = skip_space(json, colon + 1);
+    if (value >= json.size()) break;
+    if (json[value] == '{' || json[value] == '[') return container_at(json, value);
+    if (json[value] == '"') {
+      const std::size_t close = skip_string(json, value);
+      if (close == std::string_view::npos) break;
+      return json.substr(value, close - value);
+    }
+    std::size_t last = value;
+    while (last < json.size() && json[last] != ',' && json[last] != '}' && json[last] != ']' &&
+           json[last] != ' ' && json[last] != '\n' && json[last] != '\r' && json[last] != '\t')
+      ++last;
+    return json.substr(value, last - value);
+  }
+  return std::nullopt;
+}
+
+}  // namespace switchyard::openai

@@ -1,0 +1,19 @@
+// Finding one member of a JSON object without parsing the rest: a scan that
+// tracks only strings and nesting. Every response and request passes through
+// the gateway, and a full parse to read a few values was a measurable share
+// of its cost per request (docs/performance.md). The input is assumed to be
+// JSON; malformed input yields nothing or a wrong span, never an error, so
+// callers validate first where it matters.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+namespace switchyard::openai {
+
+// The text of the value of the first member named `key` of the object
+// `json` (at its top level): a string with its quotes, a number, literal,
+// object or array as written. nullopt when there is none.
+std::optional<std::string_view> member_text(std::string_view json, std::string_view key);
+
+}  // namespace switchyard::openai

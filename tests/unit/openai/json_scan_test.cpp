@@ -1,0 +1,51 @@
+#include "openai/json_scan.h"
+
+#include <gtest/gtest.h>
+
+namespace switchyard::openai {
+namespace {
+
+TEST(MemberText, ReturnsTheValueAsWritten) {
+  const std::string_view json =
+      R"({"s" : "a \"q\" b", "n":-1.5e3 ,"t":true,"o":{"k":[1,{"x":"}"}]},"a":[ "]" ],"z":null})";
+  EXPECT_EQ(member_text(json, "s"), R"("a \"q\" b")");
+  EXPECT_EQ(member_text(json, "n"), "-1.5e3");
+  EXPECT_EQ(member_text(json, "t"), "true");
+  EXPECT_EQ(member_text(json, "o"), R"({"k":[1,{"x":"}"}]})");
+  EXPECT_EQ(member_text(json, "a"), R"([ "]" ])");
+  EXPECT_EQ(member_text(json, "z"), "null");
+  EXPECT_FALSE(member_text(json, "k"));  // nested, not a member of the top object
+  EXPECT_FALSE(member_text(json, "q"));  // inside a string
+}
+
+TEST(MemberText, FindsTheTopLevelMemberPastNestedOnesOfTheSameName) {
+  const std::string_view json =
+      R"({"messages":[{"model":"inner","content":"\"model\":\"fake\""}],"model":"outer"})";
+  const auto text = member_text(json, "model");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(*text, R"("outer")");
+  EXPECT_EQ(text->data(), json.data() + json.rfind(R"("outer")"));  // a view into the input
+}
+
+TEST(MemberText, LongStringsAndEscapesAtEveryAlignment) {
+  // Quotes, escapes and brackets at many offsets, strings of many lengths.
+  for (std::size_t pad = 0; pad < 40; ++pad) {
+    const std::string filler(pad, 'x');
+    const std::string json = R"({"a":")" + filler + R"(\\",)" + R"("b":"{[\"usage\"]}" ,"k":[)" +
+                             filler + R"(1],"usage":{"n":")" + filler + R"("}})";
+    SCOPED_TRACE(json);
+    EXPECT_EQ(member_text(json, "usage"), R"({"n":")" + filler + R"("})");
+    EXPECT_EQ(member_text(json, "k"), "[" + filler + "1]");
+    EXPECT_EQ(member_text(json, "b"), R"("{[\"usage\"]}")");
+  }
+}
+
+TEST(MemberText, MalformedInputYieldsNothing) {
+  EXPECT_FALSE(member_text(R"({"s":"unterminated)", "s"));
+  EXPECT_FALSE(member_text(R"({"o":{"k":1)", "o"));
+  EXPECT_FALSE(member_text(R"({"k":)", "k"));
+  EXPECT_FALSE(member_text("", "k"));
+}
+
+}  // namespace
+}  // namespace switchyard::openai
