@@ -1,35 +1,53 @@
 #include "http/message.h"
 
 #include <algorithm>
-#include <cctype>
+#include <cstring>
 
 namespace switchyard::http {
 
+namespace {
+
+// HTTP tokens are ASCII; folding inline keeps header lookups off libc's
+// locale-aware tolower, which was a call per character on the hot path.
+constexpr char ascii_lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c | 0x20) : c;
+}
+
+}  // namespace
+
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
+           return ascii_lower(x) == ascii_lower(y);
          });
 }
 
-void Headers::add(std::string name, std::string value) {
-  // One allocation for a typical message's headers instead of growing 1, 2, 4.
-  if (entries_.capacity() == 0) entries_.reserve(8);
-  entries_.emplace_back(std::move(name), std::move(value));
+void Headers::add(std::string_view name, std::string_view value) {
+  const std::size_t at = text_.size();
+  text_.resize(at + name.size() + value.size(), boost::container::default_init);
+  std::memcpy(text_.data() + at, name.data(), name.size());
+  std::memcpy(text_.data() + at + name.size(), value.data(), value.size());
+  spans_.push_back(Span{static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(name.size()),
+                        static_cast<std::uint32_t>(value.size())});
 }
 
-void Headers::set(std::string_view name, std::string value) {
+void Headers::set(std::string_view name, std::string_view value) {
   remove(name);
-  entries_.emplace_back(std::string(name), std::move(value));
+  add(name, value);
 }
 
 void Headers::remove(std::string_view name) {
-  std::erase_if(entries_, [&](const Entry& e) { return iequals(e.first, name); });
+  // The removed bytes stay in text_ unreferenced: lists are short-lived.
+  spans_.erase(std::remove_if(spans_.begin(), spans_.end(),
+                              [&](const Span& s) {
+                                return iequals({text_.data() + s.at, s.name_size}, name);
+                              }),
+               spans_.end());
 }
 
 std::optional<std::string_view> Headers::find(std::string_view name) const {
-  for (const auto& [n, v] : entries_) {
-    if (iequals(n, name)) return std::string_view(v);
+  for (const Span& s : spans_) {
+    if (s.name_size == name.size() && iequals({text_.data() + s.at, s.name_size}, name))
+      return std::string_view(text_.data() + s.at + s.name_size, s.value_size);
   }
   return std::nullopt;
 }

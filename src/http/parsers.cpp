@@ -10,7 +10,7 @@ namespace switchyard::http {
 namespace {
 
 void add_header(Headers& headers, boost::beast::string_view name, boost::beast::string_view value) {
-  headers.add(std::string(name.data(), name.size()), std::string(value.data(), value.size()));
+  headers.add({name.data(), name.size()}, {value.data(), value.size()});
 }
 
 }  // namespace

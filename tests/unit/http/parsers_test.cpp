@@ -39,8 +39,8 @@ TEST(RequestParser, FillsHeadHeadersAndBody) {
   EXPECT_EQ(parser.body, "{\"a\":\"b\"}\r\n");
   EXPECT_TRUE(parser.keep_alive());
   // Every header as sent, in order, names as spelled.
-  ASSERT_EQ(parser.headers.entries().size(), 4u);
-  EXPECT_EQ(parser.headers.entries()[2].first, "content-type");
+  ASSERT_EQ(parser.headers.size(), 4u);
+  EXPECT_EQ(parser.headers[2].name, "content-type");
   EXPECT_EQ(parser.headers.find("authorization"), "Bearer sk-1");
 }
 

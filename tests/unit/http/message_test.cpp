@@ -1,0 +1,63 @@
+#include "http/message.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace switchyard::http {
+namespace {
+
+std::vector<std::string> rendered(const Headers& headers) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : headers)
+    out.push_back(std::string(name) + ": " + std::string(value));
+  return out;
+}
+
+TEST(Headers, KeepOrderAndSpellingAndFindIgnoringCase) {
+  Headers h;
+  h.add("Content-Type", "application/json");
+  h.add("X-Request-Id", "abc");
+  h.add("content-type", "text/plain");  // a repeat: find() returns the first
+  EXPECT_EQ(h.find("CONTENT-TYPE"), "application/json");
+  EXPECT_EQ(h.find("x-request-id"), "abc");
+  EXPECT_FALSE(h.find("x-request"));
+  EXPECT_FALSE(h.find("content-typ"));
+  EXPECT_EQ(rendered(h),
+            (std::vector<std::string>{"Content-Type: application/json", "X-Request-Id: abc",
+                                      "content-type: text/plain"}));
+}
+
+TEST(Headers, SetReplacesEveryEntryOfTheNameAndRemoveDropsThem) {
+  Headers h;
+  h.add("Accept", "a");
+  h.add("Via", "x");
+  h.add("accept", "b");
+  h.set("ACCEPT", "c");
+  EXPECT_EQ(rendered(h), (std::vector<std::string>{"Via: x", "ACCEPT: c"}));
+  h.remove("via");
+  EXPECT_EQ(rendered(h), (std::vector<std::string>{"ACCEPT: c"}));
+  h.remove("accept");
+  EXPECT_TRUE(h.empty());
+  EXPECT_EQ(h.begin(), h.end());
+}
+
+TEST(Headers, EmptyValuesAndListsLargerThanTheInlineBufferStayIntact) {
+  Headers h;
+  h.add("X-Empty", "");
+  for (int i = 0; i < 50; ++i)
+    h.add("X-Header-" + std::to_string(i), std::string(100, 'a' + i % 26));
+  ASSERT_EQ(h.size(), 51u);
+  EXPECT_EQ(h.find("x-empty"), "");
+  EXPECT_EQ(h.find("x-header-0"), std::string(100, 'a'));
+  EXPECT_EQ(h.find("x-header-49"), std::string(100, 'a' + 49 % 26));
+  EXPECT_EQ(h[50].name, "X-Header-49");
+  const Headers copy = h;  // copies own their bytes
+  h.set("X-Header-0", "changed");
+  EXPECT_EQ(copy.find("x-header-0"), std::string(100, 'a'));
+  EXPECT_EQ(h.find("x-header-0"), "changed");
+}
+
+}  // namespace
+}  // namespace switchyard::http
