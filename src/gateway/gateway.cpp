@@ -3,7 +3,9 @@
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 #include <set>
 
@@ -61,7 +63,7 @@ std::string request_id(const http::Headers& headers, std::mt19937_64& rng) {
     for (unsigned char c : *given) sane &= std::isalnum(c) || c == '-' || c == '_' || c == '.';
     if (sane) return std::string(*given);
   }
-  return fmt::format("{:016x}", rng());
+  return fmt::format(FMT_COMPILE("{:016x}"), rng());  // per request: no format parsing
 }
 
 }  // namespace
@@ -335,16 +337,20 @@ void Gateway::Impl::finish(const http::Request& request, const RequestRecord& re
   metrics.request_finished(record.model, record.instance, status, record.ttfb, total);
   if (record.usage)
     metrics.add_tokens(record.model, record.usage->prompt_tokens, record.usage->completion_tokens);
-  // Formatted at compile time: one line per request is on the hot path.
+  // Formatted at compile time, and milliseconds as whole tenths (integers
+  // format at a fraction of a float's cost): one line per request is on the
+  // hot path.
+  const auto tenths = [](double seconds) { return std::llround(std::max(seconds, 0.0) * 1e4); };
+  const long long ttfb = tenths(record.ttfb), ms = tenths(total);
   fmt::memory_buffer line;
   fmt::format_to(
       std::back_inserter(line),
       FMT_COMPILE("access id={} {} {} model={} instance={} status={} in={}B out={}B "
-                  "ttfb_ms={:.1f} ms={:.1f}{}"),
+                  "ttfb_ms={}.{} ms={}.{}{}"),
       record.id, request.head.method, request.head.target,
       record.model.empty() ? std::string_view("-") : std::string_view(record.model),
       record.instance.empty() ? std::string_view("-") : std::string_view(record.instance), status,
-      record.bytes_in, record.bytes_out, record.ttfb < 0 ? 0.0 : record.ttfb * 1e3, total * 1e3,
+      record.bytes_in, record.bytes_out, ttfb / 10, ttfb % 10, ms / 10, ms % 10,
       record.client_gone ? " client_gone" : "");
   spdlog::info(std::string_view(line.data(), line.size()));
 }
