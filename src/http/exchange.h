@@ -34,9 +34,12 @@ class Exchange {
   virtual boost::asio::awaitable<bool> until_client_gone() = 0;
 
   // Calls `on_gone` once if the client closes or resets its connection
-  // before unwatch_client(); one watch at a time. Cheaper than racing
-  // until_client_gone() when the guarded work can be stopped from a callback
-  // (an upstream call's abort()), which is why the request path uses it.
+  // before unwatch_client(); one watch at a time. Noticed at most ≈ 100 ms
+  // after the call and at once after that: the watch is armed only for
+  // requests that last (the server's client_watch.h says why). Cheaper than
+  // racing until_client_gone() when the guarded work can be stopped from a
+  // callback (an upstream call's abort()), which is why the request path
+  // uses it.
   virtual void watch_client(std::function<void()> on_gone) = 0;
   virtual void unwatch_client() = 0;
 

@@ -9,15 +9,19 @@
 #include <spdlog/spdlog.h>
 
 #include "http/beast_glue.h"
+#include "http/client_watch.h"
 #include "http/parsers.h"
 #include "http/socket_deadline.h"
 #include "http/wire.h"
 
 namespace switchyard::http {
 
+// A client watch is armed 50–100 ms into its request (client_watch.h).
+constexpr std::chrono::milliseconds kWatchTick{50};
+
 struct Server::State : std::enable_shared_from_this<Server::State> {
   State(net::any_io_executor ex, Handler& h, ServerOptions o)
-      : executor(ex), handler(h), options(std::move(o)), acceptor(ex) {}
+      : executor(ex), handler(h), options(std::move(o)), acceptor(ex), watches(ex, kWatchTick) {}
 
   awaitable<void> accept_loop();
   awaitable<void> session(tcp::socket socket);
@@ -28,6 +32,8 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   const ServerOptions options;
   // Owned by the accept loop.
   tcp::acceptor acceptor;
+  // Shared by the sessions, on the executor's thread.
+  ClientWatches watches;
   // Updated by sessions; read by drain logic on any thread.
   std::atomic<std::size_t> active{0};
 };
@@ -36,23 +42,15 @@ namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-// After a wait for readability while a request is being handled: whether the
-// client closed or reset the connection. Readable with data is a pipelined
-// request: the client is still there.
-bool client_left(tcp::socket& socket, const boost::system::error_code& ec) {
-  if (ec) return true;
-  boost::system::error_code avail_ec;
-  return socket.available(avail_ec) == 0 || avail_ec;
-}
-
 // The session's implementation of Exchange. Lives on the session coroutine's
 // frame for the duration of one request.
 class SessionExchange final : public Exchange {
  public:
-  SessionExchange(tcp::socket& socket, SocketDeadline& deadline, const ServerOptions& options,
-                  unsigned version, bool keep_alive)
+  SessionExchange(tcp::socket& socket, SocketDeadline& deadline, ClientWatches& watches,
+                  const ServerOptions& options, unsigned version, bool keep_alive)
       : socket_(socket),
         deadline_(deadline),
+        watches_(watches),
         options_(options),
         version_(version),
         keep_alive_(keep_alive) {}
@@ -114,37 +112,13 @@ class SessionExchange final : public Exchange {
     co_return ok;
   }
 
-  awaitable<bool> until_client_gone() override {
-    auto& socket = socket_;
-    auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, use_tuple);
-    if (ec == net::error::operation_aborted) co_return false;
-    if (client_left(socket, ec)) co_return true;
-    net::steady_timer forever(socket.get_executor(), net::steady_timer::time_point::max());
-    co_await forever.async_wait(use_tuple);
-    co_return false;
-  }
+  awaitable<bool> until_client_gone() override { return until_client_leaves(socket_); }
 
   void watch_client(std::function<void()> on_gone) override {
-    unwatch_client();
-    watch_ = std::make_shared<Watch>(std::move(on_gone), socket_);
-    auto on_readable = [watch = watch_](const boost::system::error_code& ec) {
-      if (!watch->active || ec == net::error::operation_aborted) return;
-      if (!client_left(watch->socket, ec)) return;
-      watch->active = false;
-      watch->on_gone();
-    };
-    socket_.async_wait(tcp::socket::wait_read,
-                       net::bind_cancellation_slot(watch_->cancel.slot(), std::move(on_readable)));
+    watch_ = watches_.watch(socket_, std::move(on_gone));
   }
 
-  void unwatch_client() override {
-    if (!watch_) return;
-    if (watch_->active) {
-      watch_->active = false;
-      watch_->cancel.emit(net::cancellation_type::all);
-    }
-    watch_.reset();
-  }
+  void unwatch_client() override { watch_.reset(); }
 
   bool started() const override { return started_; }
 
@@ -155,8 +129,6 @@ class SessionExchange final : public Exchange {
     ok_ = false;
     aborted_ = true;
   }
-
-  ~SessionExchange() override { unwatch_client(); }
 
   // Whether the handler reset the connection: nothing more may be written.
   bool aborted() const { return aborted_; }
@@ -181,17 +153,9 @@ class SessionExchange final : public Exchange {
     co_return ok_;
   }
 
-  // Shared with the pending wait, which may complete after the exchange is gone.
-  struct Watch {
-    Watch(std::function<void()> f, tcp::socket& s) : on_gone(std::move(f)), socket(s) {}
-    std::function<void()> on_gone;
-    tcp::socket& socket;  // used only while active
-    net::cancellation_signal cancel;
-    bool active = true;
-  };
-
   tcp::socket& socket_;
   SocketDeadline& deadline_;
+  ClientWatches& watches_;
   const ServerOptions& options_;
   unsigned version_;
   bool keep_alive_;
@@ -199,13 +163,14 @@ class SessionExchange final : public Exchange {
   bool streaming_ = false;
   bool ok_ = true;
   bool aborted_ = false;
-  std::shared_ptr<Watch> watch_;
+  ClientWatch watch_;
 };
 
 // Writes a response outside any exchange (protocol errors) and reports success.
 awaitable<bool> write_response(tcp::socket& socket, SocketDeadline& deadline,
-                               const ServerOptions& options, Response response, unsigned version) {
-  SessionExchange ex(socket, deadline, options, version, /*keep_alive=*/false);
+                               ClientWatches& watches, const ServerOptions& options,
+                               Response response, unsigned version) {
+  SessionExchange ex(socket, deadline, watches, options, version, /*keep_alive=*/false);
   const bool ok = co_await ex.respond(std::move(response));
   co_return ok;
 }
@@ -280,6 +245,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
   });
   // Outside the loop: it may already hold the start of a pipelined request.
   beast::flat_buffer buffer;
+  bool answered = false;  // whether a request was answered on this connection
 
   for (;;) {
     RequestParser parser;  // fresh per message
@@ -288,6 +254,9 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     // gets a 413 (below) rather than a parse error.
     parser.body_limit(boost::none);
 
+    // After an answer the next request is rarely there yet (let_loop_run).
+    if (answered && buffer.size() == 0 && active.load(std::memory_order_relaxed) > 0)
+      co_await let_loop_run(socket);
     deadline.expires_after(options.header_timeout);
     auto [read_ec, n] = co_await beast_http::async_read_header(socket, buffer, parser, use_tuple);
     deadline.expires_never();
@@ -303,7 +272,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
           header_timed_out
               ? handler.protocol_error(408, "timed out reading request headers")
               : handler.protocol_error(400, "malformed HTTP request: " + read_ec.message());
-      co_await write_response(socket, deadline, options, std::move(error), 11);
+      co_await write_response(socket, deadline, watches, options, std::move(error), 11);
       break;
     }
 
@@ -319,12 +288,12 @@ awaitable<void> Server::State::session(tcp::socket socket) {
       Response error =
           handler.protocol_error(413, fmt::format("request body is {} bytes; the limit is {} bytes",
                                                   *head.content_length, options.body_limit));
-      co_await write_response(socket, deadline, options, std::move(error), version);
+      co_await write_response(socket, deadline, watches, options, std::move(error), version);
       break;
     }
     std::optional<Response> early = handler.screen(head);
     if (early) {
-      co_await write_response(socket, deadline, options, std::move(*early), version);
+      co_await write_response(socket, deadline, watches, options, std::move(*early), version);
       break;
     }
     if (auto expect = head.headers.find("expect"); expect && iequals(*expect, "100-continue")) {
@@ -353,12 +322,13 @@ awaitable<void> Server::State::session(tcp::socket socket) {
             413, fmt::format("request body exceeds the limit of {} bytes", options.body_limit));
       else if (body_timed_out)
         error = handler.protocol_error(408, "timed out reading the request body");
-      if (error) co_await write_response(socket, deadline, options, std::move(*error), version);
+      if (error)
+        co_await write_response(socket, deadline, watches, options, std::move(*error), version);
       break;
     }
 
     Request request{std::move(head), std::move(parser.body)};
-    SessionExchange exchange(socket, deadline, options, version, parser.keep_alive());
+    SessionExchange exchange(socket, deadline, watches, options, version, parser.keep_alive());
     ++active;
     co_await handler.handle(std::move(request), exchange);
     --active;
@@ -369,6 +339,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
       break;
     }
     if (!exchange.reusable()) break;
+    answered = true;
   }
   socket.shutdown(tcp::socket::shutdown_send, ec);
   socket.close(ec);

@@ -37,10 +37,11 @@ struct UpstreamPool::State {
   Url url;
   UpstreamOptions options;
   std::vector<std::unique_ptr<Connection>> idle;
+  std::size_t calls = 0;  // UpstreamCall objects alive
 };
 
 UpstreamPool::UpstreamPool(net::any_io_executor executor, Url url, UpstreamOptions options)
-    : state_(std::make_unique<State>(State{executor, std::move(url), options, {}})) {}
+    : state_(std::make_unique<State>(State{executor, std::move(url), options, {}, 0})) {}
 UpstreamPool::~UpstreamPool() = default;
 const Url& UpstreamPool::url() const {
   return state_->url;
@@ -61,10 +62,13 @@ struct UpstreamCall::State {
   bool done() const { return parser && parser->is_done(); }
 };
 
-UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(*pool.state_)) {}
+UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(*pool.state_)) {
+  ++pool.state_->calls;
+}
 
 UpstreamCall::~UpstreamCall() {
   auto& s = *state_;
+  --s.pool.calls;
   // Only a connection read to the end, kept alive, and not closed by abort()
   // (a client that left after the response was read) goes back to the pool.
   if (s.conn && s.done() && s.parser->keep_alive() && failure_ != UpstreamFailure::aborted &&
@@ -141,6 +145,7 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     conn.deadline.expires_after(opts.first_byte_timeout);
     auto wec = co_await write_all(conn.socket, message);
     if (!wec) {
+      if (s.pool.calls > 1) co_await let_loop_run(conn.socket);
       s.parser.emplace();
       s.parser->body_limit(boost::none);
       auto [rec, rn] =
