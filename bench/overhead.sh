@@ -455,8 +455,8 @@ print()
 d1, n1, s1 = stats[("direct", 1)], stats[("nginx-proxy", 1)], stats[("switchyard", 1)]
 nh, sh = stats[("nginx-proxy", conns_hi)], stats[("switchyard", conns_hi)]
 add50, add99 = s1["p50"] - d1["p50"], s1["p99"] - d1["p99"]
-print(f"added over direct at 1 conn:   nginx-proxy p50 {n1['p50'] - d1['p50']:+d} µs, p99 {n1['p99'] - d1['p99']:+d} µs;"
-      f"  switchyard p50 {add50:+d} µs, p99 {add99:+d} µs")
+print(f"added over direct at 1 conn:   nginx-proxy p50 {n1['p50'] - d1['p50']:+.0f} µs, p99 {n1['p99'] - d1['p99']:+.0f} µs;"
+      f"  switchyard p50 {add50:+.0f} µs, p99 {add99:+.0f} µs")
 ratio = sh["rps"] / nh["rps"]
 print(f"throughput at {conns_hi} conns:  switchyard / nginx-proxy = {ratio:.2f}"
       f"  (CPU per request: switchyard {sh['hop_us']:.1f} µs, nginx {nh['hop_us']:.1f} µs = {sh['hop_us'] / nh['hop_us']:.1f}x)")
