@@ -129,9 +129,10 @@ describe('one instance with one slot', () => {
       assert.equal(await scrapeMetric(simUrl, 'switchyard_sim:requests_deferred_total'), 0);
     });
 
-  test('a client that leaves a non-streamed request before its answer frees the slot and stops the engine at once',
+  test('a client that leaves a non-streamed request before its answer frees the slot and stops the engine',
     { timeout: 20_000 }, async () => {
-      // 2000 tokens at 20 tok/s: the engine would be busy for ~100 s.
+      // 2000 tokens at 20 tok/s: the engine would be busy for ~100 s. The
+      // gateway's watch on the client is armed 50–100 ms into a request.
       const leaver = new AbortController();
       const left = short(2000, { signal: leaver.signal }).catch((e) => e);
       await waitUntil(async () => (await scrapeMetric(simUrl, 'llamacpp:requests_processing')) === 1,
