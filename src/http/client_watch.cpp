@@ -29,7 +29,6 @@ struct ClientWatch::State {
   State(tcp::socket& s, std::function<void()> f) : socket(s), on_gone(std::move(f)) {}
 
   void arm(const std::shared_ptr<State>& self) {
-    armed = true;
     peek(socket, byte,
          net::bind_cancellation_slot(cancel.slot(),
                                      [self](const boost::system::error_code& ec, std::size_t) {
@@ -44,7 +43,6 @@ struct ClientWatch::State {
   net::cancellation_signal cancel;
   char byte = 0;  // the peek's buffer, alive as long as the operation
   bool active = true;
-  bool armed = false;
 };
 
 ClientWatch& ClientWatch::operator=(ClientWatch&& other) noexcept {
@@ -59,7 +57,7 @@ void ClientWatch::reset() {
   if (!state_) return;
   if (state_->active) {
     state_->active = false;
-    if (state_->armed) state_->cancel.emit(net::cancellation_type::all);
+    state_->cancel.emit(net::cancellation_type::all);  // a no-op until the peek is armed
   }
   state_.reset();
 }

@@ -6,6 +6,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace switchyard::obs {
@@ -30,7 +32,9 @@ struct GatewayMetrics::Impl {
     prometheus::Histogram* duration;
   };
   Outcome& outcome(const std::string& model, const std::string& instance, int status);
-  std::unordered_map<std::string, Outcome> outcomes;  // key: model \0 instance \0 status
+  // Ordered by (model, instance, status) so that a lookup compares the
+  // request's own strings instead of building a key per request.
+  std::map<std::tuple<std::string, std::string, int>, Outcome, std::less<>> outcomes;
   struct Tokens {
     prometheus::Counter* prompt;
     prometheus::Counter* completion;
@@ -97,18 +101,13 @@ GatewayMetrics::~GatewayMetrics() = default;
 GatewayMetrics::Impl::Outcome& GatewayMetrics::Impl::outcome(const std::string& model,
                                                              const std::string& instance,
                                                              int status) {
-  std::string key = model;
-  key.push_back('\0');
-  key += instance;
-  key.push_back('\0');
-  key += std::to_string(status);
-  auto it = outcomes.find(key);
+  auto it = outcomes.find(std::forward_as_tuple(model, instance, status));
   if (it != outcomes.end()) return it->second;
   const std::map<std::string, std::string> where{{"model", model}};
   Outcome o{
       &requests.Add({{"model", model}, {"instance", instance}, {"status", std::to_string(status)}}),
       &ttfb.Add(where, latency_buckets()), &duration.Add(where, latency_buckets())};
-  return outcomes.emplace(std::move(key), o).first->second;
+  return outcomes.emplace(std::make_tuple(model, instance, status), o).first->second;
 }
 
 void GatewayMetrics::request_finished(const std::string& model, const std::string& instance,
