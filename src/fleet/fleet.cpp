@@ -42,6 +42,18 @@ const char* to_string(InstanceState state) {
   return "unknown";
 }
 
+const char* to_string(AdminState state) {
+  switch (state) {
+    case AdminState::active:
+      return "active";
+    case AdminState::draining:
+      return "draining";
+    case AdminState::parked:
+      return "parked";
+  }
+  return "unknown";
+}
+
 namespace {
 
 // A free loopback port for a supervised engine. Another process could take it
@@ -153,6 +165,7 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
     auto& inst = *s.instances[i];
     if (kept[i] || inst.state == InstanceState::removed || inst.state == InstanceState::stopped)
       continue;
+    inst.admin = AdminState::draining;
     s.set_state(inst, InstanceState::removed);
     s.watches[i]->wake.cancel();  // its supervision ends
     changes.removed.push_back(i);
@@ -170,11 +183,37 @@ net::awaitable<void> Fleet::stop_instance(std::size_t index) {
 }
 
 void Fleet::report_failure(std::size_t index, const std::string& reason) {
-  auto& inst = *state_->instances.at(index);
+  auto& s = *state_;
+  auto& inst = *s.instances.at(index);
   if (inst.state != InstanceState::ready) return;
-  spdlog::warn("instance {}: ejected: {}", inst.name(), reason);
-  state_->set_state(inst, InstanceState::ejected);
-  state_->watches[index]->wake.cancel();  // start re-probing now
+  // Never eject more than half of a model's instances on requests' word
+  // alone (Envoy's max_ejection_percent): when failures are everywhere the
+  // cause is rarely the instances, and ejecting all would refuse everything.
+  int peers = 0, out = 0;
+  for (const auto& other : s.instances) {
+    if (other->model() != inst.model() || other->admin != AdminState::active) continue;
+    ++peers;
+    out += other->state == InstanceState::ejected;
+  }
+  if (peers > 1 && 2 * (out + 1) > peers) {
+    spdlog::warn(
+        "instance {}: failed a request ({}); not ejected: {} of {} instances of {} are out",
+        inst.name(), reason, out, peers, inst.model());
+    return;
+  }
+  ++inst.ejections;
+  inst.on_trial = false;
+  spdlog::warn("instance {}: ejected ({} in a row): {}", inst.name(), inst.ejections, reason);
+  s.set_state(inst, InstanceState::ejected);
+  s.watches[index]->wake.cancel();  // start re-probing after the ejection time
+}
+
+void Fleet::report_success(std::size_t index) {
+  auto& inst = *state_->instances.at(index);
+  if (inst.ejections == 0 && !inst.on_trial) return;
+  if (inst.on_trial) spdlog::info("instance {}: served a request again; off trial", inst.name());
+  inst.ejections = 0;
+  inst.on_trial = false;
 }
 
 void Fleet::State::set_state(Instance& inst, InstanceState s) {
@@ -248,7 +287,9 @@ awaitable<void> Fleet::State::supervise(Instance& inst) {
       co_await nap(watch, ejected ? backoff : h.interval);
       if (done(inst)) break;
       if (!ejected && inst.state == InstanceState::ejected) {  // report_failure() woke us
+        // Longer for each ejection while its requests keep failing.
         backoff = h.backoff;
+        for (int i = 1; i < inst.ejections; ++i) backoff = doubled(backoff, h.backoff_max);
         continue;
       }
       int status = 0;
@@ -263,7 +304,11 @@ awaitable<void> Fleet::State::supervise(Instance& inst) {
         backoff = h.backoff;
       } else if (inst.state == InstanceState::ejected) {
         if (ok) {
-          spdlog::info("instance {}: /health answers again; taking it back", inst.name());
+          // An instance that failed requests comes back on trial: /health
+          // answering says little about how it serves.
+          inst.on_trial = inst.ejections > 0;
+          spdlog::info("instance {}: /health answers again; taking it back{}", inst.name(),
+                       inst.on_trial ? " on trial (one request at a time)" : "");
           set_state(inst, InstanceState::ready);
         } else if (ejected) {
           backoff = doubled(backoff, h.backoff_max);

@@ -32,9 +32,14 @@ class Fleet {
   // keeps watching: periodic probes, ejection with backoff, restarts.
   void start();
 
-  // A request saw this instance fail (connect error, reset, stall): eject it
-  // now rather than at the next probe.
+  // A request saw this instance fail (connect error, reset, stall, 5xx):
+  // eject it now rather than at the next probe, for longer each time while
+  // failures continue (health.backoff doubling up to backoff_max), unless
+  // half of its model's instances are out already. A probe that answers
+  // again readmits it on trial: one request at a time until one succeeds.
   void report_failure(std::size_t index, const std::string& reason);
+  // A request was served well: the instance's failure record is cleared.
+  void report_success(std::size_t index);
 
   // What a reload changed, by instance index.
   struct Changes {

@@ -258,7 +258,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (!root.IsMap()) throw ConfigError{1, "expected a mapping with 'models' and 'instances'"};
     check_keys(root, "",
                {"listen", "models", "instances", "api_keys", "routing", "body_limit", "attempts",
-                "timeouts", "health", "queue"});
+                "retry_budget", "health_detail", "timeouts", "health", "queue"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -294,6 +294,13 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
       c.body_limit = *size;
     }
     if (const auto attempts = root["attempts"]) c.attempts = positive_int(attempts, "attempts");
+    if (const auto budget = root["retry_budget"]) c.retry_budget = duration(budget, "retry_budget");
+    if (const auto detail = root["health_detail"]) {
+      const auto who = scalar(detail, "health_detail");
+      if (who != "public" && who != "keyed")
+        fail(detail, fmt::format("health_detail: '{}' is not one of: public, keyed", who));
+      c.health_detail_public = who == "public";
+    }
     if (const auto timeouts = root["timeouts"]) parse_timeouts(timeouts, c.timeouts);
     if (const auto health = root["health"]) parse_health(health, c.health);
     if (const auto queue = root["queue"]) parse_queue(queue, c.queue);

@@ -88,6 +88,14 @@ struct FleetConfig {
   // Attempts per request before the first response byte: a connect error,
   // reset, timeout or 502/503/504 moves the request to another instance.
   int attempts = 3;
+  // Time from a request's arrival after which no further attempt starts,
+  // however many `attempts` are left: a failing fleet answers 502 in bounded
+  // time instead of walking every instance at its timeouts.
+  std::chrono::milliseconds retry_budget{30000};
+  // /health with API keys configured: without a key it says only whether the
+  // gateway is serving; instance detail (names, states, engine URLs) needs a
+  // key unless this is set (health_detail: public). Without keys: always public.
+  bool health_detail_public = false;
   Timeouts timeouts;
   HealthOptions health;
   QueueOptions queue;

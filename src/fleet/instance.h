@@ -1,6 +1,7 @@
 // One engine the gateway can send requests to.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,12 +25,30 @@ enum class InstanceState {
 
 const char* to_string(InstanceState state);
 
+// What the operator (or a profile switch, or a reload) wants of an
+// instance, apart from its health (as HAProxy keeps a server's admin state
+// apart from its checks): the router sends new requests only to an instance
+// that is both active and ready.
+enum class AdminState {
+  active,    // takes new requests when healthy
+  draining,  // finishes what it has, takes nothing new
+  parked,    // takes nothing (stopped or asleep on purpose)
+};
+
+const char* to_string(AdminState state);
+
 struct Instance {
   std::size_t index = 0;  // position in the fleet, stable for the fleet's life
   InstanceConfig config;
-  std::optional<http::Url> url;  // known once the port is chosen
-  int slots = 1;                 // requests it runs at once
-  InstanceState state = InstanceState::starting;
+  std::optional<http::Url> url;                   // known once the port is chosen
+  int slots = 1;                                  // requests it runs at once
+  InstanceState state = InstanceState::starting;  // health
+  AdminState admin = AdminState::active;
+  // Outlier detection: ejections for failed requests since the last request
+  // it served well (each one longer), and whether it is back on trial (one
+  // request at a time until one succeeds).
+  int ejections = 0;
+  bool on_trial = false;
   std::unique_ptr<http::UpstreamPool> pool;  // request traffic; set with url
 
   const std::string& name() const { return config.name; }
@@ -37,6 +56,17 @@ struct Instance {
   // The model name to put in requests sent to this engine.
   const std::string& served_model() const {
     return config.served_model ? *config.served_model : config.model;
+  }
+  // Requests the router may have on it at once.
+  int capacity() const { return on_trial ? std::min(slots, 1) : slots; }
+  // Whether the router may send it a new request.
+  bool routable() const { return state == InstanceState::ready && admin == AdminState::active; }
+  // Whether it is on its way to routable without anyone's intervention: an
+  // engine the gateway started (or restarts after an exit). An external URL
+  // that is not answering may never come, so nobody waits for it.
+  bool coming() const {
+    return admin == AdminState::active && config.command.has_value() &&
+           (state == InstanceState::starting || state == InstanceState::restarting);
   }
 };
 

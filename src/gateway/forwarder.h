@@ -1,48 +1,67 @@
-// The forward stage: admission (slot or queue), the upstream call with
-// retries before the first byte, and the relay of the response.
+// The forward stage: one upstream call per attempt, retried on another
+// instance while the client has seen nothing (within `attempts` and
+// `retry_budget`), and the relay of the response: a body whole, a stream
+// event by event, with the model named as the client asked and the usage
+// noted on the way.
 #pragma once
 
-#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
-#include <memory>
+#include <functional>
+#include <map>
+#include <string>
 
-#include "fleet/fleet.h"
-#include "gateway/request_record.h"
+#include "fleet/fleet_config.h"
+#include "gateway/pipeline.h"
+#include "gateway/route_stage.h"
 #include "gateway/router.h"
-#include "gateway/wait_queue.h"
-#include "http/exchange.h"
+#include "http/upstream.h"
 #include "obs/gateway_metrics.h"
-#include "openai/request_inspector.h"
 
 namespace switchyard::gateway {
 
-class Forwarder {
- public:
-  // All references must outlive the forwarder.
-  Forwarder(const fleet::FleetConfig& config, fleet::Fleet& fleet, WaitQueue& queue, Router& router,
-            obs::GatewayMetrics& metrics);
+// What the forwarder needs of the fleet: its instances (each with its
+// connection pool) and a way to report one that failed a request.
+struct Upstreams {
+  const InstanceTable& instances;
+  // Ejects the instance (it failed a request in a way that is its own fault).
+  std::function<void(std::size_t index, const std::string& reason)> report_failure;
+  // The instance served a request (outlier detection clears its record).
+  std::function<void(std::size_t index)> report_success;
+};
 
-  // Answers `request` for `model` (already resolved) through `exchange`.
+struct ForwardOptions {
+  int attempts = 3;                               // FleetConfig::attempts
+  std::chrono::milliseconds retry_budget{30000};  // FleetConfig::retry_budget
+};
+
+class Forwarder final : public Stage {
+ public:
+  // All references must outlive the forwarder. `options` is read at each
+  // request (a reload changes it).
+  Forwarder(Upstreams upstreams, RouteStage& routing, const ForwardOptions& options,
+            obs::GatewayMetrics& metrics)
+      : upstreams_(std::move(upstreams)), routing_(routing), options_(options), metrics_(metrics) {}
+
   // Never throws; every failure is answered or, once streaming, ends the
-  // stream with an error event.
-  boost::asio::awaitable<void> forward(http::Request& request, openai::Endpoint endpoint,
-                                       const openai::RequestFacts& facts, const std::string& model,
-                                       http::Exchange& exchange, RequestRecord& record);
+  // stream with an error event. Precondition: the route stage set ctx.target.
+  boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
+
+  // The instance was ejected: its calls that have sent the client nothing
+  // yet (a hung engine's, say) are cut, so that they retry elsewhere now
+  // instead of waiting out timeouts.first_byte.
+  void abandon_unanswered(std::size_t index);
 
  private:
   struct Attempt;
-  boost::asio::awaitable<Attempt> attempt(fleet::Instance& inst, http::UpstreamRequest& upstream,
-                                          http::Exchange& exchange, RequestRecord& record);
-  boost::asio::awaitable<Attempt> relay(fleet::Instance& inst, http::UpstreamCall& call,
-                                        const http::UpstreamRequest& upstream,
-                                        http::Exchange& exchange, RequestRecord& record);
+  boost::asio::awaitable<Attempt> attempt(RequestContext& ctx, fleet::Instance& inst);
 
-  const fleet::FleetConfig& config_;
-  fleet::Fleet& fleet_;
-  WaitQueue& queue_;
-  Router& router_;
+  Upstreams upstreams_;
+  RouteStage& routing_;
+  const ForwardOptions& options_;
   obs::GatewayMetrics& metrics_;
+  // Calls in flight whose client has seen nothing, by instance.
+  std::multimap<std::size_t, http::UpstreamCall*> unanswered_;
 };
 
 }  // namespace switchyard::gateway

@@ -1,11 +1,7 @@
 #include "gateway/gateway.h"
 
 #include <boost/asio.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <random>
 #include <set>
 
@@ -14,15 +10,20 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include "common/json_text.h"
+#include "gateway/accounting.h"
+#include "gateway/admission.h"
 #include "gateway/api_keys.h"
 #include "gateway/forwarder.h"
+#include "gateway/info_routes.h"
 #include "gateway/model_catalog.h"
-#include "gateway/request_record.h"
+#include "gateway/pipeline.h"
+#include "gateway/resolve.h"
+#include "gateway/route_stage.h"
 #include "gateway/router.h"
+#include "gateway/routes.h"
+#include "gateway/status.h"
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
-#include "openai/request_inspector.h"
 
 namespace switchyard::gateway {
 
@@ -31,30 +32,6 @@ using net::awaitable;
 using openai::ApiError;
 
 namespace {
-
-struct Route {
-  std::string_view path;
-  std::string_view method;
-  std::optional<openai::Endpoint> endpoint;  // set for forwarded routes
-  bool needs_key;
-};
-
-constexpr Route kRoutes[] = {
-    {"/v1/chat/completions", "POST", openai::Endpoint::chat_completions, true},
-    {"/v1/completions", "POST", openai::Endpoint::completions, true},
-    {"/v1/embeddings", "POST", openai::Endpoint::embeddings, true},
-    {"/tokenize", "POST", openai::Endpoint::tokenize, true},
-    {"/detokenize", "POST", openai::Endpoint::detokenize, true},
-    {"/v1/models", "GET", std::nullopt, true},
-    {"/health", "GET", std::nullopt, false},
-    {"/metrics", "GET", std::nullopt, false},
-};
-
-const Route* find_route(std::string_view path) {
-  for (const auto& r : kRoutes)
-    if (r.path == path) return &r;
-  return nullptr;
-}
 
 // A client's X-Request-Id when it is a sane token, else a fresh one.
 std::string request_id(const http::Headers& headers, std::mt19937_64& rng) {
@@ -77,24 +54,32 @@ struct Gateway::Impl {
         metrics(m),
         keys(c.api_keys),
         catalog(c.models),
-        router(c.policy),
+        forward_options{c.attempts, c.retry_budget},
+        router(fleet.instances(), make_routing_policy(c.policy)),
         queue(executor, router, c.queue),
-        forwarder(config, fleet, queue, router, metrics),
+        resolve(catalog),
+        admit(draining),
+        route(router, queue, config.queue, metrics),
+        forwarder(Upstreams{fleet.instances(),
+                            [this](std::size_t i, const std::string& why) {
+                              fleet.report_failure(i, why);
+                            },
+                            [this](std::size_t i) { fleet.report_success(i); }},
+                  route, forward_options, metrics),
+        accounting(metrics),
+        pipeline({&resolve, &admit, &route, &forwarder}),
         rng(std::random_device{}()) {
-    for (const auto& inst : fleet.instances()) add_instance(*inst);
-    // A freed slot goes to the oldest waiter of its model; a removed
-    // instance is stopped once its last request is done.
+    // A freed slot goes to the next waiter of its model; a removed instance
+    // is stopped once its last request is done.
     router.on_release([this](std::size_t index, const std::string& model) {
       queue.dispatch(model);
       if (router.in_flight(index) == 0 && retiring.erase(index)) stop_instance(index);
     });
+    // An instance that turns ready may serve waiting requests; one that is
+    // ejected hands back the requests it has not started answering.
     fleet.on_change([this](const fleet::Instance& inst) {
-      const bool ready = inst.state == fleet::InstanceState::ready;
-      router.set_slots(inst.index, inst.slots);
-      router.set_ready(inst.index, ready);
-      metrics.set_instance_up(inst.name(), inst.model(), ready);
-      metrics.set_instance_slots(inst.name(), inst.slots);
-      if (ready) queue.dispatch(inst.model());
+      if (inst.routable()) queue.dispatch(inst.model());
+      if (inst.state == fleet::InstanceState::ejected) forwarder.abandon_unanswered(inst.index);
     });
   }
 
@@ -104,23 +89,18 @@ struct Gateway::Impl {
     router.on_release(nullptr);
     fleet.on_change(nullptr);
   }
-  void add_instance(const fleet::Instance& inst) {
-    router.add_instance(inst.index, inst.model(), inst.slots);
-    metrics.set_instance_up(inst.name(), inst.model(), false);
-    metrics.set_instance_slots(inst.name(), inst.slots);
-    metrics.set_in_flight(inst.name(), 0);
-  }
   void stop_instance(std::size_t index) {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
   }
+  obs::StatusSnapshot snapshot() const {
+    return take_snapshot(fleet.instances(), router, queue, catalog, draining);
+  }
+  // Whether the request may see instance detail (names, URLs) in /health.
+  bool sees_detail(const http::RequestHead& head) const {
+    return !keys.enabled() || config.health_detail_public || keys.allows(head.headers);
+  }
   awaitable<void> handle(http::Request request, http::Exchange& exchange);
-  awaitable<void> proxy(http::Request& request, openai::Endpoint endpoint, http::Exchange& exchange,
-                        RequestRecord& record);
-  // Answers `error` and records its status.
-  awaitable<void> fail(http::Exchange& exchange, RequestRecord& record, const ApiError& error);
-  http::Response models_response() const;
-  http::Response health_response() const;
-  void finish(const http::Request& request, const RequestRecord& record);
+  http::Response local_response(const Route& route, const http::RequestHead& head) const;
 
   net::any_io_executor executor;
   fleet::FleetConfig config;  // replaced field by field on reload()
@@ -128,12 +108,18 @@ struct Gateway::Impl {
   obs::GatewayMetrics& metrics;
   ApiKeys keys;
   ModelCatalog catalog;
+  ForwardOptions forward_options;
+  bool draining = false;
   Router router;
   WaitQueue queue;
+  // The stages, in the order the pipeline runs them.
+  Resolve resolve;
+  Admit admit;
+  RouteStage route;
   Forwarder forwarder;
-  openai::RequestInspector inspector;
+  Accounting accounting;
+  Pipeline pipeline;
   std::mt19937_64 rng;
-  bool draining = false;
   std::set<std::size_t> retiring;  // removed by a reload, still finishing requests
 };
 
@@ -152,7 +138,6 @@ std::string Gateway::reload(const fleet::FleetConfig& next) {
       next.queue.max_wait != g.config.queue.max_wait)
     not_applied.push_back("queue");
   const auto changes = g.fleet.apply(next);
-  for (auto i : changes.added) g.add_instance(*g.fleet.instances()[i]);
   for (auto i : changes.removed) {
     if (g.router.in_flight(i) == 0)
       g.stop_instance(i);
@@ -164,7 +149,10 @@ std::string Gateway::reload(const fleet::FleetConfig& next) {
   g.config.models = next.models;
   g.config.api_keys = next.api_keys;
   g.config.attempts = next.attempts;
+  g.config.retry_budget = next.retry_budget;
+  g.config.health_detail_public = next.health_detail_public;
   g.config.instances = next.instances;
+  g.forward_options = ForwardOptions{next.attempts, next.retry_budget};
   std::string summary =
       fmt::format("{} instance(s) added, {} removed; {} model(s)", changes.added.size(),
                   changes.removed.size(), next.models.size());
@@ -181,20 +169,26 @@ void Gateway::stop_waiting() {
 }
 
 std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
+  // The head-only stages: screen (path, method) and authenticate.
   const Route* route = find_route(head.path());
   std::optional<http::Response> refusal;
+  const auto dialect = route ? route->dialect : openai::Dialect::openai;
   if (!route) {
     refusal = openai::error_response(ApiError::not_found(
         fmt::format("no route for {} {}", head.method, head.path()), "unknown_url"));
   } else if (head.method != route->method) {
-    refusal = openai::error_response(ApiError::method_not_allowed(
-        fmt::format("{} takes {}, not {}", route->path, route->method, head.method)));
+    refusal =
+        openai::error_response(ApiError::method_not_allowed(fmt::format(
+                                   "{} takes {}, not {}", route->path, route->method, head.method)),
+                               dialect);
     refusal->headers.add("Allow", std::string(route->method));
-  } else if (route->needs_key && !impl_->keys.allows(head.headers.find("authorization"))) {
+  } else if (route->needs_key && !impl_->keys.allows(head.headers)) {
     refusal = openai::error_response(
-        ApiError::unauthorized(head.headers.find("authorization")
+        ApiError::unauthorized(ApiKeys::presented(head.headers)
                                    ? "the API key is not valid"
-                                   : "an API key is required: send 'Authorization: Bearer <key>'"));
+                                   : "an API key is required: send 'Authorization: Bearer <key>' "
+                                     "or 'x-api-key: <key>'"),
+        dialect);
   }
   if (refusal) {
     refusal->headers.add("X-Request-Id", request_id(head.headers, impl_->rng));
@@ -221,138 +215,40 @@ awaitable<void> Gateway::handle(http::Request request, http::Exchange& exchange)
 }
 
 awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exchange) {
-  RequestRecord record;
-  record.id = request_id(request.head.headers, rng);
-  record.bytes_in = request.body.size();
-  const Route* route = find_route(request.head.path());  // screen() made sure it exists
-  if (draining && route->endpoint) {
-    // Requests already in flight or queued finish; new ones go elsewhere.
-    const ApiError error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
-    co_await fail(exchange, record, error);
-  } else if (route->endpoint) {
-    co_await proxy(request, *route->endpoint, exchange, record);
+  const Route& route = *find_route(request.head.path());  // screen() made sure it exists
+  RequestContext ctx(request, exchange, route);
+  ctx.record.id = request_id(request.head.headers, rng);
+  ctx.record.bytes_in = request.body.size();
+  if (route.kind == RouteKind::proxy) {
+    co_await pipeline.run(ctx);
   } else {
-    http::Response reply;
-    if (route->path == "/v1/models") reply = models_response();
-    if (route->path == "/health") reply = health_response();
-    if (route->path == "/metrics") {
-      reply = http::json_response(200, metrics.render());
+    http::Response reply = local_response(route, request.head);
+    reply.headers.add("X-Request-Id", ctx.record.id);
+    ctx.record.status = reply.status;
+    ctx.record.bytes_out = reply.body.size();
+    if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
+  }
+  accounting.finish(request.head, ctx.record);
+}
+
+http::Response Gateway::Impl::local_response(const Route& route,
+                                             const http::RequestHead& head) const {
+  switch (route.kind) {
+    case RouteKind::models:
+      return models_response(catalog, fleet.instances());
+    case RouteKind::model:
+      return model_response(head.path().substr(route.path.size()), catalog, fleet.instances());
+    case RouteKind::health:
+      return health_response(snapshot(), sees_detail(head));
+    case RouteKind::metrics: {
+      http::Response reply = http::json_response(200, metrics.render(snapshot()));
       reply.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+      return reply;
     }
-    reply.headers.add("X-Request-Id", record.id);
-    record.status = reply.status;
-    record.bytes_out = reply.body.size();
-    co_await exchange.respond(std::move(reply));
+    case RouteKind::proxy:
+      break;
   }
-  finish(request, record);
-}
-
-awaitable<void> Gateway::Impl::fail(http::Exchange& exchange, RequestRecord& record,
-                                    const ApiError& error) {
-  http::Response reply = openai::error_response(error);
-  if (draining) reply.headers.add("Connection", "close");
-  reply.headers.add("X-Request-Id", record.id);
-  record.status = reply.status;
-  record.bytes_out = reply.body.size();
-  co_await exchange.respond(std::move(reply));
-}
-
-awaitable<void> Gateway::Impl::proxy(http::Request& request, openai::Endpoint endpoint,
-                                     http::Exchange& exchange, RequestRecord& record) {
-  auto facts = inspector.inspect(request.body, endpoint);
-  if (!facts) {
-    const ApiError error = ApiError::bad_request(facts.error().message);
-    co_await fail(exchange, record, error);
-    co_return;
-  }
-  if (facts->model.empty()) {
-    const ApiError error = ApiError::bad_request(
-        fmt::format("'model' is required; served models: {}", catalog.describe()), "model");
-    co_await fail(exchange, record, error);
-    co_return;
-  }
-  auto model = catalog.resolve(facts->model);
-  if (!model) {
-    const ApiError error =
-        ApiError::not_found(fmt::format("the model '{}' does not exist; served models: {}",
-                                        facts->model, catalog.describe()),
-                            "model_not_found");
-    co_await fail(exchange, record, error);
-    co_return;
-  }
-  record.model = *model;
-  const openai::RequestFacts request_facts = *facts;
-  co_await forwarder.forward(request, endpoint, request_facts, *model, exchange, record);
-}
-
-http::Response Gateway::Impl::models_response() const {
-  const auto created = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
-  boost::json::array data;
-  for (const auto& m : catalog.models()) {
-    bool served = false;
-    for (const auto& inst : fleet.instances())
-      served |= inst->model() == m.name && inst->state == fleet::InstanceState::ready;
-    if (!served) continue;
-    boost::json::array aliases;
-    for (const auto& a : m.aliases) aliases.emplace_back(a);
-    data.push_back(boost::json::object{{"id", m.name},
-                                       {"object", "model"},
-                                       {"created", created},
-                                       {"owned_by", "switchyard"},
-                                       {"aliases", aliases}});
-    for (const auto& a : m.aliases)
-      data.push_back(boost::json::object{{"id", a},
-                                         {"object", "model"},
-                                         {"created", created},
-                                         {"owned_by", "switchyard"},
-                                         {"alias_of", m.name}});
-  }
-  return http::json_response(200,
-                             to_json_text(boost::json::object{{"object", "list"}, {"data", data}}));
-}
-
-http::Response Gateway::Impl::health_response() const {
-  boost::json::array instances;
-  bool any_ready = false;
-  for (const auto& inst : fleet.instances()) {
-    any_ready |= inst->state == fleet::InstanceState::ready;
-    instances.push_back(
-        boost::json::object{{"name", inst->name()},
-                            {"model", inst->model()},
-                            {"state", fleet::to_string(inst->state)},
-                            {"url", inst->url ? "http://" + inst->url->authority() : ""},
-                            {"slots", inst->slots},
-                            {"in_flight", router.in_flight(inst->index)}});
-  }
-  boost::json::object body{{"status", any_ready ? "ok" : "unavailable"},
-                           {"instances", std::move(instances)}};
-  return http::json_response(any_ready ? 200 : 503, to_json_text(body));
-}
-
-void Gateway::Impl::finish(const http::Request& request, const RequestRecord& record) {
-  const double total = record.seconds_since_start();
-  const int status = record.client_gone && record.status == 0 ? 499 : record.status;
-  metrics.request_finished(record.model, record.instance, status, record.ttfb, total);
-  if (record.usage)
-    metrics.add_tokens(record.model, record.usage->prompt_tokens, record.usage->completion_tokens);
-  // Formatted at compile time, and milliseconds as whole tenths (integers
-  // format at a fraction of a float's cost): one line per request is on the
-  // hot path.
-  const auto tenths = [](double seconds) { return std::llround(std::max(seconds, 0.0) * 1e4); };
-  const long long ttfb = tenths(record.ttfb), ms = tenths(total);
-  fmt::memory_buffer line;
-  fmt::format_to(
-      std::back_inserter(line),
-      FMT_COMPILE("access id={} {} {} model={} instance={} status={} in={}B out={}B "
-                  "ttfb_ms={}.{} ms={}.{}{}"),
-      record.id, request.head.method, request.head.target,
-      record.model.empty() ? std::string_view("-") : std::string_view(record.model),
-      record.instance.empty() ? std::string_view("-") : std::string_view(record.instance), status,
-      record.bytes_in, record.bytes_out, ttfb / 10, ttfb % 10, ms / 10, ms % 10,
-      record.client_gone ? " client_gone" : "");
-  spdlog::info(std::string_view(line.data(), line.size()));
+  return openai::error_response(ApiError::internal("no local handler for this route"));
 }
 
 }  // namespace switchyard::gateway

@@ -15,6 +15,12 @@ std::optional<std::string> ModelCatalog::resolve(std::string_view name) const {
   return it->second;
 }
 
+std::optional<std::string> ModelCatalog::default_model() const {
+  if (auto named = resolve("default")) return named;
+  if (models_.size() == 1) return models_.front().name;
+  return std::nullopt;
+}
+
 std::string ModelCatalog::describe() const {
   std::string out;
   for (const auto& m : models_) {

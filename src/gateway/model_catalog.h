@@ -17,6 +17,9 @@ class ModelCatalog {
 
   // The canonical model for a name or alias.
   std::optional<std::string> resolve(std::string_view name) const;
+  // The model a request that names none runs on: the one behind the alias
+  // `default`, else the only model; nullopt when that is ambiguous.
+  std::optional<std::string> default_model() const;
   const std::vector<fleet::ModelConfig>& models() const { return models_; }
   // "a, b (alias of a), …", for error messages.
   std::string describe() const;

@@ -5,12 +5,21 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "openai/usage.h"
 
 namespace switchyard::gateway {
 
 struct RequestRecord {
+  // How a request ended, beyond its status line.
+  enum class Outcome {
+    ok,
+    error,            // answered with a 4xx/5xx status
+    upstream_failed,  // the engine failed after the client had bytes
+    client_closed,    // the client left before the end
+  };
+
   std::string id;  // X-Request-Id
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   std::string model;     // resolved model, once known
@@ -20,12 +29,23 @@ struct RequestRecord {
   int status = 0;
   double ttfb = -1;  // seconds to the first byte sent; < 0 if none
   int attempts = 0;
+  std::vector<std::string> failed_on;  // instances an attempt failed on, in order
   bool client_gone = false;
+  bool upstream_failed = false;  // after the first byte
   std::optional<openai::Usage> usage;
 
   double seconds_since_start() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
+  // The status as logged: 499 for a client that left before any answer.
+  int logged_status() const { return client_gone && status == 0 ? 499 : status; }
+  Outcome outcome() const {
+    if (upstream_failed) return Outcome::upstream_failed;
+    if (client_gone) return Outcome::client_closed;
+    return status >= 400 ? Outcome::error : Outcome::ok;
+  }
 };
+
+const char* to_string(RequestRecord::Outcome outcome);
 
 }  // namespace switchyard::gateway

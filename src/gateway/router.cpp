@@ -1,7 +1,6 @@
 #include "gateway/router.h"
 
 #include <cassert>
-#include <stdexcept>
 
 namespace switchyard::gateway {
 
@@ -23,66 +22,56 @@ void RouteLease::release() {
   router_.reset();
 }
 
-void Router::add_instance(std::size_t index, std::string model, int slots) {
-  if (index != entries_.size()) throw std::logic_error("Router: instances must be added in order");
-  entries_.push_back(Entry{std::move(model), slots, false, 0});
-}
+Router::Router(const InstanceTable& instances, std::unique_ptr<RoutingPolicy> policy)
+    : instances_(instances), policy_(std::move(policy)), self_(std::make_shared<Router*>(this)) {}
 
-void Router::set_ready(std::size_t index, bool ready) {
-  entries_.at(index).ready = ready;
-}
-void Router::set_slots(std::size_t index, int slots) {
-  entries_.at(index).slots = slots;
-}
-
-std::optional<RouteLease> Router::acquire(const std::string& model, Refusal* why,
-                                          std::optional<std::size_t> avoid) {
-  const std::size_t n = entries_.size();
-  std::optional<std::size_t> best;
-  bool any_ready = false;
-  for (std::size_t k = 0; k < n; ++k) {
-    // Round-robin starts after the last pick; least-outstanding scans in
-    // the same rotating order so ties spread evenly.
-    const std::size_t i = (next_ + k) % n;
-    const auto& e = entries_[i];
-    if (e.model != model || !e.ready || i == avoid) continue;
-    any_ready = true;
-    if (e.in_flight >= e.slots) continue;
-    if (policy_ == fleet::RoutingPolicy::round_robin) {
-      best = i;
-      break;
+std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_slot, Refusal& why) {
+  scratch_.clear();
+  bool routable = false, coming = false;
+  for (const auto& inst : instances_) {
+    if (inst->model() != query.model || query.has_tried(inst->index)) continue;
+    if (!inst->routable()) {
+      coming |= inst->coming();
+      continue;
     }
-    // Least outstanding, relative to capacity: free fraction of slots.
-    if (!best || e.in_flight * entries_[*best].slots < entries_[*best].in_flight * e.slots)
-      best = i;
+    routable = true;
+    const int busy = in_flight(inst->index);
+    if (need_slot && busy >= inst->capacity()) continue;
+    scratch_.push_back(Candidate{inst->index, busy, inst->capacity()});
   }
-  if (!best) {
-    if (why) *why = any_ready ? Refusal::all_slots_busy : Refusal::no_instance_ready;
+  why = routable ? Refusal::all_slots_busy
+        : coming ? Refusal::not_ready_yet
+                 : Refusal::no_instance_ready;
+  return scratch_;
+}
+
+std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why) {
+  Refusal reason;
+  auto& free = candidates(query, /*need_slot=*/true, reason);
+  if (free.empty()) {
+    if (why) *why = reason;
     return std::nullopt;
   }
-  next_ = (*best + 1) % n;
-  ++entries_[*best].in_flight;
-  return RouteLease(self_, *best);
+  const std::size_t index = free[policy_->pick(query, free)].index;
+  if (in_flight_.size() <= index) in_flight_.resize(instances_.size(), 0);
+  ++in_flight_[index];
+  return RouteLease(self_, index);
 }
 
-std::optional<std::size_t> Router::any_ready(const std::string& model,
-                                             std::optional<std::size_t> avoid) {
-  const std::size_t n = entries_.size();
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::size_t i = (next_ + k) % n;
-    if (entries_[i].model == model && entries_[i].ready && i != avoid) {
-      next_ = (i + 1) % n;
-      return i;
-    }
+std::optional<std::size_t> Router::pick_any(const RouteQuery& query, Refusal* why) {
+  Refusal reason;
+  auto& routable = candidates(query, /*need_slot=*/false, reason);
+  if (routable.empty()) {
+    if (why) *why = reason;
+    return std::nullopt;
   }
-  return std::nullopt;
+  return routable[policy_->pick(query, routable)].index;
 }
 
 void Router::release(std::size_t index) {
-  auto& e = entries_.at(index);
-  assert(e.in_flight > 0);
-  --e.in_flight;
-  if (on_release_) on_release_(index, e.model);
+  assert(index < in_flight_.size() && in_flight_[index] > 0);
+  --in_flight_[index];
+  if (on_release_) on_release_(index, instances_[index]->model());
 }
 
 }  // namespace switchyard::gateway

@@ -1,6 +1,8 @@
-// Chooses the instance for a request and counts what the gateway has in
-// flight on each. Engines' own metrics lag; these counts do not, so an
-// instance is never sent more requests than it has slots.
+// The slot ledger: counts what the gateway has in flight on each instance
+// and hands out slots. Engines' own metrics lag; these counts do not, so an
+// instance is never sent more requests than it has slots. Instance health,
+// admin state and slots are read from the fleet's one instance table; which
+// qualifying instance gets a request is the routing policy's choice.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "fleet/instance.h"
+#include "gateway/route_query.h"
+#include "gateway/routing/policy.h"
 
 namespace switchyard::gateway {
 
@@ -31,62 +35,61 @@ class RouteLease {
 
   explicit operator bool() const { return router_ != nullptr; }
   std::size_t instance() const { return instance_; }
+  // Gives the slot back now (as destruction would).
+  void release();
 
  private:
-  void release();
   std::shared_ptr<Router*> router_;  // null when empty; points to null once the router is gone
   std::size_t instance_ = 0;
 };
 
+using InstanceTable = std::vector<std::unique_ptr<fleet::Instance>>;
+
 // Single-threaded: used from the gateway's I/O thread only.
 class Router {
  public:
-  explicit Router(fleet::RoutingPolicy policy)
-      : policy_(policy), self_(std::make_shared<Router*>(this)) {}
+  // `instances` (the fleet's table, which may grow on reload) must outlive
+  // the router.
+  Router(const InstanceTable& instances, std::unique_ptr<RoutingPolicy> policy);
   ~Router() { *self_ = nullptr; }
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 
-  // Instances are added once, in fleet order; `index` is the fleet index.
-  void add_instance(std::size_t index, std::string model, int slots);
-  void set_ready(std::size_t index, bool ready);
-  void set_slots(std::size_t index, int slots);
+  // Why acquire() found nothing for a query.
+  enum class Refusal {
+    all_slots_busy,     // an instance could take it, once a slot frees: wait
+    not_ready_yet,      // none routable, but one is starting or restarting: wait
+    no_instance_ready,  // none routable and none on its way: waiting would not help
+  };
 
-  // Why acquire() found nothing.
-  enum class Refusal { no_instance_ready, all_slots_busy };
-
-  // Counts a request on the best ready instance of `model` with a free slot,
-  // never `avoid` (the instance a retried request just failed on).
-  std::optional<RouteLease> acquire(const std::string& model, Refusal* why = nullptr,
-                                    std::optional<std::size_t> avoid = std::nullopt);
-  // Any ready instance of `model` but `avoid`, without taking a slot
-  // (tokenizer calls).
-  std::optional<std::size_t> any_ready(const std::string& model,
-                                       std::optional<std::size_t> avoid = std::nullopt);
+  // Counts a request on the instance the policy picks among the query's
+  // model's routable instances with a free slot, never one it has tried.
+  std::optional<RouteLease> acquire(const RouteQuery& query, Refusal* why = nullptr);
+  // A routable instance of the query's model without taking a slot
+  // (tokenizer calls run beside generation).
+  std::optional<std::size_t> pick_any(const RouteQuery& query, Refusal* why = nullptr);
 
   // Called whenever a slot frees; the wait queue hands it on from there.
   void on_release(std::function<void(std::size_t index, const std::string& model)> callback) {
     on_release_ = std::move(callback);
   }
 
-  int in_flight(std::size_t index) const { return entries_.at(index).in_flight; }
-  const std::string& model(std::size_t index) const { return entries_.at(index).model; }
-  bool ready(std::size_t index) const { return entries_.at(index).ready; }
+  int in_flight(std::size_t index) const {
+    return index < in_flight_.size() ? in_flight_[index] : 0;
+  }
 
  private:
   friend class RouteLease;
   void release(std::size_t index);
+  // The query's candidates with a free slot (all routable ones when
+  // `need_slot` is false), in fleet order; `why` says why there are none.
+  std::vector<Candidate>& candidates(const RouteQuery& query, bool need_slot, Refusal& why);
 
-  struct Entry {
-    std::string model;
-    int slots = 1;
-    bool ready = false;
-    int in_flight = 0;
-  };
-  fleet::RoutingPolicy policy_;
-  std::vector<Entry> entries_;
-  std::size_t next_ = 0;           // round-robin cursor
-  std::shared_ptr<Router*> self_;  // shared with leases
+  const InstanceTable& instances_;
+  std::unique_ptr<RoutingPolicy> policy_;
+  std::vector<int> in_flight_;      // by instance index; grows with the table
+  std::vector<Candidate> scratch_;  // reused by candidates()
+  std::shared_ptr<Router*> self_;   // shared with leases
   std::function<void(std::size_t, const std::string&)> on_release_;
 };
 

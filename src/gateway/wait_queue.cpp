@@ -12,7 +12,7 @@ using clock_type = std::chrono::steady_clock;
 struct WaitQueue::Waiter {
   explicit Waiter(net::any_io_executor ex) : timer(ex) {}
   net::steady_timer timer;  // expires at the wait bound; cancelled to wake
-  std::optional<std::size_t> avoid;
+  RouteQuery query;
   std::optional<RouteLease> lease;  // set by dispatch()
   bool shutting_down = false;
 };
@@ -22,35 +22,39 @@ WaitQueue::WaitQueue(net::any_io_executor executor, Router& router, fleet::Queue
 
 WaitQueue::~WaitQueue() = default;
 
-int WaitQueue::depth(const std::string& model) const {
+int WaitQueue::depth(std::string_view model) const {
   auto it = waiting_.find(model);
   return it == waiting_.end() ? 0 : static_cast<int>(it->second.size());
 }
 
-net::awaitable<Admission> WaitQueue::acquire(const std::string& model,
-                                             std::optional<std::size_t> avoid) {
+net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
+                                             std::chrono::milliseconds max_wait) {
   Admission result;
   if (closed_) {
     result.outcome = Admission::Outcome::shutting_down;
     co_return result;
   }
+  const std::string model(query.model);
   auto& line = waiting_[model];
-  if (line.empty()) {
-    if (auto lease = router_.acquire(model, nullptr, avoid)) {
+  if (line.empty() || retry) {
+    if (auto lease = router_.acquire(query)) {
       result.outcome = Admission::Outcome::granted;
       result.lease = std::move(*lease);
       co_return result;
     }
   }
-  if (static_cast<int>(line.size()) >= options_.max_length) {
+  if (!retry && static_cast<int>(line.size()) >= options_.max_length) {
     result.outcome = Admission::Outcome::queue_full;
     co_return result;
   }
   const auto start = clock_type::now();
   auto waiter = std::make_shared<Waiter>(executor_);
-  waiter->avoid = avoid;
-  waiter->timer.expires_after(options_.max_wait);
-  line.push_back(waiter);
+  waiter->query = query;
+  waiter->timer.expires_after(max_wait);
+  if (retry)
+    line.push_front(waiter);
+  else
+    line.push_back(waiter);
   auto [ec] = co_await waiter->timer.async_wait(net::as_tuple(net::use_awaitable));
   // Woken by dispatch() (lease set), release_all(), the bound (no error), or
   // the caller's cancellation.
@@ -73,10 +77,10 @@ void WaitQueue::dispatch(const std::string& model) {
   if (it == waiting_.end()) return;
   for (auto& waiter : it->second) {
     if (waiter->lease || waiter->shutting_down) continue;  // already woken
-    auto lease = router_.acquire(model, nullptr, waiter->avoid);
+    auto lease = router_.acquire(waiter->query);
     if (!lease) {
-      if (!waiter->avoid) return;  // nothing free at all
-      continue;                    // only the instance this one avoids is free
+      if (waiter->query.tried.empty()) return;  // nothing free at all
+      continue;  // only instances this one already failed on are free
     }
     waiter->lease = std::move(*lease);
     waiter->timer.cancel();

@@ -1,5 +1,6 @@
-// Where requests wait, per model, when every slot of the model is busy: in
-// the gateway, where they can be ordered, not inside an engine. FIFO for now;
+// Where requests wait, per model, when every slot of the model is busy (or
+// its instances are still starting): in the gateway, where they can be
+// ordered, not inside an engine. FIFO, with retries ahead of new arrivals;
 // fairness across API keys and priorities will slot in at dispatch().
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "fleet/fleet_config.h"
+#include "gateway/route_query.h"
 #include "gateway/router.h"
 
 namespace switchyard::gateway {
@@ -37,25 +39,28 @@ class WaitQueue {
   ~WaitQueue();
 
   // A slot at once when one is free and nobody waits; otherwise waits in
-  // the model's FIFO. `avoid` is never chosen (see Router::acquire).
-  boost::asio::awaitable<Admission> acquire(const std::string& model,
-                                            std::optional<std::size_t> avoid);
+  // the model's line (a retry, which has waited its turn already, at its
+  // front). The slot is chosen as Router::acquire chooses for `query`, whose
+  // views must stay valid until this completes.
+  // It waits at most `max_wait` (queue.max_wait, or a retry's remaining budget).
+  boost::asio::awaitable<Admission> acquire(RouteQuery query, bool retry,
+                                            std::chrono::milliseconds max_wait);
 
-  // Hands free slots of `model` to its waiters, oldest first. Called when a
-  // slot frees and when an instance becomes ready.
+  // Hands free slots of `model` to its waiters in line order, each by its
+  // own query. Called when a slot frees and when an instance becomes ready.
   void dispatch(const std::string& model);
 
   // Ends every wait with shutting_down.
   void release_all();
 
-  int depth(const std::string& model) const;
+  int depth(std::string_view model) const;
 
  private:
   struct Waiter;
   boost::asio::any_io_executor executor_;
   Router& router_;
   const fleet::QueueOptions options_;
-  std::map<std::string, std::deque<std::shared_ptr<Waiter>>> waiting_;
+  std::map<std::string, std::deque<std::shared_ptr<Waiter>>, std::less<>> waiting_;
   bool closed_ = false;
 };
 

@@ -31,22 +31,24 @@ struct GatewayMetrics::Impl {
     prometheus::Histogram* ttfb;
     prometheus::Histogram* duration;
   };
-  Outcome& outcome(const std::string& model, const std::string& instance, int status);
-  // Ordered by (model, instance, status) so that a lookup compares the
-  // request's own strings instead of building a key per request.
-  std::map<std::tuple<std::string, std::string, int>, Outcome, std::less<>> outcomes;
+  Outcome& outcome(const std::string& model, const std::string& instance, int status,
+                   std::string_view result);
+  // Ordered by (model, instance, status, outcome) so that a lookup compares
+  // the request's own strings instead of building a key per request.
+  std::map<std::tuple<std::string, std::string, int, std::string>, Outcome, std::less<>> outcomes;
   struct Tokens {
     prometheus::Counter* prompt;
     prometheus::Counter* completion;
   };
   std::unordered_map<std::string, Tokens> tokens_by_model;
-  std::unordered_map<std::string, prometheus::Gauge*> in_flight_by_instance;
 
   prometheus::Registry registry;
   prometheus::Family<prometheus::Counter>& requests =
       prometheus::BuildCounter()
           .Name("switchyard_requests_total")
-          .Help("Requests answered, by model, instance and HTTP status.")
+          .Help(
+              "Requests answered, by model, instance, HTTP status and outcome "
+              "(ok, error, upstream_failed, client_closed).")
           .Register(registry);
   prometheus::Family<prometheus::Histogram>& ttfb =
       prometheus::BuildHistogram()
@@ -100,41 +102,26 @@ GatewayMetrics::~GatewayMetrics() = default;
 
 GatewayMetrics::Impl::Outcome& GatewayMetrics::Impl::outcome(const std::string& model,
                                                              const std::string& instance,
-                                                             int status) {
-  auto it = outcomes.find(std::forward_as_tuple(model, instance, status));
+                                                             int status, std::string_view result) {
+  auto it = outcomes.find(std::forward_as_tuple(model, instance, status, result));
   if (it != outcomes.end()) return it->second;
   const std::map<std::string, std::string> where{{"model", model}};
-  Outcome o{
-      &requests.Add({{"model", model}, {"instance", instance}, {"status", std::to_string(status)}}),
-      &ttfb.Add(where, latency_buckets()), &duration.Add(where, latency_buckets())};
-  return outcomes.emplace(std::make_tuple(model, instance, status), o).first->second;
+  Outcome o{&requests.Add({{"model", model},
+                           {"instance", instance},
+                           {"status", std::to_string(status)},
+                           {"outcome", std::string(result)}}),
+            &ttfb.Add(where, latency_buckets()), &duration.Add(where, latency_buckets())};
+  return outcomes.emplace(std::make_tuple(model, instance, status, std::string(result)), o)
+      .first->second;
 }
 
 void GatewayMetrics::request_finished(const std::string& model, const std::string& instance,
-                                      int status, double ttfb_seconds, double total_seconds) {
-  auto& o = impl_->outcome(model, instance, status);
+                                      int status, std::string_view result, double ttfb_seconds,
+                                      double total_seconds) {
+  auto& o = impl_->outcome(model, instance, status, result);
   o.requests->Increment();
   if (ttfb_seconds >= 0) o.ttfb->Observe(ttfb_seconds);
   o.duration->Observe(total_seconds);
-}
-
-void GatewayMetrics::set_in_flight(const std::string& instance, int value) {
-  auto& gauge = impl_->in_flight_by_instance[instance];
-  if (!gauge) gauge = &impl_->in_flight.Add({{"instance", instance}});
-  gauge->Set(value);
-}
-
-void GatewayMetrics::set_instance_up(const std::string& instance, const std::string& model,
-                                     bool up) {
-  impl_->up.Add({{"instance", instance}, {"model", model}}).Set(up ? 1 : 0);
-}
-
-void GatewayMetrics::set_instance_slots(const std::string& instance, int slots) {
-  impl_->slots.Add({{"instance", instance}}).Set(slots);
-}
-
-void GatewayMetrics::set_queue_depth(const std::string& model, int depth) {
-  impl_->queue_depth.Add({{"model", model}}).Set(depth);
 }
 
 void GatewayMetrics::observe_queue_wait(const std::string& model, double seconds) {
@@ -157,8 +144,16 @@ void GatewayMetrics::add_tokens(const std::string& model, long prompt_tokens,
   if (completion_tokens > 0) it->second.completion->Increment(completion_tokens);
 }
 
-std::string GatewayMetrics::render() const {
-  return prometheus::TextSerializer().Serialize(impl_->registry.Collect());
+std::string GatewayMetrics::render(const StatusSnapshot& status) const {
+  auto& m = *impl_;
+  for (const auto& inst : status.instances) {
+    m.up.Add({{"instance", inst.name}, {"model", inst.model}}).Set(inst.routable ? 1 : 0);
+    m.slots.Add({{"instance", inst.name}}).Set(inst.slots);
+    m.in_flight.Add({{"instance", inst.name}}).Set(inst.in_flight);
+  }
+  for (const auto& model : status.models)
+    m.queue_depth.Add({{"model", model.name}}).Set(model.queued);
+  return prometheus::TextSerializer().Serialize(m.registry.Collect());
 }
 
 }  // namespace switchyard::obs

@@ -4,6 +4,9 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+
+#include "obs/status.h"
 
 namespace switchyard::obs {
 
@@ -16,21 +19,21 @@ class GatewayMetrics {
   GatewayMetrics& operator=(const GatewayMetrics&) = delete;
 
   // One finished request. `instance` is empty when none was chosen (refused
-  // before routing). Times in seconds; ttfb < 0 when nothing was sent.
+  // before routing). `outcome` says how it ended beyond the status line:
+  // "ok", "error" (a 4xx/5xx answer), "upstream_failed" (the engine failed
+  // after the first byte), "client_closed" (the client left first). Times in
+  // seconds; ttfb < 0 when nothing was sent.
   void request_finished(const std::string& model, const std::string& instance, int status,
-                        double ttfb_seconds, double total_seconds);
-  void set_in_flight(const std::string& instance, int value);
-  void set_instance_up(const std::string& instance, const std::string& model, bool up);
-  void set_instance_slots(const std::string& instance, int slots);
-  void set_queue_depth(const std::string& model, int depth);
+                        std::string_view outcome, double ttfb_seconds, double total_seconds);
   void observe_queue_wait(const std::string& model, double seconds);
   // A request moved off `instance` after it failed before the first byte.
   void add_retry(const std::string& model, const std::string& instance);
   // Tokens reported by engines in `usage`.
   void add_tokens(const std::string& model, long prompt_tokens, long completion_tokens);
 
-  // Prometheus text exposition format.
-  std::string render() const;
+  // Prometheus text exposition format; the instance and queue gauges are
+  // taken from `status`, so they describe the instances that exist now.
+  std::string render(const StatusSnapshot& status) const;
 
  private:
   struct Impl;

@@ -19,8 +19,8 @@ ApiError ApiError::method_not_allowed(std::string message) {
 ApiError ApiError::too_large(std::string message) {
   return {413, std::move(message), "invalid_request_error", {}, "request_too_large"};
 }
-ApiError ApiError::rate_limited(std::string message) {
-  return {429, std::move(message), "rate_limit_error", {}, "queue_full"};
+ApiError ApiError::rate_limited(std::string message, std::string code) {
+  return {429, std::move(message), "rate_limit_error", {}, std::move(code)};
 }
 ApiError ApiError::unavailable(std::string message, std::string code) {
   return {503, std::move(message), "server_error", {}, std::move(code)};
@@ -35,7 +35,38 @@ ApiError ApiError::internal(std::string message) {
   return {500, std::move(message), "server_error", {}, {}};
 }
 
-std::string error_body(const ApiError& e) {
+namespace {
+
+// Anthropic's error types, by status (docs.anthropic.com, "Errors").
+const char* anthropic_type(int status) {
+  switch (status) {
+    case 400:
+    case 405:
+      return "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+    case 529:
+      return "overloaded_error";
+    default:
+      return "api_error";
+  }
+}
+
+}  // namespace
+
+std::string error_body(const ApiError& e, Dialect dialect) {
+  if (dialect == Dialect::anthropic)
+    return std::string(R"({"type":"error","error":{"type":)") +
+           json_quote(anthropic_type(e.status)) + ",\"message\":" + json_quote(e.message) + "}}";
   const auto opt = [](const std::string& s) {
     return s.empty() ? std::string("null") : json_quote(s);
   };
@@ -43,10 +74,16 @@ std::string error_body(const ApiError& e) {
          ",\"param\":" + opt(e.param) + ",\"code\":" + opt(e.code) + "}}";
 }
 
-http::Response error_response(const ApiError& e) {
-  http::Response r = http::json_response(e.status, error_body(e));
+http::Response error_response(const ApiError& e, Dialect dialect) {
+  http::Response r = http::json_response(e.status, error_body(e, dialect));
   if (e.status == 503 || e.status == 429) r.headers.add("Retry-After", "1");
   return r;
+}
+
+std::string stream_error_events(const ApiError& e, Dialect dialect) {
+  if (dialect == Dialect::anthropic)
+    return "event: error\ndata: " + error_body(e, dialect) + "\n\n";
+  return "data: " + error_body(e, dialect) + "\n\ndata: [DONE]\n\n";
 }
 
 }  // namespace switchyard::openai

@@ -1,5 +1,6 @@
-// OpenAI-style errors: the one place where a failure becomes an HTTP status
-// and a body {"error":{"message","type","param","code"}}.
+// API errors: the one place where a failure becomes an HTTP status and a
+// body, OpenAI's {"error":{"message","type","param","code"}} or, on the
+// Anthropic routes, {"type":"error","error":{"type","message"}}.
 #pragma once
 
 #include <string>
@@ -20,7 +21,7 @@ struct ApiError {
   static ApiError not_found(std::string message, std::string code = {});
   static ApiError method_not_allowed(std::string message);
   static ApiError too_large(std::string message);
-  static ApiError rate_limited(std::string message);
+  static ApiError rate_limited(std::string message, std::string code = "queue_full");
   static ApiError unavailable(std::string message, std::string code = {});
   static ApiError bad_gateway(std::string message);
   // The error event that ends a stream whose engine failed mid-way.
@@ -28,9 +29,15 @@ struct ApiError {
   static ApiError internal(std::string message);
 };
 
+// Which API's error shapes a route speaks.
+enum class Dialect { openai, anthropic };
+
 // The JSON body alone.
-std::string error_body(const ApiError& error);
+std::string error_body(const ApiError& error, Dialect dialect = Dialect::openai);
 // A complete response; 429s and 503s carry Retry-After.
-http::Response error_response(const ApiError& error);
+http::Response error_response(const ApiError& error, Dialect dialect = Dialect::openai);
+// The events that end a stream which failed after it started: OpenAI's
+// error chunk and [DONE], or Anthropic's `event: error`.
+std::string stream_error_events(const ApiError& error, Dialect dialect);
 
 }  // namespace switchyard::openai

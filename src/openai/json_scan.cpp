@@ -60,9 +60,12 @@ std::optional<std::string_view> container_at(std::string_view json, std::size_t 
 
 }  // namespace
 
-std::optional<std::string_view> member_text(std::string_view json, std::string_view key) {
+void member_texts(std::string_view json, std::span<const std::string_view> keys,
+                  std::span<std::optional<std::string_view>> out) {
+  std::size_t missing = keys.size();
+  for (auto& o : out) o.reset();
   int depth = 0;
-  for (std::size_t i = 0; i < json.size();) {
+  for (std::size_t i = 0; i < json.size() && missing > 0;) {
     i = next_structural(json, i);
     if (i == std::string_view::npos) break;
     if (json[i] != '"') {
@@ -72,26 +75,43 @@ std::optional<std::string_view> member_text(std::string_view json, std::string_v
     }
     const std::size_t end = skip_string(json, i);
     if (end == std::string_view::npos) break;
-    const bool is_key_name = depth == 1 && json.substr(i + 1, end - i - 2) == key;
+    std::size_t which = keys.size();
+    if (depth == 1) {
+      const std::string_view name = json.substr(i + 1, end - i - 2);
+      for (std::size_t k = 0; k < keys.size(); ++k)
+        if (!out[k] && keys[k] == name) which = k;
+    }
     i = end;
-    if (!is_key_name) continue;
+    if (which == keys.size()) continue;
     const std::size_t colon = skip_space(json, end);
     if (colon >= json.size() || json[colon] != ':') continue;  // a string value, not a key
     const std::size_t value = skip_space(json, colon + 1);
     if (value >= json.size()) break;
-    if (json[value] == '{' || json[value] == '[') return container_at(json, value);
-    if (json[value] == '"') {
+    std::optional<std::string_view> text;
+    if (json[value] == '{' || json[value] == '[') {
+      text = container_at(json, value);
+    } else if (json[value] == '"') {
       const std::size_t close = skip_string(json, value);
-      if (close == std::string_view::npos) break;
-      return json.substr(value, close - value);
+      if (close != std::string_view::npos) text = json.substr(value, close - value);
+    } else {
+      std::size_t last = value;
+      while (last < json.size() && json[last] != ',' && json[last] != '}' && json[last] != ']' &&
+             json[last] != ' ' && json[last] != '\n' && json[last] != '\r' && json[last] != '\t')
+        ++last;
+      text = json.substr(value, last - value);
     }
-    std::size_t last = value;
-    while (last < json.size() && json[last] != ',' && json[last] != '}' && json[last] != ']' &&
-           json[last] != ' ' && json[last] != '\n' && json[last] != '\r' && json[last] != '\t')
-      ++last;
-    return json.substr(value, last - value);
+    if (!text) break;
+    out[which] = text;
+    --missing;
+    // The value is consumed whole: the scan goes on after it at this depth.
+    i = static_cast<std::size_t>(text->data() - json.data()) + text->size();
   }
-  return std::nullopt;
+}
+
+std::optional<std::string_view> member_text(std::string_view json, std::string_view key) {
+  std::optional<std::string_view> out;
+  member_texts(json, std::span(&key, 1), std::span(&out, 1));
+  return out;
 }
 
 }  // namespace switchyard::openai

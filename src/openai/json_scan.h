@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string_view>
 
 namespace switchyard::openai {
@@ -15,5 +16,10 @@ namespace switchyard::openai {
 // `json` (at its top level): a string with its quotes, a number, literal,
 // object or array as written. nullopt when there is none.
 std::optional<std::string_view> member_text(std::string_view json, std::string_view key);
+
+// member_text() for several keys in one pass: out[i] is the value of the
+// first member named keys[i]. `out` has the size of `keys`.
+void member_texts(std::string_view json, std::span<const std::string_view> keys,
+                  std::span<std::optional<std::string_view>> out);
 
 }  // namespace switchyard::openai

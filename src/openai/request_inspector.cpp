@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "openai/json_scan.h"
 
 namespace switchyard::openai {
@@ -39,23 +42,73 @@ bool is_integer(simdjson::dom::element e) {
   return e.is_int64() || e.is_uint64();
 }
 
-std::string_view required_field(Endpoint endpoint) {
+// The field a body for `endpoint` must carry, and an alternative name that
+// the engine accepts as well (llama.cpp's /embedding takes either).
+struct Required {
+  std::string_view name;
+  std::string_view alternative;
+  enum class Shape { array, string, string_or_array } shape;
+};
+
+std::optional<Required> required_field(Endpoint endpoint) {
+  using S = Required::Shape;
   switch (endpoint) {
     case Endpoint::chat_completions:
-      return "messages";
+    case Endpoint::apply_template:
+    case Endpoint::messages:
+    case Endpoint::count_tokens:
+      return Required{"messages", {}, S::array};
     case Endpoint::completions:
-      return "prompt";
+    case Endpoint::native_completion:
+      return Required{"prompt", {}, S::string_or_array};
     case Endpoint::embeddings:
-      return "input";
+      return Required{"input", {}, S::string_or_array};
+    case Endpoint::embedding:
+      return Required{"content", "input", S::string_or_array};
     case Endpoint::tokenize:
-      return "content";
+      return Required{"content", {}, S::string};
     case Endpoint::detokenize:
-      return "tokens";
+      return Required{"tokens", {}, S::array};
+    case Endpoint::rerank:
+      return Required{"query", {}, S::string};
+    case Endpoint::infill:
+      return std::nullopt;
   }
-  return {};
+  return std::nullopt;
+}
+
+std::optional<Error> check_shape(std::string_view key, const Required& r,
+                                 simdjson::dom::element value) {
+  switch (r.shape) {
+    case Required::Shape::array:
+      if (!value.is_array())
+        return wrong_type(key,
+                          r.name == "messages" ? "an array of messages"
+                          : r.name == "tokens" ? "an array of token ids"
+                                               : "an array",
+                          value);
+      break;
+    case Required::Shape::string:
+      if (!value.is_string()) return wrong_type(key, "a string", value);
+      break;
+    case Required::Shape::string_or_array:
+      if (!value.is_string() && !value.is_array())
+        return wrong_type(key, "a string or an array", value);
+      break;
+  }
+  return std::nullopt;
+}
+
+Span span_of(std::string_view whole, std::string_view part) {
+  return {static_cast<std::size_t>(part.data() - whole.data()), part.size()};
 }
 
 }  // namespace
+
+bool takes_slot(Endpoint endpoint) {
+  return endpoint != Endpoint::tokenize && endpoint != Endpoint::detokenize &&
+         endpoint != Endpoint::apply_template && endpoint != Endpoint::count_tokens;
+}
 
 struct RequestInspector::Impl {
   simdjson::dom::parser dom;
@@ -67,7 +120,7 @@ RequestInspector::~RequestInspector() = default;
 Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint endpoint) {
   if (body.empty()) return Error{"the request body is empty; expected a JSON object"};
   // The DOM pass validates the whole document (grammar and UTF-8) at several
-  // GB/s; a scan below locates the model token.
+  // GB/s; a scan below locates the tokens the gateway rewrites.
   simdjson::dom::element root;
   if (auto err = impl_->dom.parse(body.data(), body.size()).get(root)) {
     if (err == simdjson::UTF8_ERROR) return Error{"the request body is not valid UTF-8"};
@@ -81,18 +134,14 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
   const auto required = required_field(endpoint);
   bool has_required = false;
   bool seen_model = false;
+  bool seen_stream_options = false;
   for (auto [key, value] : obj) {
-    if (key == required) {
+    if (required && (key == required->name ||
+                     (!required->alternative.empty() && key == required->alternative))) {
       has_required = true;
-      if (endpoint == Endpoint::chat_completions && !value.is_array())
-        return wrong_type(key, "an array of messages", value);
-      if (endpoint == Endpoint::tokenize && !value.is_string())
-        return wrong_type(key, "a string", value);
-      if (endpoint == Endpoint::detokenize && !value.is_array())
-        return wrong_type(key, "an array of token ids", value);
-      if ((endpoint == Endpoint::completions || endpoint == Endpoint::embeddings) &&
-          !value.is_string() && !value.is_array())
-        return wrong_type(key, "a string or an array", value);
+      if (auto e = check_shape(key, *required, value)) return *e;
+      if (required->name == "messages" && value.get_array().size() == 0)
+        return Error{"'messages' must not be empty"};
     } else if (key == "model") {
       // The gateway routes by it and rewrites it: one meaning only.
       if (seen_model) return Error{"'model' appears more than once"};
@@ -103,6 +152,8 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
       if (!value.is_bool() && !value.is_null()) return wrong_type(key, "a boolean", value);
       facts.stream = value.is_bool() && value.get_bool().value_unsafe();
     } else if (key == "stream_options") {
+      if (seen_stream_options) return Error{"'stream_options' appears more than once"};
+      seen_stream_options = true;
       if (value.is_null()) continue;
       if (!value.is_object()) return wrong_type(key, "an object", value);
       auto include = value["include_usage"];
@@ -111,40 +162,107 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
           return wrong_type("stream_options.include_usage", "a boolean", include.value_unsafe());
         facts.include_usage = include.is_bool() && include.get_bool().value_unsafe();
       }
-    } else if (key == "max_tokens" || key == "max_completion_tokens" || key == "n") {
+    } else if (key == "max_tokens" || key == "max_completion_tokens" || key == "n" ||
+               key == "n_predict") {
       if (!is_integer(value) && !value.is_null()) return wrong_type(key, "an integer", value);
     } else if (key == "temperature" || key == "top_p") {
       if (!value.is_number() && !value.is_null()) return wrong_type(key, "a number", value);
     }
   }
-  if (!has_required && !required.empty()) return Error{fmt::format("'{}' is required", required)};
-  if (endpoint == Endpoint::chat_completions && obj["messages"].get_array().size() == 0)
-    return Error{"'messages' must not be empty"};
+  if (required && !has_required) {
+    if (!required->alternative.empty())
+      return Error{fmt::format("'{}' or '{}' is required", required->name, required->alternative)};
+    return Error{fmt::format("'{}' is required", required->name)};
+  }
 
-  if (!facts.model.empty()) {
-    // The model token's span, for an in-place rewrite. The body is known to
-    // be valid JSON now, which is what the scan needs to be exact.
-    if (auto raw = member_text(body, "model")) {
-      facts.model_offset = static_cast<std::size_t>(raw->data() - body.data());
-      facts.model_length = raw->size();
-    }
+  // Spans for in-place rewrites. The body is known to be valid JSON now,
+  // which is what the scan needs to be exact. The scan compares keys as
+  // written: a key spelled with escapes ("mod\u0065l") would be routed by
+  // its decoded name but not rewritten, so it is refused.
+  if (seen_model) {
+    auto raw = member_text(body, "model");
+    if (!raw) return Error{"the key 'model' must be written without escape sequences"};
+    facts.model_token = span_of(body, *raw);
+  }
+  if (seen_stream_options) {
+    auto raw = member_text(body, "stream_options");
+    if (!raw) return Error{"the key 'stream_options' must be written without escape sequences"};
+    facts.stream_options = span_of(body, *raw);
+    if (auto value = member_text(*raw, "include_usage"))
+      facts.include_usage_value = span_of(body, *value);
   }
   return facts;
 }
 
-std::string replace_model(std::string_view body, const RequestFacts& facts,
-                          std::string_view model) {
+namespace {
+
+struct Splice {
+  Span where;  // length 0: an insertion at where.offset
+  std::string text;
+};
+
+std::string json_string(std::string_view s) {
   std::string out;
-  out.reserve(body.size() + model.size() + 2);
-  out.append(body.substr(0, facts.model_offset));
+  out.reserve(s.size() + 2);
   out.push_back('"');
   // Model names come from the config; escape anyway so the JSON stays valid.
-  for (char c : model) {
+  for (char c : s) {
     if (c == '"' || c == '\\') out.push_back('\\');
     out.push_back(c);
   }
   out.push_back('"');
-  out.append(body.substr(facts.model_offset + facts.model_length));
+  return out;
+}
+
+std::vector<Splice> splices(std::string_view body, const RequestFacts& facts,
+                            std::string_view model, bool force_usage) {
+  std::vector<Splice> out;
+  if (facts.model_token.length > 0 &&
+      body.substr(facts.model_token.offset, facts.model_token.length) != json_string(model))
+    out.push_back({facts.model_token, json_string(model)});
+  if (force_usage && facts.stream && !facts.include_usage) {
+    constexpr std::string_view kTrue = "true";
+    if (facts.include_usage_value.length > 0) {
+      out.push_back({facts.include_usage_value, std::string(kTrue)});
+    } else if (facts.stream_options.length > 0) {
+      const auto value = body.substr(facts.stream_options.offset, facts.stream_options.length);
+      if (value == "null") {
+        out.push_back({facts.stream_options, R"({"include_usage":true})"});
+      } else {
+        // Inserted as the object's first member; a comma unless it was empty.
+        const bool empty = value.find_first_not_of(" \t\r\n", 1) == value.size() - 1;
+        out.push_back({{facts.stream_options.offset + 1, 0},
+                       empty ? R"("include_usage":true)" : R"("include_usage":true,)"});
+      }
+    } else {
+      // The body is an object with at least one member (validated).
+      out.push_back({{body.find('{') + 1, 0}, R"("stream_options":{"include_usage":true},)"});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Splice& a, const Splice& b) { return a.where.offset < b.where.offset; });
+  return out;
+}
+
+}  // namespace
+
+bool needs_rewrite(const RequestFacts& facts, std::string_view model, bool force_usage) {
+  if (force_usage && facts.stream && !facts.include_usage) return true;
+  // Without the body the token cannot be compared exactly; the name can.
+  return facts.model_token.length > 0 && facts.model != model;
+}
+
+std::string rewrite_request(std::string_view body, const RequestFacts& facts,
+                            std::string_view model, bool force_usage) {
+  std::string out;
+  out.reserve(body.size() + model.size() + 48);
+  std::size_t at = 0;
+  for (const auto& s : splices(body, facts, model, force_usage)) {
+    out.append(body.substr(at, s.where.offset - at));
+    out.append(s.text);
+    at = s.where.offset + s.where.length;
+  }
+  out.append(body.substr(at));
   return out;
 }
 

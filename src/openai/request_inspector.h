@@ -1,6 +1,6 @@
-// What the gateway needs to know of an OpenAI request body, found without
-// building a DOM of a possibly 300 KB agent prompt, and the in-place rewrite
-// of its `model` value.
+// What the gateway needs to know of a request body, found without building a
+// DOM of a possibly 300 KB agent prompt, and the one place that rewrites the
+// body for an engine (model name, forced usage reporting) byte for byte.
 #pragma once
 
 #include <cstddef>
@@ -13,16 +13,38 @@
 namespace switchyard::openai {
 
 // Which API the body is for: decides the required fields.
-enum class Endpoint { chat_completions, completions, embeddings, tokenize, detokenize };
+enum class Endpoint {
+  chat_completions,   // POST /v1/chat/completions
+  completions,        // POST /v1/completions
+  embeddings,         // POST /v1/embeddings
+  tokenize,           // POST /tokenize (llama.cpp)
+  detokenize,         // POST /detokenize
+  native_completion,  // POST /completion (llama.cpp's own API)
+  infill,             // POST /infill
+  apply_template,     // POST /apply-template
+  embedding,          // POST /embedding (llama.cpp's own API)
+  rerank,             // POST /v1/rerank, /reranking
+  messages,           // POST /v1/messages (Anthropic)
+  count_tokens,       // POST /v1/messages/count_tokens (Anthropic)
+};
+
+// Whether a request to `endpoint` runs on an engine slot (generation,
+// embeddings) rather than beside it (tokenizer and template calls).
+bool takes_slot(Endpoint endpoint);
+
+// A byte span of the body: [offset, offset + length); length 0 when absent.
+struct Span {
+  std::size_t offset = 0;
+  std::size_t length = 0;
+};
 
 struct RequestFacts {
   std::string model;  // empty when absent
-  // Byte span of the model's JSON string token (quotes included) in the body;
-  // length 0 when there is no model field.
-  std::size_t model_offset = 0;
-  std::size_t model_length = 0;
+  Span model_token;   // the model's JSON string token, quotes included
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  Span stream_options;         // the value of stream_options, when present
+  Span include_usage_value;    // the value of stream_options.include_usage, when present
 };
 
 // Validates the body (well-formed UTF-8 JSON object, required fields present,
@@ -43,7 +65,14 @@ class RequestInspector {
   std::unique_ptr<Impl> impl_;
 };
 
-// The body with the model value replaced by `model`, the rest byte for byte.
-std::string replace_model(std::string_view body, const RequestFacts& facts, std::string_view model);
+// The body as an engine should get it: the model value replaced by `model`
+// (when the body names one), and with `force_usage` the stream asked to end
+// with a usage chunk (stream_options.include_usage = true); the rest byte for
+// byte.
+std::string rewrite_request(std::string_view body, const RequestFacts& facts,
+                            std::string_view model, bool force_usage);
+
+// Whether rewrite_request() would change anything.
+bool needs_rewrite(const RequestFacts& facts, std::string_view model, bool force_usage);
 
 }  // namespace switchyard::openai

@@ -1,5 +1,7 @@
 #include "openai/usage.h"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 
 #include "openai/json_scan.h"
@@ -8,8 +10,7 @@ namespace switchyard::openai {
 
 namespace {
 
-std::optional<long> integer_member(std::string_view object, std::string_view key) {
-  auto text = member_text(object, key);
+std::optional<long> integer_text(std::optional<std::string_view> text) {
   if (!text) return std::nullopt;
   long n = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
@@ -19,19 +20,48 @@ std::optional<long> integer_member(std::string_view object, std::string_view key
 
 }  // namespace
 
-std::optional<Usage> find_usage(std::string_view json) {
-  auto usage = member_text(json, "usage");
-  if (!usage || !usage->starts_with('{')) return std::nullopt;
-  const auto prompt = integer_member(*usage, "prompt_tokens");
-  const auto completion = integer_member(*usage, "completion_tokens");
-  if (!prompt && !completion) return std::nullopt;
+void Usage::merge(const Usage& later) {
+  prompt_tokens = std::max(prompt_tokens, later.prompt_tokens);
+  completion_tokens = std::max(completion_tokens, later.completion_tokens);
+  cached_tokens = std::max(cached_tokens, later.cached_tokens);
+}
+
+std::optional<Usage> parse_usage_object(std::string_view usage) {
+  if (!usage.starts_with('{')) return std::nullopt;
+  static constexpr std::array<std::string_view, 6> keys{
+      "prompt_tokens", "completion_tokens", "prompt_tokens_details",
+      "input_tokens",  "output_tokens",     "cache_read_input_tokens"};
+  std::array<std::optional<std::string_view>, keys.size()> v;
+  member_texts(usage, keys, v);
   Usage u;
-  u.prompt_tokens = prompt.value_or(0);
-  u.completion_tokens = completion.value_or(0);
-  if (auto details = member_text(*usage, "prompt_tokens_details");
-      details && details->starts_with('{'))
-    u.cached_tokens = integer_member(*details, "cached_tokens").value_or(0);
+  if (integer_text(v[0]) || integer_text(v[1])) {  // OpenAI: prompt_tokens counts cached tokens too
+    u.prompt_tokens = integer_text(v[0]).value_or(0);
+    u.completion_tokens = integer_text(v[1]).value_or(0);
+    if (v[2] && v[2]->starts_with('{'))
+      u.cached_tokens = integer_text(member_text(*v[2], "cached_tokens")).value_or(0);
+    return u;
+  }
+  if (!integer_text(v[3]) && !integer_text(v[4])) return std::nullopt;
+  // Anthropic: input_tokens excludes what was read from the cache.
+  u.cached_tokens = integer_text(v[5]).value_or(0);
+  u.prompt_tokens = integer_text(v[3]).value_or(0) + u.cached_tokens;
+  u.completion_tokens = integer_text(v[4]).value_or(0);
   return u;
+}
+
+std::optional<Usage> find_usage(std::string_view json) {
+  static constexpr std::array<std::string_view, 4> keys{"usage", "message", "tokens_evaluated",
+                                                        "tokens_predicted"};
+  std::array<std::optional<std::string_view>, keys.size()> v;
+  member_texts(json, keys, v);
+  if (v[0]) return parse_usage_object(*v[0]);
+  if (v[1] && v[1]->starts_with('{')) {
+    if (auto inner = member_text(*v[1], "usage")) return parse_usage_object(*inner);
+  }
+  const auto evaluated = integer_text(v[2]);
+  const auto predicted = integer_text(v[3]);
+  if (!evaluated && !predicted) return std::nullopt;
+  return Usage{evaluated.value_or(0), predicted.value_or(0), 0};
 }
 
 }  // namespace switchyard::openai

@@ -313,13 +313,16 @@ export async function startGateway(config, { waitReady = true } = {}) {
   const cfg = writeConfig(config);
   const proc = new Proc(BIN, ['serve', '-c', cfg.file, '--listen', '127.0.0.1:0']);
   proc.engineGroups = () => enginePids(proc.output()).map((e) => e.pid);
+  // With API keys, /health shows the instances only to a key.
+  const key = typeof config === 'object' ? config.api_keys?.[0] : undefined;
+  const healthHeaders = key ? { authorization: `Bearer ${key}` } : {};
   const handle = {
     proc,
     configFile: cfg.file,
     output: () => proc.output(),
     /** [{name, pid}] of the engines the gateway started (pid = process group leader). */
     engines: () => enginePids(proc.output()),
-    health: async () => (await fetchJson(`${handle.url}/health`)).body,
+    health: async () => (await fetchJson(`${handle.url}/health`, { headers: healthHeaders })).body,
     /** The /health entry of instance `name` (undefined when it is not listed). */
     instance: async (name) => (await handle.health()).instances.find((i) => i.name === name),
     /** Waits until instance `name` reports `state` in /health; returns its entry. */

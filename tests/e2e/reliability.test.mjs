@@ -75,7 +75,7 @@ describe('the queue is bounded', () => {
       assert.ok(full, `one refused as queue full: ${both.map((r) => r.text).join(' | ')}`);
       expectError(assert, full, 429, { code: 'queue_full', type: 'rate_limit_error' });
       assert.ok(Number(full.headers.get('retry-after')) > 0, 'Retry-After on queue full');
-      assert.ok(full.ms < 300, `queue full is answered at once (${full.ms} ms)`);
+      assert.ok(full.ms < waited.ms, `queue full is answered at once, before the wait runs out (${full.ms} ms vs ${waited.ms} ms)`);
 
       expectError(assert, waited, 429, { code: 'queue_full', type: 'rate_limit_error', messageIncludes: 'came free within' });
       assert.ok(Number(waited.headers.get('retry-after')) > 0, 'Retry-After on a wait that ran out');
@@ -179,7 +179,11 @@ describe('retries before the first byte', () => {
     const res = await chat(gw.url, 2);
     expectError(assert, res, 502, { code: 'bad_gateway', type: 'upstream_error' });
     assert.ok(Date.now() - t0 < 3000, `answered promptly (${Date.now() - t0} ms)`);
-    for (const n of ['bad0', 'bad1', 'bad2']) assert.equal((await gw.instance(n)).state, 'ejected', n);
+    // Each tried once; at most half of the fleet is ejected on requests' word
+    // (outlier detection's cap): one of three.
+    const states = await Promise.all(['bad0', 'bad1', 'bad2'].map(async (n) => (await gw.instance(n)).state));
+    assert.equal(states.filter((s) => s === 'ejected').length, 1, states.join(','));
+    await gw.proc.waitForOutput(/failed_on=bad\d,bad\d,bad\d\b/, 5000);
     assert.ok(metricSum((await fetchJson(`${gw.url}/metrics`)).text, 'switchyard_retries_total', { model: MODEL }) >= 2);
   });
 
@@ -372,8 +376,9 @@ describe('graceful drain', () => {
       const queued = Array.from({ length: 4 }, () => chat(gw.url, 4));
       await waitForQueueDepth(gw.url, MODEL, 4);
 
+      const mark = gw.output().length;
       gw.proc.child.kill('SIGTERM');
-      await sleep(100);
+      await gw.proc.waitForOutput(/signal \d+: draining/, 5000, mark);
       const body = JSON.stringify({ model: MODEL, messages: USER_MESSAGES, max_tokens: 2 });
       await idle.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
       await idle.waitFor(/\r\n\r\n\{.*\}/s, 3000);

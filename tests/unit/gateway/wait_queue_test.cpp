@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "instance_table.h"
+
 namespace switchyard::gateway {
 namespace {
 
@@ -16,20 +18,20 @@ using Outcome = Admission::Outcome;
 // One model on one instance with one slot, and a queue in front of it.
 struct QueueFixture : testing::Test {
   void SetUp() override {
-    router.add_instance(0, "m", 1);
-    router.set_ready(0, true);
+    testing_support::add_instance(table, "m", 1);
     router.on_release([this](std::size_t, const std::string& model) { queue->dispatch(model); });
   }
   void make_queue(int max_length, std::chrono::milliseconds max_wait) {
     queue = std::make_unique<WaitQueue>(io.get_executor(), router,
                                         fleet::QueueOptions{max_length, max_wait});
+    this->max_wait = max_wait;
   }
   // Runs `acquire` as a coroutine; the result lands in `out`.
   void spawn_acquire(std::vector<Admission>& out) {
     net::co_spawn(
         io,
         [this, &out]() -> net::awaitable<void> {
-          Admission a = co_await queue->acquire("m", std::nullopt);
+          Admission a = co_await queue->acquire(query, false, max_wait);
           out.push_back(std::move(a));
         },
         net::detached);
@@ -40,8 +42,11 @@ struct QueueFixture : testing::Test {
   }
 
   net::io_context io;
-  Router router{fleet::RoutingPolicy::least_outstanding};
+  InstanceTable table;
+  Router router{table, make_routing_policy(fleet::RoutingPolicy::least_outstanding)};
   std::unique_ptr<WaitQueue> queue;
+  std::chrono::milliseconds max_wait{};
+  const RouteQuery query{"m", nullptr, {}, {}, {}};
 };
 
 TEST_F(QueueFixture, WaitersAreServedInOrderAsSlotsFree) {
@@ -91,7 +96,7 @@ TEST_F(QueueFixture, ACancelledWaiterLeavesTheQueue) {
       io,
       [&]() -> net::awaitable<void> {
         net::steady_timer client_leaves(io, 20ms);
-        auto r = co_await (queue->acquire("m", std::nullopt) ||
+        auto r = co_await (queue->acquire(query, false, max_wait) ||
                            client_leaves.async_wait(net::use_awaitable));
         cancelled = r.index() == 1;
       },
@@ -116,15 +121,18 @@ TEST_F(QueueFixture, ReleaseAllEndsEveryWait) {
 }
 
 TEST_F(QueueFixture, AWaiterAvoidingTheOnlyFreeInstanceKeepsWaiting) {
-  router.add_instance(1, "m", 1);
-  router.set_ready(1, true);
+  testing_support::add_instance(table, "m", 1);
   make_queue(8, 10s);
   std::vector<Admission> got;
   spawn_acquire(got);
   spawn_acquire(got);  // both instances busy now
   std::optional<Admission> retry;
+  const std::vector<std::size_t> tried{0};
   net::co_spawn(
-      io, [&]() -> net::awaitable<void> { retry = co_await queue->acquire("m", std::size_t{0}); },
+      io,
+      [&]() -> net::awaitable<void> {
+        retry = co_await queue->acquire(RouteQuery{"m", nullptr, {}, {}, tried}, true, 10s);
+      },
       net::detached);
   run_for(20ms);
   ASSERT_FALSE(retry);
@@ -136,6 +144,25 @@ TEST_F(QueueFixture, AWaiterAvoidingTheOnlyFreeInstanceKeepsWaiting) {
   run_for(20ms);
   ASSERT_TRUE(retry);
   EXPECT_EQ(retry->lease.instance(), 1u);
+}
+
+TEST_F(QueueFixture, ARetryGoesAheadOfTheLine) {
+  make_queue(8, 10s);
+  std::vector<Admission> got;
+  for (int i = 0; i < 3; ++i) spawn_acquire(got);  // one granted, two waiting
+  std::optional<Admission> retry;
+  net::co_spawn(
+      io, [&]() -> net::awaitable<void> { retry = co_await queue->acquire(query, true, 10s); },
+      net::detached);
+  run_for(20ms);
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_FALSE(retry);
+  got[0].lease = RouteLease();  // the slot frees: the retry gets it, not the older waiters
+  run_for(20ms);
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->outcome, Outcome::granted);
+  EXPECT_EQ(got.size(), 1u);
+  EXPECT_EQ(queue->depth("m"), 2);
 }
 
 }  // namespace

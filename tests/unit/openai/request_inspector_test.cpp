@@ -17,7 +17,7 @@ TEST(RequestInspector, ExtractsModelStreamAndUsageFlag) {
   EXPECT_EQ(facts->model, "default");
   EXPECT_TRUE(facts->stream);
   EXPECT_TRUE(facts->include_usage);
-  EXPECT_EQ(body.substr(facts->model_offset, facts->model_length), "\"default\"");
+  EXPECT_EQ(body.substr(facts->model_token.offset, facts->model_token.length), "\"default\"");
 }
 
 TEST(RequestInspector, ReplacesOnlyTheModelValue) {
@@ -26,7 +26,7 @@ TEST(RequestInspector, ReplacesOnlyTheModelValue) {
       R"({"model":"default","messages":[{"role":"user","content":"model: \"default\""}]})";
   auto facts = inspector.inspect(body, E::chat_completions);
   ASSERT_TRUE(facts);
-  EXPECT_EQ(replace_model(body, *facts, "qwen-27b"),
+  EXPECT_EQ(rewrite_request(body, *facts, "qwen-27b", false),
             R"({"model":"qwen-27b","messages":[{"role":"user","content":"model: \"default\""}]})");
 }
 
@@ -37,7 +37,7 @@ TEST(RequestInspector, LocatesTheTopLevelModelAfterNestedOnes) {
   auto facts = inspector.inspect(body, E::chat_completions);
   ASSERT_TRUE(facts) << facts.error().message;
   EXPECT_EQ(facts->model, "default");
-  EXPECT_EQ(replace_model(body, *facts, "qwen"),
+  EXPECT_EQ(rewrite_request(body, *facts, "qwen", false),
             R"({"messages":[{"role":"user","content":"x","model":"no"}],"model":"qwen"})");
 }
 
@@ -47,6 +47,66 @@ TEST(RequestInspector, AbsentModelIsEmpty) {
   ASSERT_TRUE(facts);
   EXPECT_TRUE(facts->model.empty());
   EXPECT_FALSE(facts->stream);
+}
+
+TEST(RequestInspector, ForcesUsageReportingWithoutTouchingTheRest) {
+  RequestInspector inspector;
+  const auto forced = [&](const std::string& body) {
+    auto facts = inspector.inspect(body, E::chat_completions);
+    EXPECT_TRUE(facts) << facts.error().message;
+    EXPECT_TRUE(needs_rewrite(*facts, "m", true));
+    return rewrite_request(body, *facts, "m", true);
+  };
+  EXPECT_EQ(
+      forced(R"({"model":"m","stream":true,"messages":[{}]})"),
+      R"({"stream_options":{"include_usage":true},"model":"m","stream":true,"messages":[{}]})");
+  EXPECT_EQ(
+      forced(R"({"model":"m","stream":true,"stream_options":{},"messages":[{}]})"),
+      R"({"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{}]})");
+  EXPECT_EQ(
+      forced(R"({"model":"m","stream":true,"stream_options":{"x":1},"messages":[{}]})"),
+      R"({"model":"m","stream":true,"stream_options":{"include_usage":true,"x":1},"messages":[{}]})");
+  EXPECT_EQ(
+      forced(
+          R"({"model":"m","stream":true,"stream_options":{"include_usage":false},"messages":[{}]})"),
+      R"({"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{}]})");
+  EXPECT_EQ(
+      forced(R"({"model":"m","stream":true,"stream_options":null,"messages":[{}]})"),
+      R"({"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{}]})");
+  // Both rewrites in one body, each in place.
+  const std::string body = R"({"model":"alias","stream":true,"messages":[{"content":"x"}]})";
+  auto facts = inspector.inspect(body, E::chat_completions);
+  ASSERT_TRUE(facts);
+  EXPECT_EQ(
+      rewrite_request(body, *facts, "engine", true),
+      R"({"stream_options":{"include_usage":true},"model":"engine","stream":true,"messages":[{"content":"x"}]})");
+}
+
+TEST(RequestInspector, NothingToRewriteWhenTheClientAskedForUsageOrDoesNotStream) {
+  RequestInspector inspector;
+  auto asked = inspector.inspect(
+      R"({"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{}]})",
+      E::chat_completions);
+  ASSERT_TRUE(asked);
+  EXPECT_FALSE(needs_rewrite(*asked, "m", true));
+  auto whole = inspector.inspect(R"({"model":"m","messages":[{}]})", E::chat_completions);
+  ASSERT_TRUE(whole);
+  EXPECT_FALSE(needs_rewrite(*whole, "m", true));
+  EXPECT_TRUE(needs_rewrite(*whole, "other", true));
+}
+
+TEST(RequestInspector, LlamacppAndAnthropicEndpointsNeedTheirFields) {
+  RequestInspector inspector;
+  EXPECT_TRUE(inspector.inspect(R"({"prompt":"x","n_predict":4})", E::native_completion));
+  EXPECT_TRUE(inspector.inspect(R"({"input_prefix":"a","input_suffix":"b"})", E::infill));
+  EXPECT_TRUE(inspector.inspect(R"({"content":"x"})", E::embedding));
+  EXPECT_TRUE(inspector.inspect(R"({"input":"x"})", E::embedding));
+  EXPECT_TRUE(inspector.inspect(R"({"query":"q","documents":["a"]})", E::rerank));
+  EXPECT_TRUE(inspector.inspect(
+      R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]})", E::messages));
+  EXPECT_FALSE(takes_slot(E::count_tokens));
+  EXPECT_FALSE(takes_slot(E::apply_template));
+  EXPECT_TRUE(takes_slot(E::messages));
 }
 
 struct BadCase {
@@ -90,7 +150,13 @@ INSTANTIATE_TEST_SUITE_P(
                 "'input' must be a string or an array"},
         BadCase{R"({"model":"m","content":5})", E::tokenize, "'content' must be a string"},
         BadCase{"{\"model\":\"m\",\"messages\":[{\"content\":\"\xff\"}]}", E::chat_completions,
-                "not valid UTF-8"}));
+                "not valid UTF-8"},
+        BadCase{R"({"mod\u0065l":"echo","messages":[{}]})", E::chat_completions,
+                "without escape sequences"},
+        BadCase{R"({"model":"m"})", E::native_completion, "'prompt' is required"},
+        BadCase{R"({"n":1})", E::embedding, "'content' or 'input' is required"},
+        BadCase{R"({"documents":["a"]})", E::rerank, "'query' is required"},
+        BadCase{R"({"model":"m","max_tokens":5})", E::messages, "'messages' is required"}));
 
 }  // namespace
 }  // namespace switchyard::openai

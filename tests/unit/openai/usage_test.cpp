@@ -53,6 +53,31 @@ TEST(FindUsage, StreamChunkWithNullUsageHasNone) {
   EXPECT_FALSE(find_usage(R"({"choices":[]})"));
 }
 
+TEST(FindUsage, AnthropicCountsCachedInputAsPrompt) {
+  // llama-server's message_start (captured): usage inside `message`.
+  const auto start =
+      find_usage(R"({"type":"message_start","message":{"id":"x","model":"/m.gguf","usage":)"
+                 R"({"cache_read_input_tokens":45,"input_tokens":1,"output_tokens":0}}})");
+  ASSERT_TRUE(start);
+  EXPECT_EQ(start->prompt_tokens, 46);
+  EXPECT_EQ(start->cached_tokens, 45);
+  auto delta = find_usage(
+      R"({"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":12}})");
+  ASSERT_TRUE(delta);
+  Usage total = *start;
+  total.merge(*delta);
+  EXPECT_EQ(total.prompt_tokens, 46);
+  EXPECT_EQ(total.completion_tokens, 12);
+}
+
+TEST(FindUsage, LlamacppNativeCompletion) {
+  const auto u = find_usage(
+      R"({"content":"","stop":true,"tokens_predicted":16,"tokens_evaluated":7,"timings":{}})");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(u->prompt_tokens, 7);
+  EXPECT_EQ(u->completion_tokens, 16);
+}
+
 TEST(FindUsage, BrokenInputIsNotAnError) {
   EXPECT_FALSE(find_usage(""));
   EXPECT_FALSE(find_usage("{\"usage\":{\"prompt_tokens\":1"));

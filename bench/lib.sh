@@ -1,0 +1,69 @@
+# Shell helpers shared by the benchmarks in bench/ (sourced, not run).
+# The caller sets `pids` (processes to stop at exit), `work` (its folder)
+# and `wait_load` (see wait_for_quiet) before using them.
+
+die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+stop_pid() {  # stop one process we started, bounded, and forget it
+  local p="$1" i
+  kill -TERM "$p" 2>/dev/null || true
+  for i in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$p" 2>/dev/null || true
+  wait "$p" 2>/dev/null || true
+  local keep_pids=() q
+  for q in "${pids[@]}"; do [[ "$q" != "$p" ]] && keep_pids+=("$q"); done
+  pids=("${keep_pids[@]}")
+}
+
+free_ports() {  # N distinct free loopback ports
+  python3 - "$1" <<'EOF'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+EOF
+}
+
+wait_http() {  # URL, seconds: until it answers 200
+  local url="$1" secs="$2" i
+  for i in $(seq $((secs * 10))); do
+    [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$url" || true)" == 200 ]] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+wait_for_quiet() {
+  [[ "$wait_load" == 0 || "$wait_load" == 0.0 ]] && return 0
+  local i
+  for i in $(seq 60); do
+    awk -v l="$(load1)" -v t="$wait_load" 'BEGIN{exit !(l < t)}' && return 0
+    (( i == 1 )) && echo "waiting (at most 600 s) for the 1-min load average ($(load1)) to drop below $wait_load ..." >&2
+    sleep 10
+  done
+  echo "warning: load average still $(load1) after 600 s; measuring anyway" >&2
+}
+
+# What both nginx configs share, up to their servers: one process in the
+# foreground, its files under DIR, long-lived keep-alive connections, and
+# the http block's access_log directive.
+nginx_common() {
+  local d="$1" access_log="$2"
+  cat <<EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log warn;
+events { worker_connections 4096; }
+http {
+  $access_log
+  client_body_temp_path $d/tmp/body; proxy_temp_path $d/tmp/proxy;
+  fastcgi_temp_path $d/tmp/fastcgi; uwsgi_temp_path $d/tmp/uwsgi; scgi_temp_path $d/tmp/scgi;
+  keepalive_timeout 75s;
+  keepalive_requests 100000000;
+EOF
+}
+

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# What relaying a stream costs: Switchyard against nginx (issue 11).
+#
+# A simulated engine with no delays (`switchyard sim --preset fast`) streams
+# chat completions; `switchyard bench` sends C concurrent streams of L tokens
+# each through
+#   nginx-proxy  nginx proxy_pass (proxy_buffering off, keepalive, 1 worker) → sim
+#   switchyard   build/switchyard serve (one I/O thread)                     → sim
+# one after the other in one run, and reports for each the relay's CPU time
+# (utime + stime of the proxy process, from /proc) per 1,000 chunks and the
+# chunks per second delivered.
+#
+# Usage: bench/streaming.sh [options]
+#   --streams N       concurrent streams (default 64)
+#   --tokens N        tokens per stream (default 256)
+#   --requests N      streams per case (default 512)
+#   --rounds N        repeat both cases N times (default 2)
+#   --wait-load L     first wait (at most 600 s) for the 1-min load average < L (default 1.0; 0: no wait)
+#   --binary PATH     the switchyard binary (default build/switchyard)
+#   --out DIR         keep configs, logs and bench JSON in DIR (default: a temp dir)
+#
+# Needs nginx (Debian: nginx-light; installed when missing and run as root).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+
+streams=64
+tokens=256
+requests=512
+rounds=2
+wait_load=1.0
+binary="$repo/build/switchyard"
+out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --streams) streams="$2"; shift 2 ;;
+    --tokens) tokens="$2"; shift 2 ;;
+    --requests) requests="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --wait-load) wait_load="$2"; shift 2 ;;
+    --binary) binary="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+for n in "$streams" "$tokens" "$requests" "$rounds"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "'$n' is not a positive whole number"
+done
+[[ -x "$binary" ]] || die "no switchyard binary at $binary (build: make build)"
+NGINX="$(command -v nginx || true)"; [[ -z "$NGINX" && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
+if [[ -z "$NGINX" ]]; then
+  [[ "$(id -u)" == 0 ]] || die "nginx is missing: sudo apt-get install -y nginx-light"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y nginx-light >/dev/null || die "apt-get install nginx-light failed"
+  NGINX=/usr/sbin/nginx
+fi
+command -v python3 >/dev/null || die "python3 is needed"
+command -v curl >/dev/null || die "curl is needed"
+
+keep=0
+if [[ -n "$out" ]]; then mkdir -p "$out"; work="$(cd "$out" && pwd)"; keep=1
+else work="$(mktemp -d /tmp/sy-streaming.XXXXXX)"; fi
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do stop_pid "$p"; done
+  (( keep )) || rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+read -r sim_port proxy_port gw_port <<<"$(free_ports 3)"
+mkdir -p "$work/proxy/tmp"
+
+"$binary" sim --preset fast --host 127.0.0.1 --port "$sim_port" --alias m --slots "$streams" \
+  >"$work/sim.log" 2>&1 &
+pids+=($!)
+cat >"$work/proxy/nginx.conf" <<EOF
+$(nginx_common "$work/proxy" "access_log $work/proxy/access.log;")
+  upstream sim { server 127.0.0.1:$sim_port; keepalive 128; }
+  server {
+    listen 127.0.0.1:$proxy_port;
+    location / {
+      proxy_pass http://sim;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+EOF
+"$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -e "$work/proxy/error.log" &
+proxy_pid=$!; pids+=("$proxy_pid")
+cat >"$work/fleet.yaml" <<EOF
+listen: 127.0.0.1:$gw_port
+instances:
+  - {name: sim, model: m, url: "http://127.0.0.1:$sim_port", slots: $streams}
+EOF
+"$binary" serve -c "$work/fleet.yaml" >"$work/switchyard.log" 2>&1 &
+gw_pid=$!; pids+=("$gw_pid")
+wait_http "http://127.0.0.1:$sim_port/health" 10 || die "the sim did not start: $(tail -3 "$work/sim.log")"
+wait_http "http://127.0.0.1:$proxy_port/health" 10 || die "nginx did not start: $(cat "$work/proxy/error.log")"
+wait_http "http://127.0.0.1:$gw_port/health" 20 || die "switchyard did not become ready: $(tail -5 "$work/switchyard.log")"
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+wait_for_quiet
+
+printf '%-12s %5s %10s %12s %14s %10s\n' case round chunks cpu_ms "cpu_ms/1k" "chunks/s"
+summary="$work/summary.txt"; : >"$summary"
+for round in $(seq "$rounds"); do
+  for case in nginx-proxy switchyard; do
+    if [[ "$case" == nginx-proxy ]]; then port=$proxy_port; pid=$proxy_pid; else port=$gw_port; pid=$gw_pid; fi
+    json="$work/$case-$round.json"
+    before=$(cpu_ticks "$pid")
+    "$binary" bench --url "http://127.0.0.1:$port" --model m --input-len 64 --output-len "$tokens" \
+      --concurrency "$streams" --requests-per-step "$requests" --warmup 0 --json "$json" \
+      >"$work/$case-$round.log" 2>&1 || die "bench through $case failed: $(tail -3 "$work/$case-$round.log")"
+    after=$(cpu_ticks "$pid")
+    python3 - "$json" "$case" "$round" "$(( (after - before) * 1000 / hz ))" >>"$summary" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+chunks = sum(r["content_chunks"] for r in doc["requests"] if r.get("error") is None)
+wall = doc["steps"][0]["wall_s"]
+cpu_ms = int(sys.argv[4])
+print(f"{sys.argv[2]:<12} {sys.argv[3]:>5} {chunks:>10} {cpu_ms:>12} {cpu_ms * 1000 / max(chunks, 1):>14.2f} "
+      f"{chunks / wall if wall else 0:>10.0f}")
+PY
+    tail -1 "$summary"
+  done
+done

@@ -1,0 +1,19 @@
+// The account stage, run for every request however it ended: the metrics
+// and the access log line.
+#pragma once
+
+#include "gateway/pipeline.h"
+#include "obs/gateway_metrics.h"
+
+namespace switchyard::gateway {
+
+class Accounting {
+ public:
+  explicit Accounting(obs::GatewayMetrics& metrics) : metrics_(metrics) {}
+  void finish(const http::RequestHead& head, const RequestRecord& record);
+
+ private:
+  obs::GatewayMetrics& metrics_;
+};
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,106 @@
+#include "gateway/info_routes.h"
+
+#include <boost/json.hpp>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/json_text.h"
+#include "openai/api_error.h"
+
+namespace switchyard::gateway {
+
+namespace {
+
+long long now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool served(const std::string& model, const InstanceTable& instances) {
+  for (const auto& inst : instances)
+    if (inst->model() == model && inst->routable()) return true;
+  return false;
+}
+
+boost::json::object model_object(const fleet::ModelConfig& m, long long created) {
+  boost::json::array aliases;
+  for (const auto& a : m.aliases) aliases.emplace_back(a);
+  return {{"id", m.name},
+          {"object", "model"},
+          {"created", created},
+          {"owned_by", "switchyard"},
+          {"aliases", std::move(aliases)}};
+}
+
+boost::json::object alias_object(const std::string& alias, const std::string& model,
+                                 long long created) {
+  return {{"id", alias},
+          {"object", "model"},
+          {"created", created},
+          {"owned_by", "switchyard"},
+          {"alias_of", model}};
+}
+
+}  // namespace
+
+http::Response models_response(const ModelCatalog& catalog, const InstanceTable& instances) {
+  const auto created = now_seconds();
+  boost::json::array data;
+  for (const auto& m : catalog.models()) {
+    if (!served(m.name, instances)) continue;
+    data.push_back(model_object(m, created));
+    for (const auto& a : m.aliases) data.push_back(alias_object(a, m.name, created));
+  }
+  return http::json_response(200,
+                             to_json_text(boost::json::object{{"object", "list"}, {"data", data}}));
+}
+
+http::Response model_response(std::string_view id, const ModelCatalog& catalog,
+                              const InstanceTable& instances) {
+  const auto model = catalog.resolve(id);
+  if (!model || !served(*model, instances))
+    return openai::error_response(openai::ApiError::not_found(
+        fmt::format("the model '{}' does not exist or has no ready instance; served models: {}", id,
+                    catalog.describe()),
+        "model_not_found"));
+  const auto created = now_seconds();
+  for (const auto& m : catalog.models()) {
+    if (m.name != *model) continue;
+    const auto body =
+        m.name == id ? model_object(m, created) : alias_object(std::string(id), m.name, created);
+    return http::json_response(200, to_json_text(body));
+  }
+  return openai::error_response(openai::ApiError::internal("the catalog changed"));
+}
+
+http::Response health_response(const obs::StatusSnapshot& status, bool detail) {
+  bool any = false;
+  boost::json::array instances;
+  for (const auto& inst : status.instances) {
+    any |= inst.routable;
+    if (!detail) continue;
+    instances.push_back(boost::json::object{{"name", inst.name},
+                                            {"model", inst.model},
+                                            {"state", inst.health},
+                                            {"admin", inst.admin},
+                                            {"url", inst.url},
+                                            {"gpus", inst.gpus},
+                                            {"slots", inst.slots},
+                                            {"in_flight", inst.in_flight}});
+  }
+  const bool ok = any && !status.draining;
+  boost::json::object body{{"status", status.draining ? "draining" : ok ? "ok" : "unavailable"}};
+  if (detail) {
+    boost::json::array models;
+    for (const auto& m : status.models)
+      models.push_back(boost::json::object{{"name", m.name}, {"queued", m.queued}});
+    body["instances"] = std::move(instances);
+    body["models"] = std::move(models);
+  }
+  return http::json_response(ok ? 200 : 503, to_json_text(body));
+}
+
+}  // namespace switchyard::gateway

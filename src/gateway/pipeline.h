@@ -1,0 +1,79 @@
+// The request path as a short chain of stages, after Envoy's filter chain
+// without its machinery: each stage looks at the request's context and
+// either lets the next one run or answers the request itself.
+//
+//   screen (head) → authenticate (head) → resolve → admit → route → forward
+//   → account (always)
+//
+// screen and authenticate run on the headers alone, before the body is read
+// (Gateway::screen); the rest run on the whole request (Pipeline::run).
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gateway/request_record.h"
+#include "gateway/route_query.h"
+#include "gateway/router.h"
+#include "gateway/routes.h"
+#include "http/exchange.h"
+#include "openai/api_error.h"
+#include "openai/request_inspector.h"
+
+namespace switchyard::gateway {
+
+// Everything known of one request as it passes the stages. Lives on the
+// request's coroutine frame; stages keep no pointers into it past run().
+struct RequestContext {
+  RequestContext(http::Request& r, http::Exchange& e, const Route& route_)
+      : request(r), exchange(e), route(route_) {}
+
+  http::Request& request;
+  http::Exchange& exchange;
+  const Route& route;
+  RequestRecord record;
+
+  // Set by resolve.
+  openai::RequestFacts facts;
+  std::string model;         // the canonical model the request runs on
+  std::string client_model;  // the name the client asked for (what responses say)
+
+  // Set by route, and again by forward for each retry.
+  RouteLease lease;                   // the slot, for calls that take one
+  std::optional<std::size_t> target;  // the instance chosen
+  std::vector<std::size_t> tried;     // instances an attempt failed on
+
+  RouteQuery query() const {
+    return RouteQuery{model, &facts, {}, {}, std::span<const std::size_t>(tried)};
+  }
+
+  // Answers with `error` in the route's dialect and records it.
+  boost::asio::awaitable<void> answer(const openai::ApiError& error, bool close = false);
+};
+
+enum class Verdict {
+  next,      // the following stage runs
+  answered,  // the request is answered (or its client gone): the chain stops
+};
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  virtual boost::asio::awaitable<Verdict> run(RequestContext& ctx) = 0;
+};
+
+// The stages in order. Runs them until one answers; never throws.
+class Pipeline {
+ public:
+  // The stages must outlive the pipeline.
+  explicit Pipeline(std::vector<Stage*> stages) : stages_(std::move(stages)) {}
+  boost::asio::awaitable<void> run(RequestContext& ctx);
+
+ private:
+  std::vector<Stage*> stages_;
+};
+
+}  // namespace switchyard::gateway

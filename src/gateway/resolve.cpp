@@ -1,0 +1,48 @@
+#include "gateway/resolve.h"
+
+#include <fmt/format.h>
+
+namespace switchyard::gateway {
+
+using openai::ApiError;
+
+boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
+  auto facts = inspector_.inspect(ctx.request.body, *ctx.route.endpoint);
+  if (!facts) {
+    const ApiError error = ApiError::bad_request(facts.error().message);
+    co_await ctx.answer(error);
+    co_return Verdict::answered;
+  }
+  ctx.facts = std::move(*facts);
+  std::optional<std::string> model;
+  if (ctx.facts.model.empty()) {
+    // As llama-server does, a body without a model is served (by the
+    // default model) when there is no doubt which one is meant.
+    model = catalog_.default_model();
+    if (!model) {
+      const ApiError error = ApiError::bad_request(
+          fmt::format("'model' is required (there is no 'default' alias); served models: {}",
+                      catalog_.describe()),
+          "model");
+      co_await ctx.answer(error);
+      co_return Verdict::answered;
+    }
+    ctx.client_model = *model;
+  } else {
+    model = catalog_.resolve(ctx.facts.model);
+    if (!model) {
+      const ApiError error =
+          ApiError::not_found(fmt::format("the model '{}' does not exist; served models: {}",
+                                          ctx.facts.model, catalog_.describe()),
+                              "model_not_found");
+      co_await ctx.answer(error);
+      co_return Verdict::answered;
+    }
+    ctx.client_model = ctx.facts.model;
+  }
+  ctx.model = std::move(*model);
+  ctx.record.model = ctx.model;
+  co_return Verdict::next;
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,23 @@
+// The resolve stage: checks the body (valid JSON of the route's API, fields
+// of the right type) and finds the model it runs on, through the aliases.
+#pragma once
+
+#include "gateway/model_catalog.h"
+#include "gateway/pipeline.h"
+#include "openai/request_inspector.h"
+
+namespace switchyard::gateway {
+
+class Resolve final : public Stage {
+ public:
+  // `catalog` is read at each request (a reload assigns it anew) and must
+  // outlive the stage.
+  explicit Resolve(const ModelCatalog& catalog) : catalog_(catalog) {}
+  boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
+
+ private:
+  const ModelCatalog& catalog_;
+  openai::RequestInspector inspector_;
+};
+
+}  // namespace switchyard::gateway

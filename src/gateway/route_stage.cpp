@@ -1,0 +1,98 @@
+#include "gateway/route_stage.h"
+
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <fmt/format.h>
+
+namespace switchyard::gateway {
+
+namespace net = boost::asio;
+using net::awaitable;
+using namespace net::experimental::awaitable_operators;
+using openai::ApiError;
+
+namespace {
+
+std::string seconds_text(std::chrono::milliseconds d) {
+  return fmt::format("{:g} s", std::chrono::duration<double>(d).count());
+}
+
+}  // namespace
+
+awaitable<Verdict> RouteStage::run(RequestContext& ctx) {
+  switch (co_await route(ctx, /*retry=*/false, queue_options_.max_wait)) {
+    case Routed::ok:
+      co_return Verdict::next;
+    case Routed::answered:
+      co_return Verdict::answered;
+    case Routed::none_left:
+      break;
+  }
+  // Nothing is ready and nothing is on its way: waiting would not help.
+  const ApiError error = ApiError::unavailable(
+      fmt::format("no instance of '{}' is ready or starting; see /health", ctx.model),
+      "no_instance_ready");
+  co_await ctx.answer(error);
+  co_return Verdict::answered;
+}
+
+awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
+                                                std::chrono::milliseconds max_wait) {
+  const RouteQuery query = ctx.query();
+  Router::Refusal why = Router::Refusal::all_slots_busy;
+  if (!takes_slot(*ctx.route.endpoint)) {
+    // Tokenizer and template calls are cheap and run beside generation in
+    // the engine: any routable instance, no slot, no queue.
+    ctx.target = router_.pick_any(query, &why);
+    if (ctx.target) co_return Routed::ok;
+    co_return Routed::none_left;
+  }
+  // The common case needs no waiting, and no race with the client.
+  if (retry || queue_.depth(ctx.model) == 0) {
+    if (auto lease = router_.acquire(query, &why)) {
+      ctx.target = lease->instance();
+      ctx.lease = std::move(*lease);
+      co_return Routed::ok;
+    }
+    if (why == Router::Refusal::no_instance_ready) co_return Routed::none_left;
+  }
+  auto waited =
+      co_await (queue_.acquire(query, retry, max_wait) || ctx.exchange.until_client_gone());
+  if (waited.index() == 1) {
+    ctx.record.client_gone = true;
+    co_return Routed::answered;
+  }
+  Admission admission = std::get<0>(std::move(waited));
+  metrics_.observe_queue_wait(ctx.model, admission.waited_seconds);
+  switch (admission.outcome) {
+    case Admission::Outcome::granted:
+      ctx.target = admission.lease.instance();
+      ctx.lease = std::move(admission.lease);
+      co_return Routed::ok;
+    case Admission::Outcome::queue_full: {
+      const ApiError error = ApiError::rate_limited(
+          fmt::format("the queue for '{}' is full ({} waiting); retry shortly", ctx.model,
+                      queue_options_.max_length));
+      co_await ctx.answer(error);
+      co_return Routed::answered;
+    }
+    case Admission::Outcome::timed_out: {
+      const ApiError error = ApiError::rate_limited(fmt::format(
+          "no slot of '{}' came free within {}; retry shortly", ctx.model, seconds_text(max_wait)));
+      co_await ctx.answer(error);
+      co_return Routed::answered;
+    }
+    case Admission::Outcome::shutting_down: {
+      const ApiError error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
+      co_await ctx.answer(error);
+      co_return Routed::answered;
+    }
+    case Admission::Outcome::cancelled:
+      ctx.record.client_gone = true;
+      co_return Routed::answered;
+  }
+  co_return Routed::answered;
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,42 @@
+// The route stage: a slot on an instance of the request's model (or, for
+// calls that take none, an instance), at once or after waiting in the
+// model's queue. The forward stage comes back here for each retry.
+#pragma once
+
+#include <chrono>
+
+#include "fleet/fleet_config.h"
+#include "gateway/pipeline.h"
+#include "gateway/router.h"
+#include "gateway/wait_queue.h"
+#include "obs/gateway_metrics.h"
+
+namespace switchyard::gateway {
+
+class RouteStage final : public Stage {
+ public:
+  // All references must outlive the stage.
+  RouteStage(Router& router, WaitQueue& queue, const fleet::QueueOptions& queue_options,
+             obs::GatewayMetrics& metrics)
+      : router_(router), queue_(queue), queue_options_(queue_options), metrics_(metrics) {}
+
+  boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
+
+  enum class Routed {
+    ok,        // ctx.target (and for slot calls ctx.lease) is set
+    answered,  // refused with an answer, or the client left while waiting
+    none_left  // no instance the request has not tried is ready or coming
+  };
+  // Chooses an instance for `ctx`, never one in ctx.tried. A retry goes
+  // ahead of the queue and waits no longer than `max_wait`.
+  boost::asio::awaitable<Routed> route(RequestContext& ctx, bool retry,
+                                       std::chrono::milliseconds max_wait);
+
+ private:
+  Router& router_;
+  WaitQueue& queue_;
+  const fleet::QueueOptions& queue_options_;
+  obs::GatewayMetrics& metrics_;
+};
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,44 @@
+#include "gateway/routes.h"
+
+namespace switchyard::gateway {
+
+namespace {
+
+using openai::Dialect;
+using openai::Endpoint;
+
+// llama.cpp's server answers its own paths and the OpenAI ones; the
+// Anthropic Messages API is served by llama-server and vLLM alike.
+constexpr Route kRoutes[] = {
+    {"/v1/chat/completions", "POST", RouteKind::proxy, Endpoint::chat_completions, true},
+    {"/v1/completions", "POST", RouteKind::proxy, Endpoint::completions, true},
+    {"/v1/embeddings", "POST", RouteKind::proxy, Endpoint::embeddings, true},
+    {"/v1/messages", "POST", RouteKind::proxy, Endpoint::messages, true, Dialect::anthropic},
+    {"/v1/messages/count_tokens", "POST", RouteKind::proxy, Endpoint::count_tokens, true,
+     Dialect::anthropic},
+    {"/v1/rerank", "POST", RouteKind::proxy, Endpoint::rerank, true},
+    {"/completion", "POST", RouteKind::proxy, Endpoint::native_completion, true},
+    {"/infill", "POST", RouteKind::proxy, Endpoint::infill, true},
+    {"/embedding", "POST", RouteKind::proxy, Endpoint::embedding, true},
+    {"/reranking", "POST", RouteKind::proxy, Endpoint::rerank, true},
+    {"/rerank", "POST", RouteKind::proxy, Endpoint::rerank, true},
+    {"/apply-template", "POST", RouteKind::proxy, Endpoint::apply_template, true},
+    {"/tokenize", "POST", RouteKind::proxy, Endpoint::tokenize, true},
+    {"/detokenize", "POST", RouteKind::proxy, Endpoint::detokenize, true},
+    {"/v1/models", "GET", RouteKind::models, std::nullopt, true},
+    {"/v1/models/", "GET", RouteKind::model, std::nullopt, true, Dialect::openai, true},
+    {"/health", "GET", RouteKind::health, std::nullopt, false},
+    {"/metrics", "GET", RouteKind::metrics, std::nullopt, false},
+};
+
+}  // namespace
+
+const Route* find_route(std::string_view path) {
+  for (const auto& r : kRoutes) {
+    if (r.prefix ? path.size() > r.path.size() && path.starts_with(r.path) : path == r.path)
+      return &r;
+  }
+  return nullptr;
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,35 @@
+// The gateway's route table: path → what answers it. Forwarded routes name
+// the API their body speaks (the inspector's endpoint) and the dialect their
+// errors take.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "openai/api_error.h"
+#include "openai/request_inspector.h"
+
+namespace switchyard::gateway {
+
+enum class RouteKind {
+  proxy,    // forwarded to an instance of the body's model
+  models,   // GET /v1/models
+  model,    // GET /v1/models/{id}
+  health,   // GET /health
+  metrics,  // GET /metrics
+};
+
+struct Route {
+  std::string_view path;  // exact, or a prefix when `prefix`
+  std::string_view method;
+  RouteKind kind;
+  std::optional<openai::Endpoint> endpoint;  // set for proxy routes
+  bool needs_key;                            // when API keys are configured
+  openai::Dialect dialect = openai::Dialect::openai;
+  bool prefix = false;
+};
+
+// The route for a request path, or null.
+const Route* find_route(std::string_view path);
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,27 @@
+// A cursor over the fleet's instances, so that policies spread ties evenly
+// instead of always favouring the first instance.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "gateway/routing/policy.h"
+
+namespace switchyard::gateway {
+
+class Rotation {
+ public:
+  // The position in `free` (fleet order) where the rotation continues: the
+  // first instance after the last one picked, wrapping around.
+  std::size_t start(std::span<const Candidate> free) const {
+    for (std::size_t i = 0; i < free.size(); ++i)
+      if (free[i].index >= next_) return i;
+    return 0;
+  }
+  void picked(const Candidate& c) { next_ = c.index + 1; }
+
+ private:
+  std::size_t next_ = 0;
+};
+
+}  // namespace switchyard::gateway

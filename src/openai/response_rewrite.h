@@ -1,0 +1,43 @@
+// What a client sees of an engine's response, changed as little as
+// possible: the model named as the client asked for it (llama-server names
+// its file path unless started with --alias), the usage-only chunk dropped
+// when the gateway asked for it and the client did not, and the usage noted
+// on the way past. Bytes are spliced, never re-serialised.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "openai/usage.h"
+
+namespace switchyard::openai {
+
+class ResponseRewriter {
+ public:
+  // `client_model`: the name the client asked for (empty: leave names as
+  // they are). `strip_usage_chunk`: the client did not ask for the stream's
+  // usage chunk (`"choices":[]` with `usage`), which the gateway forced.
+  ResponseRewriter(std::string client_model, bool strip_usage_chunk);
+
+  // A whole non-streamed JSON body, rewritten in place.
+  void rewrite_body(std::string& json);
+
+  // One SSE event, its blank line included: appends to `out` what the client
+  // should get of it (nothing for a stripped chunk).
+  void rewrite_event(std::string_view event, std::string& out);
+
+  // Usage seen so far (merged over a stream's events).
+  const std::optional<Usage>& usage() const { return usage_; }
+
+ private:
+  // Appends `json` to `out` with its model tokens replaced.
+  void splice_models(std::string_view json, std::string& out) const;
+  void note_usage(std::string_view json);
+
+  std::string model_token_;  // the client's model as a JSON string; empty: no rewrite
+  bool strip_usage_chunk_;
+  std::optional<Usage> usage_;
+};
+
+}  // namespace switchyard::openai

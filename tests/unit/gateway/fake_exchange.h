@@ -1,0 +1,52 @@
+// The client's side of an exchange, for tests of stages: records what the
+// handler answered and never goes away.
+#pragma once
+
+#include <boost/asio.hpp>
+
+#include <string>
+#include <vector>
+
+#include "http/exchange.h"
+
+namespace switchyard::gateway::testing_support {
+
+class FakeExchange final : public http::Exchange {
+ public:
+  boost::asio::awaitable<bool> respond(http::Response response) override {
+    status = response.status;
+    body = std::move(response.body);
+    started_ = true;
+    co_return true;
+  }
+  boost::asio::awaitable<bool> start_stream(int s, http::Headers) override {
+    status = s;
+    started_ = true;
+    co_return true;
+  }
+  boost::asio::awaitable<bool> send_chunk(std::string_view data) override {
+    chunks.emplace_back(data);
+    co_return true;
+  }
+  boost::asio::awaitable<bool> end_stream() override { co_return true; }
+  // Never gone: waits until cancelled.
+  boost::asio::awaitable<bool> until_client_gone() override {
+    boost::asio::steady_timer forever(co_await boost::asio::this_coro::executor,
+                                      boost::asio::steady_timer::time_point::max());
+    co_await forever.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+    co_return false;
+  }
+  void watch_client(std::function<void()>) override {}
+  void unwatch_client() override {}
+  bool started() const override { return started_; }
+  void abort_connection() override {}
+
+  int status = 0;
+  std::string body;
+  std::vector<std::string> chunks;
+
+ private:
+  bool started_ = false;
+};
+
+}  // namespace switchyard::gateway::testing_support

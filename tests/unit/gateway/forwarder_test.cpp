@@ -1,0 +1,175 @@
+#include "gateway/forwarder.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+
+#include <memory>
+#include <vector>
+
+#include "fake_engine.h"
+#include "fake_exchange.h"
+#include "gateway/route_stage.h"
+#include "gateway/wait_queue.h"
+#include "instance_table.h"
+
+namespace switchyard::gateway {
+namespace {
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+using testing_support::FakeEngine;
+using testing_support::FakeExchange;
+
+constexpr std::string_view kOk =
+    R"({"object":"chat.completion","model":"/models/engine.gguf","choices":[],)"
+    R"("usage":{"prompt_tokens":3,"completion_tokens":2}})";
+
+// Engines, the router and queue in front of them, and the route and forward
+// stages, all on one io_context as in the gateway.
+struct ForwarderTest : testing::Test {
+  void add(FakeEngine& engine) {
+    auto& inst = testing_support::add_instance(table, "m", 1);
+    inst.url = http::Url{"127.0.0.1", engine.port(), ""};
+    inst.pool =
+        std::make_unique<http::UpstreamPool>(io.get_executor(), *inst.url, http::UpstreamOptions{});
+  }
+  // Starts one request through route → forward; `done` counts finished ones.
+  void send(FakeExchange& exchange) {
+    net::co_spawn(
+        io,
+        [this, &exchange]() -> net::awaitable<void> {
+          http::Request request;
+          request.head.method = "POST";
+          request.head.target = "/v1/chat/completions";
+          request.body = R"({"model":"alias","messages":[{"role":"user","content":"hi"}]})";
+          RequestContext ctx(request, exchange, *find_route("/v1/chat/completions"));
+          ctx.facts =
+              *openai::RequestInspector().inspect(request.body, openai::Endpoint::chat_completions);
+          ctx.model = "m";
+          ctx.client_model = "alias";
+          if (co_await route.run(ctx) == Verdict::next) co_await forwarder.run(ctx);
+          records.push_back(ctx.record);
+        },
+        [](std::exception_ptr e) {
+          if (e) std::rethrow_exception(e);
+        });
+  }
+  void run_until(std::size_t finished) {
+    for (int i = 0; i < 500 && records.size() < finished; ++i) io.run_for(10ms);
+  }
+
+  net::io_context io;
+  InstanceTable table;
+  std::vector<std::size_t> reported;
+  bool eject_on_report = true;
+  std::vector<std::size_t> succeeded;
+  Router router{table, make_routing_policy(fleet::RoutingPolicy::round_robin)};
+  fleet::QueueOptions queue_options{8, 10s};
+  WaitQueue queue{io.get_executor(), router, queue_options};
+  obs::GatewayMetrics metrics;
+  RouteStage route{router, queue, queue_options, metrics};
+  ForwardOptions options{3, 30s};
+  Forwarder forwarder{Upstreams{table,
+                                [this](std::size_t i, const std::string&) {
+                                  reported.push_back(i);
+                                  if (eject_on_report)
+                                    table[i]->state = fleet::InstanceState::ejected;
+                                },
+                                [this](std::size_t i) { succeeded.push_back(i); }},
+                      route, options, metrics};
+  std::vector<RequestRecord> records;
+
+  void SetUp() override {
+    router.on_release([this](std::size_t, const std::string& model) { queue.dispatch(model); });
+  }
+};
+
+TEST_F(ForwarderTest, NamesTheClientsModelAndCountsUsage) {
+  FakeEngine engine(io, 200, std::string(kOk));
+  add(engine);
+  FakeExchange client;
+  send(client);
+  run_until(1);
+  ASSERT_EQ(records.size(), 1u) << "engine saw " << engine.requests
+                                << " request(s): " << engine.last_body;
+  EXPECT_EQ(client.status, 200);
+  EXPECT_NE(client.body.find(R"("model":"alias")"), std::string::npos) << client.body;
+  ASSERT_TRUE(records[0].usage);
+  EXPECT_EQ(records[0].usage->completion_tokens, 2);
+  EXPECT_EQ(succeeded, std::vector<std::size_t>{0}) << "a served request clears the record";
+  // The engine got its own name for the model.
+  EXPECT_NE(engine.last_body.find(R"("model":"m")"), std::string::npos) << engine.last_body;
+}
+
+TEST_F(ForwarderTest, AFailedInstanceIsReportedBeforeItsSlotGoesToAWaiter) {
+  FakeEngine failing(io, 503, R"({"error":{"message":"busy"}})");
+  FakeEngine slow(io, 200, std::string(kOk), 50ms);
+  add(failing);
+  add(slow);
+  FakeExchange a, b, c;
+  send(a);  // round robin: instance 0, which fails
+  send(b);  // instance 1, slow
+  send(c);  // waits for a slot
+  run_until(3);
+  ASSERT_EQ(records.size(), 3u);
+  // Had instance 0's slot been released before it was ejected, the waiter
+  // would have been sent there too and failed.
+  EXPECT_EQ(failing.requests, 1);
+  EXPECT_EQ(slow.requests, 3);
+  EXPECT_EQ(reported, std::vector<std::size_t>{0});
+  EXPECT_EQ(a.status, 200);
+  EXPECT_EQ(c.status, 200);
+}
+
+TEST_F(ForwarderTest, NeverRetriesOnAnInstanceAlreadyTried) {
+  FakeEngine one(io, 503, "{}");
+  FakeEngine two(io, 502, "{}");
+  add(one);
+  add(two);
+  // Reported instances come back at once: only the request's own memory of
+  // where it failed keeps it from going round again.
+  eject_on_report = false;
+  FakeExchange client;
+  send(client);
+  run_until(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(client.status, 502);
+  EXPECT_EQ(one.requests + two.requests, 2);
+  EXPECT_EQ(records[0].failed_on.size(), 2u);
+}
+
+TEST_F(ForwarderTest, TheRetryBudgetEndsAttemptsEarly) {
+  FakeEngine one(io, 503, "{}", 30ms);
+  FakeEngine two(io, 503, "{}", 30ms);
+  add(one);
+  add(two);
+  options.retry_budget = 10ms;  // spent by the first attempt
+  FakeExchange client;
+  send(client);
+  run_until(1);
+  EXPECT_EQ(client.status, 502);
+  EXPECT_EQ(records.at(0).attempts, 1);
+  EXPECT_EQ(one.requests + two.requests, 1);
+}
+
+TEST_F(ForwarderTest, ARequestOnAnInstanceEjectedMeanwhileMovesOnAtOnce) {
+  FakeEngine hung(io, 200, std::string(kOk), 1h);
+  FakeEngine good(io, 200, std::string(kOk));
+  add(hung);
+  add(good);
+  FakeExchange client;
+  send(client);  // round robin: the hung instance
+  for (int i = 0; i < 100 && hung.requests == 0; ++i) io.run_for(10ms);
+  ASSERT_EQ(hung.requests, 1);
+  table[0]->state = fleet::InstanceState::ejected;  // as a probe would find it
+  forwarder.abandon_unanswered(0);
+  run_until(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_EQ(good.requests, 1);
+  EXPECT_EQ(records[0].failed_on, std::vector<std::string>{"i0"});
+}
+
+}  // namespace
+}  // namespace switchyard::gateway

@@ -1,0 +1,78 @@
+#include "openai/response_rewrite.h"
+
+#include <gtest/gtest.h>
+
+namespace switchyard::openai {
+namespace {
+
+TEST(ResponseRewriter, NamesTheClientsModelInABodyAndKeepsTheRest) {
+  ResponseRewriter r("qwen-27b", false);
+  std::string body =
+      R"({"choices":[{"message":{"content":"\"model\":\"x\""}}],"model":"/models/stories260K.gguf",)"
+      R"("usage":{"prompt_tokens":3,"completion_tokens":4}})";
+  r.rewrite_body(body);
+  EXPECT_EQ(body, R"({"choices":[{"message":{"content":"\"model\":\"x\""}}],"model":"qwen-27b",)"
+                  R"("usage":{"prompt_tokens":3,"completion_tokens":4}})");
+  ASSERT_TRUE(r.usage());
+  EXPECT_EQ(r.usage()->completion_tokens, 4);
+}
+
+TEST(ResponseRewriter, RewritesEveryChunkAndAnthropicsMessageStart) {
+  ResponseRewriter r("claude-local", false);
+  std::string out;
+  r.rewrite_event("data: {\"choices\":[],\"model\":\"/m.gguf\",\"object\":\"x\"}\n\n", out);
+  EXPECT_EQ(out, "data: {\"choices\":[],\"model\":\"claude-local\",\"object\":\"x\"}\n\n");
+  out.clear();
+  r.rewrite_event(
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"a\","
+      "\"model\":\"/m.gguf\",\"usage\":{\"input_tokens\":2,\"output_tokens\":0}}}\n\n",
+      out);
+  EXPECT_EQ(out,
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"a\","
+            "\"model\":\"claude-local\",\"usage\":{\"input_tokens\":2,\"output_tokens\":0}}}\n\n");
+  ASSERT_TRUE(r.usage());
+  EXPECT_EQ(r.usage()->prompt_tokens, 2);
+  out.clear();
+  r.rewrite_event("data: [DONE]\n\n", out);
+  EXPECT_EQ(out, "data: [DONE]\n\n");
+}
+
+TEST(ResponseRewriter, DropsOnlyTheForcedUsageChunk) {
+  ResponseRewriter r("m", true);
+  std::string out;
+  const std::string finish =
+      "data: "
+      "{\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"delta\":{}}],\"model\":\"m\"}\n\n";
+  r.rewrite_event(finish, out);
+  r.rewrite_event(
+      "data: "
+      "{\"choices\":[],\"model\":\"m\",\"usage\":{\"completion_tokens\":16,\"prompt_tokens\":46}}"
+      "\n\n",
+      out);
+  r.rewrite_event("data: [DONE]\n\n", out);
+  EXPECT_EQ(out, finish + "data: [DONE]\n\n");
+  ASSERT_TRUE(r.usage());
+  EXPECT_EQ(r.usage()->prompt_tokens, 46);
+  EXPECT_EQ(r.usage()->completion_tokens, 16);
+}
+
+TEST(ResponseRewriter, KeepsTheUsageChunkWhenTheClientAskedForIt) {
+  ResponseRewriter r("m", false);
+  std::string out;
+  const std::string usage =
+      "data: "
+      "{\"choices\":[],\"model\":\"m\",\"usage\":{\"completion_tokens\":1,\"prompt_tokens\":2}}"
+      "\n\n";
+  r.rewrite_event(usage, out);
+  EXPECT_EQ(out, usage);
+}
+
+TEST(ResponseRewriter, AnEmptyClientModelChangesNothing) {
+  ResponseRewriter r("", false);
+  std::string body = R"({"model":"/x.gguf","tokens":[1,2]})";
+  r.rewrite_body(body);
+  EXPECT_EQ(body, R"({"model":"/x.gguf","tokens":[1,2]})");
+}
+
+}  // namespace
+}  // namespace switchyard::openai
