@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 
+#include <chrono>
 #include <climits>
-#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -44,7 +44,14 @@ struct SimFlags {
   std::optional<double> over_report;
   std::optional<double> speed_factor;
   std::optional<std::uint64_t> seed;
-  std::string alias = "sim";
+  // The name served: --alias, else the model file's path (as llama-server
+  // and vLLM report a model started without a name).
+  std::optional<std::string> alias;
+  std::string model_path = "/models/sim.gguf";
+  double keep_alive_timeout = 5;
+  std::optional<unsigned> keep_alive_max;
+  bool list_presets = false;
+  bool reranking = false;
   sim::FaultOptions faults;
 };
 
@@ -102,7 +109,13 @@ Result<Resolved> resolve(const SimFlags& f) {
   return r;
 }
 
+int list_presets() {
+  for (const auto& p : sim::presets()) std::cout << sim::preset_line(p) << "\n";
+  return 0;
+}
+
 int run_sim(const SimFlags& flags) {
+  if (flags.list_presets) return list_presets();
   auto resolved = resolve(flags);
   if (!resolved) {
     std::cerr << "switchyard sim: " << resolved.error().message << "\n";
@@ -113,18 +126,29 @@ int run_sim(const SimFlags& flags) {
   sim::Engine engine(io.get_executor(), options);
   std::unique_ptr<http::Handler> api;
   http::ServerOptions server_options;
+  // Idle connections close after the timeout in both engines (cpp-httplib,
+  // uvicorn's timeout_keep_alive); only cpp-httplib caps requests per
+  // connection and says so in a Keep-Alive header.
+  server_options.keep_alive_idle = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(flags.keep_alive_timeout));
   if (resolved->dialect == "vllm") {
     sim::VllmApiOptions o;
-    o.model_name = flags.alias;
+    o.model_name = flags.alias.value_or(flags.model_path);
+    o.model_path = flags.model_path;
     o.faults = flags.faults;
     api = std::make_unique<sim::VllmApi>(engine, o);
     server_options.server_name = "uvicorn";
+    server_options.keep_alive_max = flags.keep_alive_max.value_or(0);
   } else {
     sim::LlamacppApiOptions o;
     o.model_alias = flags.alias;
+    o.model_path = flags.model_path;
+    o.reranking = flags.reranking;
     o.faults = flags.faults;
     api = std::make_unique<sim::LlamacppApi>(engine, o);
     server_options.server_name = "llama.cpp";
+    server_options.keep_alive_max = flags.keep_alive_max.value_or(100);
+    server_options.advertise_keep_alive = true;
   }
   server_options.address = flags.host;
   server_options.port = static_cast<std::uint16_t>(flags.port);
@@ -137,11 +161,9 @@ int run_sim(const SimFlags& flags) {
   server.start();
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](auto, int) { io.stop(); });
-  const double step = engine.scheduler().timing().decode_seconds(1);
-  const double tokens_per_second = step > 0 ? 1 / step : INFINITY;
-  // Parsed by the gateway's supervisor and by tests: keep the wording.
-  spdlog::info("sim ({} dialect, {} slots, {:.4g} tok/s, speed x{}) listening on {}:{}",
-               resolved->dialect, options.scheduler.max_seqs, tokens_per_second,
+  // Tests wait for "listening on HOST:PORT": keep that wording.
+  spdlog::info("sim ({} dialect, {} slots, {}, speed x{}) listening on {}:{}", resolved->dialect,
+               options.scheduler.max_seqs, sim::describe_speed(options.scheduler.timing),
                options.speed_factor, flags.host, *port);
   if (flags.preset) spdlog::info("sim: preset {}", *flags.preset);
   io.run();
@@ -154,9 +176,11 @@ Command add_sim_command(CLI::App& app) {
   auto flags = std::make_shared<SimFlags>();
   auto* sub = app.add_subcommand(
       "sim", "A simulated engine (llama-server's or vLLM's API) for tests and demos without a GPU");
-  sub->add_option("--preset", flags->preset,
-                  "Calibrated engine model: 7900xtx-27b-q4, 7900xtx-blower-27b-q4, r9700-27b-q4, "
-                  "2x7900xtx-tp2-vllm, fast (explicit flags override its values)");
+  sub->add_option(
+      "--preset", flags->preset,
+      "Calibrated engine model: 7900xtx-27b-q4, 7900xtx-blower-27b-q4, r9700-27b-q4, "
+      "2x7900xtx-tp2-vllm, fast (--list-presets describes them; explicit flags override "
+      "its values)");
   sub->add_option("--dialect", flags->dialect,
                   "API dialect to speak (default: the preset's, "
                   "else llamacpp)")
@@ -165,8 +189,26 @@ Command add_sim_command(CLI::App& app) {
   sub->add_option("--port", flags->port, "Port to listen on (0: any free port)")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  sub->add_option("--alias,-a,--served-model-name", flags->alias, "Model name the engine serves")
+  sub->add_flag("--list-presets", flags->list_presets,
+                "Print one line per preset (what it models, its tok/s) and exit");
+  sub->add_option("--alias,-a,--served-model-name", flags->alias,
+                  "Model name the engine serves and reports (default: --model-path, as "
+                  "llama-server and vLLM report a model started without a name)");
+  sub->add_option("--model-path,-m,--model", flags->model_path,
+                  "Path of the simulated model file, shown in /props and as the model name "
+                  "without --alias")
       ->capture_default_str();
+  sub->add_option("--keep-alive-timeout", flags->keep_alive_timeout,
+                  "Close a keep-alive connection idle this many seconds, as llama-server and "
+                  "vLLM do after 5 (fractions allowed; not scaled by --speed-factor)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--keep-alive-max", flags->keep_alive_max,
+                  "Close a connection after this many requests, the last one answered "
+                  "'Connection: close' (0: no limit; default 100 as llama-server, vllm none)")
+      ->check(CLI::Range(0u, 1u << 30));
+  sub->add_flag("--reranking,--rerank", flags->reranking,
+                "llamacpp: serve /rerank, /reranking and /v1/rerank (else 501, as llama-server)");
 
   const std::string model = "Engine model (docs/sim.md)";
   sub->add_option("--slots,--parallel,--max-num-seqs", flags->slots,

@@ -1,5 +1,6 @@
 #include "http/server.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <charconv>
@@ -21,7 +22,14 @@ constexpr std::chrono::milliseconds kWatchTick{50};
 
 struct Server::State : std::enable_shared_from_this<Server::State> {
   State(net::any_io_executor ex, Handler& h, ServerOptions o)
-      : executor(ex), handler(h), options(std::move(o)), acceptor(ex), watches(ex, kWatchTick) {}
+      : executor(ex),
+        handler(h),
+        options(std::move(o)),
+        keep_alive_value(keep_alive_header(options)),
+        acceptor(ex),
+        watches(ex, kWatchTick) {}
+
+  static std::string keep_alive_header(const ServerOptions& o);
 
   awaitable<void> accept_loop();
   awaitable<void> session(tcp::socket socket);
@@ -30,6 +38,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   net::any_io_executor executor;
   Handler& handler;
   const ServerOptions options;
+  const std::string keep_alive_value;  // of the Keep-Alive header; empty: not sent
   // Owned by the accept loop.
   tcp::acceptor acceptor;
   // Shared by the sessions, on the executor's thread.
@@ -46,19 +55,24 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 // frame for the duration of one request.
 class SessionExchange final : public Exchange {
  public:
+  // `keep_alive_value`: of the Keep-Alive header a kept-alive response
+  // carries (empty: none); it must outlive the exchange.
   SessionExchange(tcp::socket& socket, SocketDeadline& deadline, ClientWatches& watches,
-                  const ServerOptions& options, unsigned version, bool keep_alive)
+                  const ServerOptions& options, unsigned version, bool keep_alive,
+                  std::string_view keep_alive_value = {})
       : socket_(socket),
         deadline_(deadline),
         watches_(watches),
         options_(options),
         version_(version),
-        keep_alive_(keep_alive) {}
+        keep_alive_(keep_alive),
+        keep_alive_value_(keep_alive_value) {}
 
   awaitable<bool> respond(Response response) override {
     // A handler may end the connection after this response.
     if (auto c = response.headers.find("connection"); c && iequals(*c, "close"))
       keep_alive_ = false;
+    advertise_keep_alive(response.headers);
     if (!status_has_body(response.status)) response.body.clear();
     const std::string head =
         response_head(response.status, version_, response.headers, options_.server_name,
@@ -71,6 +85,7 @@ class SessionExchange final : public Exchange {
 
   awaitable<bool> start_stream(int status, Headers headers) override {
     if (!chunked()) keep_alive_ = false;
+    advertise_keep_alive(headers);
     const std::string head =
         response_head(status, version_, headers, options_.server_name,
                       chunked() ? Framing::chunked() : Framing::no_body(), keep_alive_);
@@ -142,6 +157,10 @@ class SessionExchange final : public Exchange {
   // HTTP/1.0 has no chunked encoding: a stream's body ends with the connection.
   bool chunked() const { return version_ != 10; }
 
+  void advertise_keep_alive(Headers& headers) const {
+    if (keep_alive_ && !keep_alive_value_.empty()) headers.set("Keep-Alive", keep_alive_value_);
+  }
+
   // Up to three buffers written in one gather write; unused ones are empty.
   using Pieces = std::array<net::const_buffer, 3>;
 
@@ -159,6 +178,7 @@ class SessionExchange final : public Exchange {
   const ServerOptions& options_;
   unsigned version_;
   bool keep_alive_;
+  std::string_view keep_alive_value_;
   bool started_ = false;
   bool streaming_ = false;
   bool ok_ = true;
@@ -176,6 +196,17 @@ awaitable<bool> write_response(tcp::socket& socket, SocketDeadline& deadline,
 }
 
 }  // namespace
+
+std::string Server::State::keep_alive_header(const ServerOptions& o) {
+  if (!o.advertise_keep_alive) return {};
+  std::string value;
+  if (o.keep_alive_idle)
+    value = fmt::format(
+        "timeout={}", std::chrono::duration_cast<std::chrono::seconds>(*o.keep_alive_idle).count());
+  if (o.keep_alive_max > 0)
+    value += fmt::format("{}max={}", value.empty() ? "" : ", ", o.keep_alive_max);
+  return value;
+}
 
 Server::Server(net::any_io_executor executor, Handler& handler, ServerOptions options)
     : state_(std::make_shared<State>(executor, handler, std::move(options))) {}
@@ -246,6 +277,11 @@ awaitable<void> Server::State::session(tcp::socket socket) {
   // Outside the loop: it may already hold the start of a pipelined request.
   beast::flat_buffer buffer;
   bool answered = false;  // whether a request was answered on this connection
+  unsigned requests = 0;  // read on this connection, for keep_alive_max
+  // Waiting for a request counts as keep-alive idle time when that is bounded.
+  const auto header_timeout = options.keep_alive_idle
+                                  ? std::min(options.header_timeout, *options.keep_alive_idle)
+                                  : options.header_timeout;
 
   for (;;) {
     RequestParser parser;  // fresh per message
@@ -257,7 +293,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     // After an answer the next request is rarely there yet (let_loop_run).
     if (answered && buffer.size() == 0 && active.load(std::memory_order_relaxed) > 0)
       co_await let_loop_run(socket);
-    deadline.expires_after(options.header_timeout);
+    deadline.expires_after(header_timeout);
     auto [read_ec, n] = co_await beast_http::async_read_header(socket, buffer, parser, use_tuple);
     deadline.expires_never();
     const bool header_timed_out = deadline.expired();
@@ -328,7 +364,10 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     }
 
     Request request{std::move(head), std::move(parser.body)};
-    SessionExchange exchange(socket, deadline, watches, options, version, parser.keep_alive());
+    ++requests;
+    const bool last = options.keep_alive_max > 0 && requests >= options.keep_alive_max;
+    SessionExchange exchange(socket, deadline, watches, options, version,
+                             parser.keep_alive() && !last, keep_alive_value);
     ++active;
     co_await handler.handle(std::move(request), exchange);
     --active;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -30,6 +31,19 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{std::chrono::seconds(60)};
   // Value of the Server header.
   std::string server_name = "switchyard";
+  // Keep-alive limits as engines set them (the simulator: cpp-httplib's 5 s and
+  // 100 requests, uvicorn's 5 s); all off for the gateway's own server.
+  // A connection that sends no request for this long is closed without an
+  // answer (it also bounds reading the headers once a request starts).
+  // nullopt: only header_timeout applies.
+  std::optional<std::chrono::milliseconds> keep_alive_idle;
+  // Requests served on one connection; the last response says
+  // `Connection: close`. 0: no limit.
+  unsigned keep_alive_max = 0;
+  // Whether every response on a connection kept open carries
+  // `Keep-Alive: timeout=T, max=M` (cpp-httplib does; T in whole seconds,
+  // rounded down, so it never promises more than keep_alive_idle).
+  bool advertise_keep_alive = false;
 };
 
 class Server {

@@ -142,6 +142,10 @@ std::variant<CompletionJob, RequestError> parse_completion(Endpoint endpoint,
   return job;
 }
 
+void mark_simulated(http::Headers& headers) {
+  headers.add("X-Simulated", "switchyard-sim");
+}
+
 std::string sse_event(const json::value& v) {
   return "data: " + to_json_text(v) + "\n\n";
 }
@@ -206,7 +210,8 @@ awaitable<void> CompletionRunner::complete(CompletionJob job, CompletionFormat& 
     if (job.stream) {
       http::Headers headers = format.stream_headers();
       if (!co_await exchange.start_stream(200, std::move(headers))) co_return;
-      const std::vector<std::string> opening = format.open_events();
+      const PromptStats prompt{seq.state().n_prompt, seq.state().cached};
+      const std::vector<std::string> opening = format.open_events(prompt);
       for (const std::string& event : opening)
         if (!co_await exchange.send_chunk(event)) co_return;
     }

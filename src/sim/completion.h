@@ -21,8 +21,9 @@
 
 namespace switchyard::sim {
 
-// Which request shape: OpenAI chat, OpenAI text, llama-server's /completion.
-enum class Endpoint { chat, text, native };
+// Which request shape: OpenAI chat, OpenAI text, llama-server's /completion,
+// Anthropic's Messages API.
+enum class Endpoint { chat, text, native, messages };
 
 struct CompletionJob {
   Endpoint endpoint = Endpoint::chat;
@@ -73,13 +74,19 @@ struct CompletionResult {
   SeqId task = 0;
 };
 
+// The prompt as admitted, known when the first token is.
+struct PromptStats {
+  int prompt_tokens = 0;
+  int cached_tokens = 0;
+};
+
 // One dialect's wire format for one completion request.
 class CompletionFormat {
  public:
   virtual ~CompletionFormat() = default;
   virtual http::Headers stream_headers() const = 0;
   // Whole SSE events ("data: ...\n\n"), in order.
-  virtual std::vector<std::string> open_events() { return {}; }
+  virtual std::vector<std::string> open_events(const PromptStats&) { return {}; }
   // `count` is the number of tokens produced so far, this one included.
   virtual std::string token_event(Token token, std::string_view piece, int count) = 0;
   virtual std::vector<std::string> close_events(const CompletionResult& result) = 0;
@@ -123,6 +130,9 @@ class CompletionRunner {
 };
 
 // Helpers the dialects share.
+// Adds the header that tells a client it talks to a simulator (no real engine
+// sends it); every response of both dialects carries it.
+void mark_simulated(http::Headers& headers);
 std::string sse_event(const boost::json::value& v);
 double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b);
 

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/anthropic_format.h"
 #include "sim/completion.h"
 #include "sim/llamacpp_format.h"
 
@@ -44,6 +45,7 @@ struct LlamacppApi::Impl {
         options(std::move(o)),
         faults(options.faults),
         runner(engine, faults),
+        model_name(options.model_alias.value_or(options.model_path)),
         id_rng(e.options().seed ^ 0x9e3779b97f4a7c15ull),
         started(std::chrono::system_clock::now()) {}
 
@@ -59,6 +61,7 @@ struct LlamacppApi::Impl {
   http::Response tokenize(const json::object& body) const;
   http::Response detokenize(const json::object& body) const;
   http::Response apply_template(const json::object& body) const;
+  http::Response count_tokens(const json::object& body) const;
   std::variant<CompletionJob, http::Response> parse_job(Endpoint endpoint,
                                                         const json::object& body) const;
   std::string new_id();
@@ -67,6 +70,7 @@ struct LlamacppApi::Impl {
   const LlamacppApiOptions options;
   Faults faults;
   CompletionRunner runner;
+  const std::string model_name;  // in every response, /v1/models and /props
   std::mt19937_64 id_rng;
   const std::chrono::system_clock::time_point started;
 };
@@ -117,11 +121,19 @@ http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
   if (path == "/v1/embeddings" || path == "/embeddings" || path == "/embedding")
     return error_reply(501, "This server does not support embeddings. Start it with `--embeddings`",
                        "not_supported_error");
+  const bool rerank =
+      path == "/rerank" || path == "/reranking" || path == "/v1/rerank" || path == "/v1/reranking";
+  if (rerank && !options.reranking)
+    return error_reply(501, "This server does not support reranking. Start it with `--reranking`",
+                       "not_supported_error");
   std::optional<Endpoint> endpoint;
   if (path == "/v1/chat/completions" || path == "/chat/completions") endpoint = Endpoint::chat;
   if (path == "/v1/completions" || path == "/completions") endpoint = Endpoint::text;
-  if (path == "/completion") endpoint = Endpoint::native;
-  const bool other = path == "/tokenize" || path == "/detokenize" || path == "/apply-template";
+  if (path == "/completion" || path == "/completions/infill" || path == "/infill")
+    endpoint = Endpoint::native;
+  if (path == "/v1/messages") endpoint = Endpoint::messages;
+  const bool other = path == "/tokenize" || path == "/detokenize" || path == "/apply-template" ||
+                     path == "/v1/messages/count_tokens" || rerank;
   if (!endpoint && !other) return error_reply(404, "File Not Found", "not_found_error");
 
   boost::system::error_code ec;
@@ -131,10 +143,17 @@ http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
     std::string why = ec ? ec.message() : "the request body is not a JSON object";
     return error_reply(500, "[json.exception.parse_error.101] parse error: " + why, "server_error");
   }
-  const auto& body = parsed.get_object();
+  auto& body = parsed.get_object();
   if (path == "/tokenize") return tokenize(body);
   if (path == "/detokenize") return detokenize(body);
   if (path == "/apply-template") return apply_template(body);
+  if (path == "/v1/messages/count_tokens") return count_tokens(body);
+  if (rerank) return llamacpp::rerank(body, engine.tokenizer(), model_name);
+  if (path.ends_with("infill")) {
+    auto prompt = llamacpp::infill_prompt(body);
+    if (auto* e = std::get_if<RequestError>(&prompt)) return request_error(*e);
+    body["prompt"] = std::get<std::string>(std::move(prompt));
+  }
   auto parsed_job = parse_job(*endpoint, body);
   if (auto* error = std::get_if<http::Response>(&parsed_job)) return std::move(*error);
   job = std::get<CompletionJob>(std::move(parsed_job));
@@ -143,9 +162,13 @@ http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
 
 std::variant<CompletionJob, http::Response> LlamacppApi::Impl::parse_job(
     Endpoint endpoint, const json::object& body) const {
-  auto parsed = parse_completion(endpoint, body, engine.tokenizer(), options.model_alias);
+  auto parsed = endpoint == Endpoint::messages
+                    ? anthropic::parse_messages(body, engine.tokenizer(), model_name)
+                    : parse_completion(endpoint, body, engine.tokenizer(), model_name);
   if (auto* error = std::get_if<RequestError>(&parsed)) return request_error(*error);
   auto& job = std::get<CompletionJob>(parsed);
+  // llama-server answers with its own name, not the one asked for.
+  job.model = model_name;
   // llama-server refuses a prompt that does not fit its slot's context (with
   // both sizes in the error), and stops generation where the context ends.
   const int n_prompt = static_cast<int>(job.prompt.size());
@@ -177,7 +200,7 @@ std::optional<http::Response> LlamacppApi::Impl::route_get(std::string_view path
 }
 
 http::Response LlamacppApi::Impl::models() const {
-  const auto& alias = options.model_alias;
+  const auto& alias = model_name;
   json::object details{{"parent_model", ""},   {"format", "gguf"},
                        {"family", ""},         {"families", json::array{""}},
                        {"parameter_size", ""}, {"quantization_level", ""}};
@@ -220,7 +243,7 @@ http::Response LlamacppApi::Impl::props() const {
   json::object body{
       {"default_generation_settings", std::move(settings)},
       {"total_slots", engine.max_seqs()},
-      {"model_alias", options.model_alias},
+      {"model_alias", model_name},
       {"model_ftype", "Q4_K - Medium (simulated)"},
       {"model_path", options.model_path},
       {"modalities", json::object{{"vision", false}, {"video", false}, {"audio", false}}},
@@ -353,6 +376,13 @@ http::Response LlamacppApi::Impl::detokenize(const json::object& body) const {
     }
   }
   return json_reply(200, json::object{{"content", engine.tokenizer().detokenize(ids)}});
+}
+
+http::Response LlamacppApi::Impl::count_tokens(const json::object& body) const {
+  auto parsed = anthropic::parse_messages(body, engine.tokenizer(), model_name);
+  if (auto* e = std::get_if<RequestError>(&parsed)) return request_error(*e);
+  const int n = static_cast<int>(std::get<CompletionJob>(parsed).prompt.size());
+  return json_reply(200, json::object{{"input_tokens", n}});
 }
 
 http::Response LlamacppApi::Impl::apply_template(const json::object& body) const {

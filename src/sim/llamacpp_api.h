@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "http/exchange.h"
@@ -13,11 +14,14 @@
 namespace switchyard::sim {
 
 struct LlamacppApiOptions {
-  // Name the model is served as (llama-server -a); echoed when a request
-  // names no model.
-  std::string model_alias = "sim";
-  // Shown in /props as model_path.
-  std::string model_path = "sim.gguf";
+  // Name the model is served as (llama-server -a). Every response names it
+  // whatever model the request asked for, as llama-server does; without an
+  // alias that name is model_path.
+  std::optional<std::string> model_alias;
+  // The model file (llama-server -m), shown in /props as model_path.
+  std::string model_path = "/models/sim.gguf";
+  // llama-server --reranking: /rerank, /reranking, /v1/rerank answer; else 501.
+  bool reranking = false;
   // Injected failures; all off by default.
   FaultOptions faults;
 };

@@ -2,7 +2,11 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+#include <set>
+
 #include "common/json_text.h"
+#include "sim/anthropic_format.h"
 
 namespace switchyard::sim::llamacpp {
 
@@ -72,7 +76,6 @@ http::Headers sse_headers() {
   http::Headers h = base_headers();
   h.add("X-Accel-Buffering", "no");
   h.add("Content-Type", "text/event-stream");
-  h.add("Keep-Alive", "timeout=5, max=100");
   return h;
 }
 
@@ -86,7 +89,7 @@ class ChatFormat final : public CompletionFormat {
 
   http::Headers stream_headers() const override { return sse_headers(); }
 
-  std::vector<std::string> open_events() override {
+  std::vector<std::string> open_events(const PromptStats&) override {
     json::object delta{{"role", "assistant"}, {"content", nullptr}};
     return {sse_event(chunk(
         json::object{{"finish_reason", nullptr}, {"index", 0}, {"delta", std::move(delta)}}))};
@@ -272,6 +275,7 @@ class NativeFormat final : public CompletionFormat {
 http::Headers base_headers() {
   http::Headers h;
   h.add("Access-Control-Allow-Origin", "");
+  mark_simulated(h);
   return h;
 }
 
@@ -280,10 +284,8 @@ http::Response json_reply(int status, const json::value& body) {
   r.status = status;
   r.headers = base_headers();
   r.headers.add("Content-Type", "application/json; charset=utf-8");
-  if (status < 400)
-    r.headers.add("Keep-Alive", "timeout=5, max=100");
-  else
-    r.headers.add("Connection", "close");  // llama-server closes after errors
+  // llama-server closes after errors; the server adds Keep-Alive to the rest.
+  if (status >= 400) r.headers.add("Connection", "close");
   r.body = to_json_text(body);
   return r;
 }
@@ -321,6 +323,85 @@ json::object timings_json(const CompletionResult& r) {
       {"predicted_per_second", per_second(r.predicted_ms, predicted_n) * r.over_report}};
 }
 
+std::variant<std::string, RequestError> infill_prompt(const json::object& body) {
+  const auto text = [&](std::string_view key) -> const json::string* {
+    const auto* v = body.if_contains(key);
+    return v && v->is_string() ? &v->get_string() : nullptr;
+  };
+  if (body.contains("prompt") && !text("prompt"))
+    return RequestError{400, "\"prompt\" must be a string", "prompt"};
+  if (!body.contains("input_prefix"))
+    return RequestError{400, "\"input_prefix\" is required", "input_prefix"};
+  if (!body.contains("input_suffix"))
+    return RequestError{400, "\"input_suffix\" is required", "input_suffix"};
+  if (!text("input_prefix") || !text("input_suffix"))
+    return RequestError{400, "\"input_prefix\" and \"input_suffix\" must be strings",
+                        "input_prefix"};
+  std::string prompt = "<|fim_prefix|>";
+  prompt.append(*text("input_prefix"));
+  prompt.append("<|fim_suffix|>");
+  prompt.append(*text("input_suffix"));
+  prompt.append("<|fim_middle|>");
+  if (const auto* p = text("prompt")) prompt.append(*p);
+  return prompt;
+}
+
+http::Response rerank(const json::object& body, const Tokenizer& tok,
+                      const std::string& model_name) {
+  const bool tei = body.contains("texts");
+  const auto* query = body.if_contains("query");
+  if (!query) return error_reply(400, "\"query\" must be provided", "invalid_request_error");
+  if (!query->is_string())
+    return error_reply(400, "\"query\" must be a string", "invalid_request_error");
+  const auto* docs = body.if_contains(tei ? "texts" : "documents");
+  if (!docs || !docs->is_array() || docs->get_array().empty() ||
+      std::any_of(docs->get_array().begin(), docs->get_array().end(),
+                  [](const json::value& d) { return !d.is_string(); }))
+    return error_reply(400, "\"documents\" must be a non-empty string array",
+                       "invalid_request_error");
+  const auto& documents = docs->get_array();
+  const auto query_tokens = tok.tokenize(query->get_string());
+  const std::set<Token> query_words(query_tokens.begin(), query_tokens.end());
+  struct Ranked {
+    int index;
+    double score;
+  };
+  std::vector<Ranked> ranked;
+  int n_tokens = 0;
+  for (std::size_t i = 0; i < documents.size(); ++i) {
+    const auto doc_tokens = tok.tokenize(documents[i].get_string());
+    const std::set<Token> doc_words(doc_tokens.begin(), doc_tokens.end());
+    const auto shared = std::count_if(query_words.begin(), query_words.end(),
+                                      [&](Token t) { return doc_words.contains(t); });
+    const double score =
+        query_words.empty() ? 0.0 : static_cast<double>(shared) / query_words.size();
+    ranked.push_back({static_cast<int>(i), score});
+    n_tokens += static_cast<int>(query_tokens.size() + doc_tokens.size()) + 4;
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.score > b.score; });
+  int top_n = static_cast<int>(documents.size());
+  if (const auto* n = body.if_contains("top_n"); n && n->is_int64())
+    top_n = static_cast<int>(std::clamp<std::int64_t>(n->get_int64(), 0, top_n));
+  ranked.resize(static_cast<std::size_t>(top_n));
+  const bool return_text = tei && body.contains("return_text") &&
+                           body.at("return_text").is_bool() && body.at("return_text").get_bool();
+  json::array results;
+  for (const auto& r : ranked) {
+    json::object elem{{"index", r.index}, {tei ? "score" : "relevance_score", r.score}};
+    if (return_text) elem["text"] = documents[static_cast<std::size_t>(r.index)];
+    results.push_back(std::move(elem));
+  }
+  if (tei) return json_reply(200, results);
+  const auto* model = body.if_contains("model");
+  json::object out{
+      {"model", model && model->is_string() ? json::value(*model) : json::value(model_name)},
+      {"object", "list"},
+      {"usage", json::object{{"prompt_tokens", n_tokens}, {"total_tokens", n_tokens}}},
+      {"results", std::move(results)}};
+  return json_reply(200, out);
+}
+
 std::unique_ptr<CompletionFormat> make_format(const CompletionJob& job, std::string id,
                                               std::int64_t created) {
   switch (job.endpoint) {
@@ -328,6 +409,8 @@ std::unique_ptr<CompletionFormat> make_format(const CompletionJob& job, std::str
       return std::make_unique<ChatFormat>(job, std::move(id), created);
     case Endpoint::text:
       return std::make_unique<TextFormat>(job, std::move(id), created);
+    case Endpoint::messages:
+      return anthropic::make_format(job, std::move(id), sse_headers(), &json_reply);
     case Endpoint::native:
       break;
   }

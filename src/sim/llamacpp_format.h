@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "http/message.h"
 #include "sim/completion.h"
@@ -30,6 +31,20 @@ boost::json::object slot_params(const RequestInfo& info);
 // `timings` of a response; the generation speed is multiplied by
 // `over_report` (an engine that inflates its self-reported speed).
 boost::json::object timings_json(const CompletionResult& r);
+
+// POST /infill: the prompt llama-server builds from `input_prefix`,
+// `input_suffix` and `prompt` around a FIM model's prefix/suffix/middle
+// tokens; the request is then a /completion. Both inputs are required.
+std::variant<std::string, RequestError> infill_prompt(const boost::json::object& body);
+
+// POST /rerank, /reranking, /v1/rerank (llama-server --reranking): `query`
+// against `documents` (or TEI's `texts`), best first, `top_n` of them. The
+// score is the share of the query's words a document contains, so a test can
+// predict the order; tokens count as llama-server's [BOS]q[EOS][SEP]d[EOS].
+// Answered at once, without a slot. `model` echoes the request's, as
+// llama-server's rerank does.
+http::Response rerank(const boost::json::object& body, const Tokenizer& tokenizer,
+                      const std::string& model_name);
 
 // The wire format of one completion request on `job.endpoint`. `id` is the
 // response id, `created` its Unix time.

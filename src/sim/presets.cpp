@@ -1,5 +1,7 @@
 #include "sim/presets.h"
 
+#include <fmt/format.h>
+
 #include <limits>
 
 namespace switchyard::sim {
@@ -33,21 +35,19 @@ Preset single_card(std::string name, std::string summary, double step_ms, double
 
 std::vector<Preset> make_presets() {
   std::vector<Preset> all;
-  all.push_back(single_card("7900xtx-27b-q4",
-                            "27B Q4 on one Radeon 7900 XTX, llama-server -np 1: 59.4 tok/s", 7.781,
-                            900));
+  all.push_back(single_card("7900xtx-27b-q4", "27B Q4 on one Radeon 7900 XTX, llama-server -np 1",
+                            7.781, 900));
   all.push_back(single_card("7900xtx-blower-27b-q4",
-                            "27B Q4 on the second (blower, chipset-attached) 7900 XTX: 46.1 tok/s",
-                            10.654, 900 * 0.82));
-  all.push_back(single_card("r9700-27b-q4",
-                            "27B Q4 on one Radeon AI PRO R9700, llama-server -np 1: 65 tok/s",
+                            "27B Q4 on the second (blower, chipset-attached) 7900 XTX", 10.654,
+                            900 * 0.82));
+  all.push_back(single_card("r9700-27b-q4", "27B Q4 on one Radeon AI PRO R9700, llama-server -np 1",
                             6.3245, 900));
 
   Preset tp2;
   tp2.name = "2x7900xtx-tp2-vllm";
   tp2.dialect = "vllm";
   tp2.summary =
-      "27B on two 7900 XTX, vLLM tensor parallel 2, 8 sequences: 29.6 / 97 / 118 tok/s at N=1/4/8";
+      "27B on two 7900 XTX, vLLM tensor parallel 2 (aggregate 97 / 118 tok/s at 4 / 8 streams)";
   auto& s = tp2.engine.scheduler;
   s.mode = SchedulerMode::paged;
   s.max_seqs = 8;
@@ -67,7 +67,7 @@ std::vector<Preset> make_presets() {
   Preset fast;
   fast.name = "fast";
   fast.dialect = "llamacpp";
-  fast.summary = "no delays at all: for measuring a gateway's own overhead";
+  fast.summary = "an engine without delays, for measuring a gateway's own overhead";
   fast.engine.scheduler.max_seqs = 8;
   fast.engine.scheduler.slot_context = 65536;
   fast.engine.scheduler.timing.decode_curve = {{1, 0.0}};
@@ -87,6 +87,31 @@ const Preset* find_preset(std::string_view name) {
   for (const auto& p : presets())
     if (p.name == name) return &p;
   return nullptr;
+}
+
+std::string describe_speed(const TimingOptions& timing) {
+  constexpr int kPrompt = 2048;
+  constexpr int kOutput = 256;
+  const TimingModel t(timing);
+  const double step = t.decode_seconds(1 + timing.spec_draft_tokens);
+  const double prefill = t.prefill_seconds(kPrompt, 0);
+  if (step <= 0)
+    return prefill <= 0 ? "no delays (decode and prefill take no time)"
+                        : fmt::format("no decode delay, prefill at {:.4g} tok/s",
+                                      timing.prefill_tokens_per_second);
+  const double decode = t.expected_tokens_per_step() / step;
+  // The step that finishes the prompt yields the first token.
+  const double delivered = kOutput / (prefill + (kOutput - 1) / decode);
+  return fmt::format(
+      "{:.4g} tok/s pure decode per sequence, {:.4g} tok/s delivered end to end ({}-token "
+      "prompt + {} tokens, idle engine)",
+      decode, delivered, kPrompt, kOutput);
+}
+
+std::string preset_line(const Preset& p) {
+  const int slots = p.engine.scheduler.max_seqs;
+  return fmt::format("{:<22} {} dialect, {} slot{}: {}; {}", p.name, p.dialect, slots,
+                     slots == 1 ? "" : "s", p.summary, describe_speed(p.engine.scheduler.timing));
 }
 
 }  // namespace switchyard::sim

@@ -23,4 +23,14 @@ struct Preset {
 const std::vector<Preset>& presets();
 const Preset* find_preset(std::string_view name);
 
+// What a timing model's speed means, in one phrase: the pure decode rate of
+// one sequence (its step's tokens over the step's time) and the rate
+// delivered end to end to one request of a 2048-token prompt and 256 tokens
+// on an idle engine (prefill included); "no delays" when steps take no time.
+std::string describe_speed(const TimingOptions& timing);
+
+// One line of `switchyard sim --list-presets`: name, dialect, slots, what it
+// models and describe_speed().
+std::string preset_line(const Preset& preset);
+
 }  // namespace switchyard::sim

@@ -221,7 +221,7 @@ http::Response VllmApi::Impl::models() const {
                     {"object", "model"},
                     {"created", created},
                     {"owned_by", "vllm"},
-                    {"root", options.model_name},
+                    {"root", options.model_path},
                     {"parent", nullptr},
                     {"max_model_len", engine.slot_context()},
                     {"permission", json::array{std::move(permission)}}};
@@ -315,6 +315,7 @@ http::Response VllmApi::Impl::metrics() const {
   http::Response r;
   r.status = 200;
   r.headers.add("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+  mark_simulated(r.headers);
   r.body = m.take();
   return r;
 }

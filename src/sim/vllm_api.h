@@ -14,8 +14,11 @@
 namespace switchyard::sim {
 
 struct VllmApiOptions {
-  // --served-model-name: requests naming another model get 404.
-  std::string model_name = "sim";
+  // --served-model-name (vLLM's default: the --model path): requests naming
+  // another model get 404.
+  std::string model_name = "/models/sim.gguf";
+  // --model, shown as the model card's `root`.
+  std::string model_path = "/models/sim.gguf";
   // Injected failures; all off by default.
   FaultOptions faults;
 };

@@ -26,6 +26,7 @@ std::string finish_reason(const CompletionResult& r) {
 http::Headers sse_headers() {
   http::Headers h;
   h.add("Content-Type", "text/event-stream; charset=utf-8");
+  mark_simulated(h);
   return h;
 }
 
@@ -41,7 +42,7 @@ class OpenAiFormat final : public CompletionFormat {
 
   http::Headers stream_headers() const override { return sse_headers(); }
 
-  std::vector<std::string> open_events() override {
+  std::vector<std::string> open_events(const PromptStats&) override {
     if (!chat_) return {};
     json::object delta{{"role", "assistant"}, {"content", ""}};
     return {sse_event(chunk(stream_choice(std::move(delta), nullptr)))};
@@ -142,6 +143,7 @@ http::Response json_reply(int status, const json::value& body) {
   http::Response r;
   r.status = status;
   r.headers.add("Content-Type", "application/json");
+  mark_simulated(r.headers);
   r.body = to_json_text(body);
   return r;
 }

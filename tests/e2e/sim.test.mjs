@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SHARED, USER_MESSAGES, fetchJson, metricValue, postStream, readSse, startSim, stopAll, streamContent, waitUntil } from './harness.mjs';
+import { SHARED, USER_MESSAGES, fetchJson, metricValue, parseRawResponse, postStream, rawConnect, readSse, runSwitchyard, startSim, stopAll, streamContent, waitUntil, within } from './harness.mjs';
 
 const REF = path.join(SHARED, 'reference/llamacpp');
 const ref = (name) => fs.readFileSync(path.join(REF, name), 'utf8');
@@ -264,5 +264,252 @@ describe('sim: the engine model over llama.cpp\'s API', () => {
     const reported = metricValue((await fetchJson(`${sim.url}/metrics`)).text, 'llamacpp:predicted_tokens_seconds');
     assert.ok(reported > 5 * 65 * 20, `llamacpp:predicted_tokens_seconds ${reported}`);
     await sim.stop();
+  });
+});
+
+// One request on a raw keep-alive connection; resolves the parsed response
+// once its whole (Content-Length framed) body is in.
+async function rawGet(conn, path, from) {
+  await conn.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  await conn.waitFor(new RegExp(`^[\\s\\S]{${from}}HTTP/1\\.1 [\\s\\S]*?\\r\\n\\r\\n`));
+  const head = parseRawResponse(conn.text().slice(from));
+  const length = Number(head.headers['content-length']);
+  await conn.waitFor(new RegExp(`^[\\s\\S]{${from}}[\\s\\S]*?\\r\\n\\r\\n[\\s\\S]{${length}}`));
+  const text = conn.text().slice(from);
+  const end = text.indexOf('\r\n\r\n') + 4 + length;
+  return { ...parseRawResponse(text.slice(0, end)), end: from + end };
+}
+
+describe('sim: keep-alive as llama-server (cpp-httplib) and vLLM (uvicorn) do it', () => {
+  after(stopAll);
+
+  test('every response says Keep-Alive: timeout=5, max=100 as the captures; X-Simulated marks the sim', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 50 });
+    const health = await fetchJson(`${sim.url}/health`);
+    assert.equal(health.headers.get('keep-alive'), refHeaders('health.headers')['keep-alive']);
+    assert.equal(health.headers.get('x-simulated'), 'switchyard-sim');
+    const res = await postStream(`${sim.url}/v1/chat/completions`, { messages: USER_MESSAGES, max_tokens: 2 });
+    assert.equal(res.headers.get('keep-alive'), refHeaders('chat_stream.headers')['keep-alive']);
+    assert.equal(res.headers.get('x-simulated'), 'switchyard-sim');
+    await readSse(res);
+    // Errors close the connection, as llama-server's do (error_no_messages.headers).
+    const error = await fetchJson(`${sim.url}/v1/chat/completions`, { body: {} });
+    assert.equal(error.headers.get('connection'), 'close');
+    assert.equal(error.headers.get('keep-alive'), null);
+    assert.equal(error.headers.get('x-simulated'), 'switchyard-sim');
+    await sim.stop();
+  });
+
+  test('--keep-alive-timeout 1: an idle keep-alive connection is closed by the sim', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 50 }, ['--keep-alive-timeout', 1]);
+    const conn = await rawConnect(sim.port);
+    const first = await rawGet(conn, '/health', 0);
+    assert.equal(first.status, 200);
+    assert.equal(first.headers['keep-alive'], 'timeout=1, max=100');
+    const answered = performance.now();
+    // Still open right after the answer: a second request on it works.
+    const second = await rawGet(conn, '/health', first.end);
+    assert.equal(second.status, 200);
+    const idleFrom = performance.now();
+    assert.notEqual(await within(conn.closed, 5000), null, 'the sim closed the idle connection');
+    // A timer never fires early: the close came after the idle time, not before.
+    assert.ok(performance.now() - idleFrom >= 900, `closed after ${performance.now() - idleFrom} ms idle`);
+    assert.ok(idleFrom - answered < 1000);
+    assert.equal(conn.text().length, second.end, 'closed without another byte (no 408)');
+    await sim.stop();
+  });
+
+  test('--keep-alive-max 3: the 3rd response on a connection says Connection: close, then it closes', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 50 }, ['--keep-alive-max', 3]);
+    const conn = await rawConnect(sim.port);
+    let at = 0;
+    for (let i = 1; i <= 3; i++) {
+      const r = await rawGet(conn, '/health', at);
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.connection, i < 3 ? undefined : 'close', `response ${i}`);
+      assert.equal(r.headers['keep-alive'], i < 3 ? 'timeout=5, max=3' : undefined, `response ${i}`);
+      at = r.end;
+    }
+    assert.notEqual(await within(conn.closed, 5000), null, 'closed after the 3rd response');
+    await sim.stop();
+  });
+
+  test('vllm dialect: idle connections close after the timeout too, with no Keep-Alive header (uvicorn)', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 50, alias: 'm' }, ['--dialect', 'vllm', '--keep-alive-timeout', 0.5]);
+    const conn = await rawConnect(sim.port);
+    const r = await rawGet(conn, '/v1/models', 0);
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['keep-alive'], undefined);
+    assert.equal(r.headers['x-simulated'], 'switchyard-sim');
+    assert.notEqual(await within(conn.closed, 5000), null, 'the sim closed the idle connection');
+    await sim.stop();
+  });
+});
+
+describe('sim: the model name as llama-server reports it', () => {
+  after(stopAll);
+
+  test('without --alias, responses, /v1/models and /props name the model file, whatever the request asked', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 50 });
+    const PATH = '/models/sim.gguf';
+    const chat = await fetchJson(`${sim.url}/v1/chat/completions`, { body: { model: 'gpt-4o', messages: USER_MESSAGES, max_tokens: 2 } });
+    assert.equal(chat.body.model, PATH);
+    const res = await postStream(`${sim.url}/v1/completions`, { model: 'x', prompt: 'Once', max_tokens: 2 });
+    const { events } = await readSse(res);
+    for (const e of events.slice(0, -1)) assert.equal(e.json.model, PATH);
+    const models = (await fetchJson(`${sim.url}/v1/models`)).body;
+    assert.equal(models.data[0].id, PATH);
+    assert.equal(models.models[0].name, PATH);
+    const props = (await fetchJson(`${sim.url}/props`)).body;
+    assert.equal(props.model_path, PATH);
+    assert.equal(props.model_alias, PATH);
+    await sim.stop();
+  });
+
+  test('--model-path sets the file; --alias the name every response reports', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 50 }, ['--model-path', '/srv/qwen3-27b-q4.gguf']);
+    const chat = await fetchJson(`${sim.url}/v1/chat/completions`, { body: { model: 'qwen', messages: USER_MESSAGES, max_tokens: 2 } });
+    assert.equal(chat.body.model, '/srv/qwen3-27b-q4.gguf');
+    await sim.stop();
+    const named = await startSim({ speedFactor: 50, alias: 'qwen-27b' });
+    const reply = await fetchJson(`${named.url}/v1/chat/completions`, { body: { model: 'other', messages: USER_MESSAGES, max_tokens: 2 } });
+    assert.equal(reply.body.model, 'qwen-27b');
+    const props = (await fetchJson(`${named.url}/props`)).body;
+    assert.equal(props.model_alias, 'qwen-27b');
+    assert.equal(props.model_path, '/models/sim.gguf');
+    await named.stop();
+  });
+});
+
+// Event names and parsed data of an Anthropic stream, checking its framing.
+function anthropicEvents(raw) {
+  assert.match(raw, /^(event: [a-z_]+\ndata: [^\n]+\n\n)+$/);
+  return raw.split('\n\n').filter(Boolean).map((block) => {
+    const [eventLine, dataLine] = block.split('\n');
+    return { event: eventLine.slice(7), data: JSON.parse(dataLine.slice(6)) };
+  });
+}
+
+describe('sim: Anthropic Messages as llama-server serves it', () => {
+  let sim;
+  before(async () => { sim = await startSim({ speedFactor: 50, seed: 7 }); });
+  after(stopAll);
+
+  const MESSAGE = { model: 'claude-sonnet-4', max_tokens: 12, system: 'Be brief.', messages: [{ role: 'user', content: [{ type: 'text', text: 'Say something.' }] }] };
+
+  test('non-streamed: the message object of the capture, key for key', TIMEOUT, async () => {
+    const r = await fetchJson(`${sim.url}/v1/messages`, { body: MESSAGE });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('content-type'), refHeaders('messages_nonstream.headers')['content-type']);
+    assert.equal(r.headers.get('keep-alive'), refHeaders('messages_nonstream.headers')['keep-alive']);
+    const capture = JSON.parse(ref('messages_nonstream.body'));
+    assert.deepEqual(shape(r.body), shape(capture));
+    assert.equal(r.body.type, 'message');
+    assert.equal(r.body.stop_reason, 'max_tokens');
+    assert.equal(r.body.usage.output_tokens, 12);
+    assert.equal(r.body.model, '/models/sim.gguf');
+    assert.match(r.body.id, /^chatcmpl-/);
+  });
+
+  test('streamed: named events in the capture\'s order and shapes, no [DONE]', TIMEOUT, async () => {
+    const res = await postStream(`${sim.url}/v1/messages`, { ...MESSAGE, max_tokens: 6 });
+    assert.equal(res.status, 200);
+    const want = refHeaders('messages_stream.headers');
+    assert.equal(res.headers.get('content-type'), want['content-type']);
+    assert.equal(res.headers.get('x-accel-buffering'), want['x-accel-buffering']);
+    const { raw } = await readSse(res);
+    assert.ok(!raw.includes('[DONE]'));
+    const got = anthropicEvents(raw);
+    const capture = anthropicEvents(ref('messages_stream.sse'));
+    assert.deepEqual(got.map((e) => e.event), capture.map((e) => e.event));
+    for (const e of got) assert.equal(e.data.type, e.event);
+    const byName = (events) => Object.fromEntries(events.map((e) => [e.event, e.data]));
+    const mine = byName(got);
+    for (const [name, data] of Object.entries(byName(capture)))
+      assert.deepEqual(shape(mine[name]), shape(data), `${name} shape`);
+    assert.equal(mine.message_delta.usage.output_tokens, 6);
+    assert.equal(got.filter((e) => e.event === 'content_block_delta').map((e) => e.data.delta.text).join('').length > 0, true);
+  });
+
+  test('count_tokens: {"input_tokens":N}, the prompt the message reports', TIMEOUT, async () => {
+    const count = await fetchJson(`${sim.url}/v1/messages/count_tokens`, { body: MESSAGE });
+    assert.equal(count.status, 200);
+    assert.deepEqual(shape(count.body), shape(JSON.parse(ref('messages_count_tokens.body'))));
+    const message = await fetchJson(`${sim.url}/v1/messages`, { body: { ...MESSAGE, max_tokens: 1 } });
+    const u = message.body.usage;
+    assert.equal(count.body.input_tokens, u.input_tokens + u.cache_read_input_tokens);
+  });
+
+  test('without max_tokens it runs to its own end (end_turn); errors are llama-server\'s OpenAI-style ones', TIMEOUT, async () => {
+    const free = await fetchJson(`${sim.url}/v1/messages`, { body: { messages: [{ role: 'user', content: 'Hi' }] } });
+    assert.equal(free.status, 200);
+    assert.equal(free.body.stop_reason, 'end_turn');
+    const none = await fetchJson(`${sim.url}/v1/messages`, { body: { max_tokens: 4 } });
+    assert.equal(none.status, 500);
+    assert.deepEqual(none.body, { error: { code: 500, message: "'messages' is required", type: 'server_error' } });
+    const bad = await fetchJson(`${sim.url}/v1/messages`, { body: '{"messages": ' });
+    assert.equal(bad.status, 500);
+    assert.deepEqual(shape(bad.body), shape(JSON.parse(ref('error_bad_json.body'))));
+  });
+});
+
+describe('sim: llama-server\'s native routes', () => {
+  after(stopAll);
+
+  test('/infill answers as /completion; /tokenize needs no model', TIMEOUT, async () => {
+    const sim = await startSim({ speedFactor: 50 });
+    const infill = await fetchJson(`${sim.url}/infill`, { body: { input_prefix: 'def f(', input_suffix: '):', n_predict: 4, ignore_eos: true } });
+    assert.equal(infill.status, 200);
+    assert.deepEqual(shape(infill.body), shape(JSON.parse(ref('completion_ignore_eos.body'))));
+    assert.equal(infill.body.tokens_predicted, 4);
+    const missing = await fetchJson(`${sim.url}/infill`, { body: { input_prefix: 'x' } });
+    assert.equal(missing.status, 400);
+    assert.equal(missing.body.error.message, '"input_suffix" is required');
+    const tok = await fetchJson(`${sim.url}/tokenize`, { body: { content: 'Once upon' } });
+    assert.equal(tok.status, 200);
+    assert.equal(tok.body.tokens.length, 2);
+    await sim.stop();
+  });
+
+  test('/v1/rerank: 501 as llama-server without --reranking; with it, llama-server\'s shape', TIMEOUT, async () => {
+    const plain = await startSim({ speedFactor: 50 });
+    const refused = await fetchJson(`${plain.url}/v1/rerank`, { body: { query: 'q', documents: ['a'] } });
+    assert.equal(refused.status, 501);
+    assert.equal(refused.body.error.type, 'not_supported_error');
+    await plain.stop();
+    const sim = await startSim({ speedFactor: 50 }, ['--reranking']);
+    for (const path of ['/v1/rerank', '/rerank', '/reranking']) {
+      const r = await fetchJson(`${sim.url}${path}`, { body: { query: ' upon time', documents: [' the end', ' upon a time', ' a time'], top_n: 2 } });
+      assert.equal(r.status, 200, path);
+      assert.deepEqual(Object.keys(r.body), ['model', 'object', 'usage', 'results']);
+      assert.deepEqual(r.body.results.map((x) => Object.keys(x)), [['index', 'relevance_score'], ['index', 'relevance_score']]);
+      assert.deepEqual(r.body.results.map((x) => x.index), [1, 2]);
+    }
+    await sim.stop();
+  });
+});
+
+describe('sim: presets and speed explained', () => {
+  after(stopAll);
+
+  test('--list-presets prints one line per preset: name, what it models, its tok/s', TIMEOUT, async () => {
+    const run = await runSwitchyard(['sim', '--list-presets']);
+    assert.equal(run.code, 0, run.output);
+    const lines = run.output.trim().split('\n');
+    assert.deepEqual(lines.map((l) => l.split(/\s+/)[0]),
+      ['7900xtx-27b-q4', '7900xtx-blower-27b-q4', 'r9700-27b-q4', '2x7900xtx-tp2-vllm', 'fast']);
+    assert.match(lines[0], /7900 XTX.*128\.5 tok\/s pure decode per sequence, 59\.4 tok\/s delivered end to end/);
+    assert.match(lines[4], /no delays/);
+    for (const l of lines) assert.doesNotMatch(l, /inf/);
+  });
+
+  test('the start-up line says what its tok/s means; fast says no delays, not inf tok/s', TIMEOUT, async () => {
+    const plain = await startSim({ speedFactor: 50 });
+    assert.match(plain.output(), /65 tok\/s pure decode per sequence, \S+ tok\/s delivered end to end/);
+    const fast = await startSim({}, ['--preset', 'fast']);
+    assert.match(fast.output(), /no delays/);
+    assert.doesNotMatch(fast.output(), /inf tok\/s/);
+    await plain.stop();
+    await fast.stop();
   });
 });

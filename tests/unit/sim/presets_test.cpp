@@ -79,6 +79,27 @@ TEST(Presets, FastHasNoDelays) {
   EXPECT_EQ(r.tokens, 4 * 2 * 256);
 }
 
+TEST(Presets, SpeedSaysPureDecodeAndDeliveredEndToEnd) {
+  const auto& card = find_preset("7900xtx-27b-q4")->engine.scheduler.timing;
+  EXPECT_EQ(describe_speed(card),
+            "128.5 tok/s pure decode per sequence, 59.4 tok/s delivered end to end (2048-token "
+            "prompt + 256 tokens, idle engine)");
+  const std::string fast = describe_speed(find_preset("fast")->engine.scheduler.timing);
+  EXPECT_EQ(fast, "no delays (decode and prefill take no time)");
+}
+
+TEST(Presets, ListLineNamesThePresetWhatItModelsAndItsSpeed) {
+  for (const auto& p : presets()) {
+    const std::string line = preset_line(p);
+    EXPECT_EQ(line.rfind(p.name, 0), 0u) << line;
+    EXPECT_NE(line.find(p.summary), std::string::npos) << line;
+    EXPECT_NE(line.find(p.dialect + " dialect"), std::string::npos) << line;
+    EXPECT_EQ(line.find("inf"), std::string::npos) << line;
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+  }
+  EXPECT_NE(preset_line(*find_preset("2x7900xtx-tp2-vllm")).find("8 slots"), std::string::npos);
+}
+
 TEST(Presets, AllValidate) {
   for (const auto& p : presets()) EXPECT_FALSE(validate(p.engine)) << p.name;
 }
