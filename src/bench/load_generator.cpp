@@ -46,6 +46,8 @@ std::string failure_kind(http::UpstreamFailure failure) {
       return "protocol";
     case http::UpstreamFailure::aborted:
       return "interrupted";
+    case http::UpstreamFailure::local:
+      return "local";
     case http::UpstreamFailure::none:
       break;
   }

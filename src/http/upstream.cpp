@@ -1,6 +1,8 @@
 #include "http/upstream.h"
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <optional>
 #include <vector>
 
@@ -12,6 +14,55 @@
 #include "http/wire.h"
 
 namespace switchyard::http {
+
+using Clock = std::chrono::steady_clock;
+
+bool BufferBudget::try_take(std::size_t n) {
+  std::size_t used = used_.load(std::memory_order_relaxed);
+  do {
+    if (n > total_ - used) return false;
+  } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+  return true;
+}
+
+void BufferBudget::give_back(std::size_t n) {
+  used_.fetch_sub(n, std::memory_order_relaxed);
+}
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<unsigned> parse_count(std::string_view s) {
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  unsigned n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
+KeepAliveHint parse_keep_alive(std::string_view value) {
+  KeepAliveHint hint;
+  while (!value.empty()) {
+    const auto comma = value.find(',');
+    const std::string_view param = trim(value.substr(0, comma));
+    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+    const auto eq = param.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view name = trim(param.substr(0, eq));
+    const auto n = parse_count(trim(param.substr(eq + 1)));
+    if (!n) continue;
+    if (iequals(name, "timeout")) hint.timeout = std::chrono::seconds(*n);
+    if (iequals(name, "max")) hint.max = *n;
+  }
+  return hint;
+}
 
 struct UpstreamPool::Connection {
   // Room for a whole small response in the first read (Beast reads at most
@@ -30,19 +81,56 @@ struct UpstreamPool::Connection {
   // Where read_some() puts body bytes; here, not per call, so that a pooled
   // connection allocates it once.
   std::array<char, 16 * 1024> piece;
+  // How long it may sit idle after the last response (zero: do not pool),
+  // and how many more requests the upstream takes on it (nullopt: no limit
+  // was announced). Both from the last response.
+  Clock::duration lifetime{};
+  std::optional<unsigned> requests_left;
+  // Set when it went idle.
+  Clock::time_point idle_since{};
+  Clock::time_point usable_until{};
 };
 
 struct UpstreamPool::State {
   net::any_io_executor executor;
   Url url;
   UpstreamOptions options;
-  std::vector<std::unique_ptr<Connection>> idle;
-  std::size_t calls = 0;  // UpstreamCall objects alive
+  std::vector<std::unique_ptr<Connection>> idle;  // most recently used last
+  std::size_t calls = 0;                          // UpstreamCall objects alive
+  bool closed = false;  // the UpstreamPool is gone; its calls return nothing
+
+  // Closes idle connections the upstream may have closed by `now`.
+  void drop_expired(Clock::time_point now) {
+    std::erase_if(idle, [now](const auto& c) { return c->usable_until <= now; });
+  }
+  // Closes idle connections idle since `t` or longer: when one of that age
+  // turned out closed, so are they, most likely.
+  void drop_idle_since(Clock::time_point t) {
+    std::erase_if(idle, [t](const auto& c) { return c->idle_since <= t; });
+  }
+  std::unique_ptr<Connection> checkout() {
+    drop_expired(options.now());
+    if (idle.empty()) return nullptr;
+    auto conn = std::move(idle.back());
+    idle.pop_back();
+    return conn;
+  }
+  void give_back(std::unique_ptr<Connection> conn) {
+    const auto now = options.now();
+    drop_expired(now);
+    if (closed || idle.size() >= options.max_idle) return;
+    conn->idle_since = now;
+    conn->usable_until = now + conn->lifetime;
+    idle.push_back(std::move(conn));
+  }
 };
 
 UpstreamPool::UpstreamPool(net::any_io_executor executor, Url url, UpstreamOptions options)
-    : state_(std::make_unique<State>(State{executor, std::move(url), options, {}, 0})) {}
-UpstreamPool::~UpstreamPool() = default;
+    : state_(std::make_shared<State>(State{executor, std::move(url), options, {}, 0, false})) {}
+UpstreamPool::~UpstreamPool() {
+  state_->closed = true;
+  state_->idle.clear();
+}
 const Url& UpstreamPool::url() const {
   return state_->url;
 }
@@ -52,28 +140,39 @@ const UpstreamOptions& UpstreamPool::options() const {
 void UpstreamPool::set_max_idle(std::size_t n) {
   state_->options.max_idle = n;
 }
+std::size_t UpstreamPool::idle_count() const {
+  return state_->idle.size();
+}
 
 struct UpstreamCall::State {
-  explicit State(UpstreamPool::State& p) : pool(p) {}
-  UpstreamPool::State& pool;
+  // Shared, not a reference: a call's frame may be destroyed after the pool
+  // (at shutdown, io_context teardown destroys frames after their owners).
+  explicit State(std::shared_ptr<UpstreamPool::State> p) : pool(std::move(p)) {}
+  std::shared_ptr<UpstreamPool::State> pool;
   std::unique_ptr<UpstreamPool::Connection> conn;
   std::optional<ResponseParser> parser;
+  // What read_all() holds of a budget, given back when the call ends.
+  std::shared_ptr<BufferBudget> budget;
+  std::size_t charged = 0;
   // Whether the response was read to its end.
   bool done() const { return parser && parser->is_done(); }
 };
 
-UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(*pool.state_)) {
+UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(pool.state_)) {
   ++pool.state_->calls;
 }
 
 UpstreamCall::~UpstreamCall() {
   auto& s = *state_;
-  --s.pool.calls;
-  // Only a connection read to the end, kept alive, and not closed by abort()
-  // (a client that left after the response was read) goes back to the pool.
+  if (s.budget) s.budget->give_back(s.charged);
+  --s.pool->calls;
+  // Only a connection read to the end, kept alive, not closed by abort() (a
+  // client that left after the response was read), and on which the upstream
+  // takes another request goes back to the pool.
   if (s.conn && s.done() && s.parser->keep_alive() && failure_ != UpstreamFailure::aborted &&
-      s.conn->socket.is_open() && s.pool.idle.size() < s.pool.options.max_idle) {
-    s.pool.idle.push_back(std::move(s.conn));
+      s.conn->socket.is_open() && s.conn->lifetime > Clock::duration::zero() &&
+      s.conn->requests_left != 0u) {
+    s.pool->give_back(std::move(s.conn));
   }
 }
 
@@ -94,58 +193,119 @@ UpstreamFailure classify(const boost::system::error_code& ec, bool timed_out) {
   return UpstreamFailure::reset;
 }
 
+// This process ran out of something: no fault of the upstream's.
+bool local_shortage(const boost::system::error_code& ec) {
+  namespace errc = boost::system::errc;
+  return ec == errc::too_many_files_open || ec == errc::too_many_files_open_in_system ||
+         ec == errc::no_buffer_space || ec == errc::not_enough_memory ||
+         ec == errc::address_not_available;
+}
+
+// How the upstream closed an idle connection, as seen by the next request.
+bool closed_by_peer(const boost::system::error_code& ec) {
+  return ec == beast_http::error::end_of_stream || ec == net::error::eof ||
+         ec == net::error::connection_reset || ec == net::error::broken_pipe ||
+         ec == net::error::bad_descriptor;
+}
+
+// How long a connection may idle when the upstream closes it after
+// `timeout`: a margin for the next request's way there and for clocks that
+// count from a different moment (the upstream's last write, not our read).
+Clock::duration usable_idle(std::chrono::seconds timeout) {
+  using namespace std::chrono_literals;
+  return timeout > 2s ? Clock::duration(timeout - 1s) : Clock::duration(timeout) / 2;
+}
+
+struct ConnectFailure {
+  std::string message;
+  bool local = false;
+};
+
 // Fails with "timed out" when the deadline passed.
-awaitable<std::optional<std::string>> connect(UpstreamPool::Connection& conn, const Url& url,
-                                              std::chrono::milliseconds timeout) {
-  tcp::resolver resolver(conn.socket.get_executor());
-  const std::string port = std::to_string(url.port);
-  auto [rec, results] = co_await resolver.async_resolve(url.host, port, use_tuple);
-  if (rec) co_return rec.message();
-  conn.deadline.expires_after(timeout);
-  auto [cec, ep] = co_await net::async_connect(conn.socket, results, use_tuple);
+awaitable<std::optional<ConnectFailure>> connect(UpstreamPool::Connection& conn, const Url& url,
+                                                 std::chrono::milliseconds timeout) {
+  boost::system::error_code ec;
+  // A numeric host needs no resolver, whose every lookup is a round trip
+  // through a helper thread.
+  const auto address = net::ip::make_address(url.host, ec);
+  if (!ec) {
+    const tcp::endpoint endpoint(address, url.port);
+    // Opened here so that running out of descriptors is told apart from
+    // the upstream refusing.
+    if (conn.socket.open(endpoint.protocol(), ec); ec)
+      co_return ConnectFailure{ec.message(), local_shortage(ec)};
+    conn.deadline.expires_after(timeout);
+    auto [cec] = co_await conn.socket.async_connect(endpoint, use_tuple);
+    ec = cec;
+  } else {
+    tcp::resolver resolver(conn.socket.get_executor());
+    auto [rec, results] =
+        co_await resolver.async_resolve(url.host, std::to_string(url.port), use_tuple);
+    if (rec) co_return ConnectFailure{rec.message(), local_shortage(rec)};
+    conn.deadline.expires_after(timeout);
+    auto [cec, endpoint] = co_await net::async_connect(conn.socket, results, use_tuple);
+    ec = cec;
+  }
   conn.deadline.expires_never();
-  if (conn.deadline.expired()) co_return std::string("timed out");
-  if (cec) co_return cec.message();
+  if (conn.deadline.expired()) co_return ConnectFailure{"timed out"};
+  if (ec) co_return ConnectFailure{ec.message(), local_shortage(ec)};
   boost::system::error_code nodelay_ec;
   conn.socket.set_option(tcp::no_delay(true), nodelay_ec);
   co_return std::nullopt;
+}
+
+// Records what the response says about reusing its connection.
+void note_keep_alive(UpstreamPool::Connection& conn, const Headers& headers,
+                     const UpstreamOptions& options) {
+  KeepAliveHint hint;
+  if (auto value = headers.find("keep-alive")) hint = parse_keep_alive(*value);
+  conn.lifetime =
+      hint.timeout ? usable_idle(*hint.timeout) : Clock::duration(options.idle_lifetime);
+  if (hint.max)
+    conn.requests_left = *hint.max > 0 ? *hint.max - 1 : 0;
+  else if (conn.requests_left && *conn.requests_left > 0)
+    --*conn.requests_left;
 }
 
 }  // namespace
 
 awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& request) {
   auto& s = *state_;
-  const auto& opts = s.pool.options;
+  auto& pool = *s.pool;
+  const auto& opts = pool.options;
   // Methods that carry a body say how long it is, even when it is empty.
   const bool framed = !request.body.empty() || request.method == "POST" ||
                       request.method == "PUT" || request.method == "PATCH";
   const std::string head = request_head(
-      request.method, s.pool.url.path + request.target, s.pool.url.authority(), request.headers,
+      request.method, pool.url.path + request.target, pool.url.authority(), request.headers,
       framed ? Framing::content_length(request.body.size()) : Framing::no_body());
   const std::array<net::const_buffer, 2> message{
       net::buffer(head), net::buffer(request.body.data(), request.body.size())};
 
-  // A reused connection may have been closed by the upstream while idle; such
-  // a failure before any response byte is retried once on a fresh connection.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    bool reused = false;
-    if (!s.pool.idle.empty()) {
-      s.conn = std::move(s.pool.idle.back());
-      s.pool.idle.pop_back();
-      reused = true;
-    } else {
-      s.conn = std::make_unique<UpstreamPool::Connection>(s.pool.executor);
-      auto failed = co_await connect(*s.conn, s.pool.url, opts.connect_timeout);
+  // A pooled connection may have been closed by the upstream while idle
+  // (its keep-alive timeout announced late, or not at all); such a failure
+  // before any response byte is retried on a newly opened connection, never
+  // on another pooled one, which is likely just as stale.
+  for (bool may_reuse = true;; may_reuse = false) {
+    s.parser.reset();
+    s.conn = may_reuse ? pool.checkout() : nullptr;
+    const bool reused = s.conn != nullptr;
+    if (!reused) {
+      s.conn = std::make_unique<UpstreamPool::Connection>(pool.executor);
+      auto failed = co_await connect(*s.conn, pool.url, opts.connect_timeout);
       if (failed) {
-        if (failure_ != UpstreamFailure::aborted) failure_ = UpstreamFailure::connect;
-        co_return Error{fmt::format("cannot connect to {}: {}", s.pool.url.authority(), *failed)};
+        if (failure_ != UpstreamFailure::aborted)
+          failure_ = failed->local ? UpstreamFailure::local : UpstreamFailure::connect;
+        s.conn.reset();
+        co_return Error{
+            fmt::format("cannot connect to {}: {}", pool.url.authority(), failed->message)};
       }
     }
     auto& conn = *s.conn;
     conn.deadline.expires_after(opts.first_byte_timeout);
     auto wec = co_await write_all(conn.socket, message);
     if (!wec) {
-      if (s.pool.calls > 1) co_await let_loop_run(conn.socket);
+      if (pool.calls > 1) co_await let_loop_run(conn.socket);
       s.parser.emplace();
       s.parser->body_limit(boost::none);
       auto [rec, rn] =
@@ -155,23 +315,23 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     conn.deadline.expires_never();
     const bool timed_out = conn.deadline.expired();
     if (!wec) {
+      note_keep_alive(conn, s.parser->headers, opts);
       UpstreamHead reply;
       reply.status = s.parser->status;
       reply.headers = std::move(s.parser->headers);
       co_return reply;
     }
     const bool stale = reused && !timed_out && failure_ != UpstreamFailure::aborted &&
-                       (wec == beast_http::error::end_of_stream || wec == net::error::eof ||
-                        wec == net::error::connection_reset || wec == net::error::broken_pipe ||
-                        wec == net::error::bad_descriptor);
-    if (stale) continue;
+                       !(s.parser && s.parser->got_some()) && closed_by_peer(wec);
+    if (stale) {
+      pool.drop_idle_since(conn.idle_since);
+      continue;
+    }
     if (failure_ != UpstreamFailure::aborted) failure_ = classify(wec, timed_out);
     s.conn.reset();
-    co_return Error{fmt::format("{} failed: {}", s.pool.url.authority(),
+    co_return Error{fmt::format("{} failed: {}", pool.url.authority(),
                                 timed_out ? "no response in time" : wec.message())};
   }
-  failure_ = UpstreamFailure::reset;
-  co_return Error{fmt::format("{} closed the connection twice", s.pool.url.authority())};
 }
 
 awaitable<Result<std::string_view>> UpstreamCall::read_some() {
@@ -183,7 +343,7 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
     // Often the whole body came with the headers; otherwise read.
     auto ec = parse_buffered(*s.parser, conn.buffer);
     if (!ec && s.parser->body_bytes() == 0 && !s.done()) {
-      conn.deadline.expires_after(s.pool.options.idle_timeout);
+      conn.deadline.expires_after(s.pool->options.idle_timeout);
       auto [read_ec, n] =
           co_await beast_http::async_read_some(conn.socket, conn.buffer, *s.parser, use_tuple);
       conn.deadline.expires_never();
@@ -193,7 +353,7 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
       const bool timed_out = conn.deadline.expired();
       if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec, timed_out);
       conn.close();
-      co_return Error{fmt::format("{} broke off the response: {}", s.pool.url.authority(),
+      co_return Error{fmt::format("{} broke off the response: {}", s.pool->url.authority(),
                                   timed_out ? "no data within the idle timeout" : ec.message())};
     }
     const std::size_t got = s.parser->body_bytes();
@@ -202,17 +362,37 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
   co_return std::string_view{};
 }
 
-awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit) {
+awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit,
+                                                      std::shared_ptr<BufferBudget> budget) {
+  auto& s = *state_;
   std::string out;
+  // A failed read gives its bytes back at once: the caller gets no body.
+  const auto fail = [&](UpstreamFailure why, std::string message) -> Error {
+    abort();
+    failure_ = why;
+    if (s.budget) s.budget->give_back(s.charged);
+    s.charged = 0;
+    return Error{std::move(message)};
+  };
   for (;;) {
     auto piece = co_await read_some();
-    if (!piece) co_return piece.error();
+    if (!piece) {
+      if (s.budget) s.budget->give_back(s.charged);
+      s.charged = 0;
+      co_return piece.error();
+    }
     if (piece->empty()) co_return out;
-    if (out.size() + piece->size() > limit) {
-      abort();
-      failure_ = UpstreamFailure::protocol;
-      co_return Error{
-          fmt::format("response from {} exceeds {} bytes", state_->pool.url.authority(), limit)};
+    if (out.size() + piece->size() > limit)
+      co_return fail(UpstreamFailure::protocol, fmt::format("response from {} exceeds {} bytes",
+                                                            s.pool->url.authority(), limit));
+    if (budget) {
+      if (!budget->try_take(piece->size()))
+        co_return fail(UpstreamFailure::local,
+                       fmt::format("response from {} does not fit in the buffer for responses "
+                                   "({} of {} bytes in use)",
+                                   s.pool->url.authority(), budget->used(), budget->total()));
+      s.budget = budget;
+      s.charged += piece->size();
     }
     out.append(*piece);
   }

@@ -6,8 +6,11 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,7 +31,50 @@ struct UpstreamOptions {
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(120)};
   // Idle keep-alive connections kept per upstream.
   std::size_t max_idle = 32;
+  // How long a pooled connection is reused after its last response when the
+  // upstream does not say (no `Keep-Alive: timeout=N`). llama-server
+  // (cpp-httplib) and vLLM (uvicorn) both close idle connections after 5 s,
+  // uvicorn without saying so; 4 s stays clear of that with a second's margin
+  // for the request in flight. Longer saves reconnects to engines that keep
+  // connections longer, at the risk of writing to one just closed (which is
+  // then retried once on a new connection, costing a round trip).
+  std::chrono::milliseconds idle_lifetime{std::chrono::seconds(4)};
+  // The clock idle lifetimes are measured on; tests put a fake one here.
+  std::chrono::steady_clock::time_point (*now)() = &std::chrono::steady_clock::now;
 };
+
+// Bytes of buffered (non-streamed) response bodies that all calls sharing it
+// may hold at once, so that a few huge responses cannot take the gateway's
+// memory (each is also bounded by read_all's own limit). Thread-safe.
+class BufferBudget {
+ public:
+  // The gateway's default: two responses at read_all's usual 256 MiB limit.
+  static constexpr std::size_t kDefaultTotal = std::size_t(512) << 20;
+
+  explicit BufferBudget(std::size_t total = kDefaultTotal) : total_(total) {}
+  BufferBudget(const BufferBudget&) = delete;
+  BufferBudget& operator=(const BufferBudget&) = delete;
+
+  std::size_t total() const { return total_; }
+  std::size_t used() const { return used_.load(std::memory_order_relaxed); }
+  // Takes `n` bytes if they fit, else takes nothing and returns false.
+  bool try_take(std::size_t n);
+  void give_back(std::size_t n);
+
+ private:
+  const std::size_t total_;
+  std::atomic<std::size_t> used_{0};
+};
+
+// What a response's `Keep-Alive: timeout=N, max=M` header says (RFC 2068
+// 19.7.1.1; sent by cpp-httplib, Apache, nginx). `max` counts this response's
+// request too: max=1 means the upstream takes no further request.
+struct KeepAliveHint {
+  std::optional<std::chrono::seconds> timeout;
+  std::optional<unsigned> max;
+};
+// Unknown parameters and malformed values are ignored, as if absent.
+KeepAliveHint parse_keep_alive(std::string_view value);
 
 struct UpstreamRequest {
   std::string method = "POST";
@@ -48,12 +94,21 @@ enum class UpstreamFailure {
   connect,   // refused, unreachable, or connect timeout: nothing was sent
   reset,     // the connection broke (reset, EOF mid-message)
   timeout,   // no headers or no body bytes within the deadline
-  protocol,  // the upstream sent something that is not HTTP
+  protocol,  // the upstream sent something that is not HTTP, or too big a body
   aborted,   // abort() was called
+  // This process ran short of a resource (file descriptors, socket buffers,
+  // memory, local ports, or the BufferBudget): not the upstream's fault, so
+  // it must not count against the upstream's health.
+  local,
 };
 
 // Owns idle connections to one upstream. Not thread-safe: use it from one
-// executor (the gateway runs one I/O thread per pool).
+// executor (the gateway runs one I/O thread per pool). A connection is reused
+// only while the upstream will still accept a request on it: within its
+// idle lifetime (the response's Keep-Alive timeout less a margin, else
+// options().idle_lifetime) and its Keep-Alive max; expired ones are closed.
+// Calls may outlive the pool (coroutine frames destroyed after their owner
+// at shutdown): they then return nothing to it.
 class UpstreamPool {
  public:
   UpstreamPool(boost::asio::any_io_executor executor, Url url, UpstreamOptions options);
@@ -66,12 +121,16 @@ class UpstreamPool {
   // Changes options().max_idle; connections idle beyond it are closed as they return.
   void set_max_idle(std::size_t n);
 
+  // Idle connections held now (expired ones are closed at the next checkout
+  // or return).
+  std::size_t idle_count() const;
+
   struct Connection;
 
  private:
   friend class UpstreamCall;
   struct State;
-  std::unique_ptr<State> state_;
+  std::shared_ptr<State> state_;
 };
 
 // One request/response exchange. Returns its connection to the pool when the
@@ -83,16 +142,22 @@ class UpstreamCall {
   UpstreamCall(const UpstreamCall&) = delete;
   UpstreamCall& operator=(const UpstreamCall&) = delete;
 
-  // Sends the request and reads the response headers. A pooled connection the
-  // upstream closed meanwhile is replaced transparently.
+  // Sends the request and reads the response headers. A pooled connection
+  // that fails before any response byte (the upstream closed it while idle)
+  // is replaced by a newly opened one transparently: that is no failure.
+  // Only a failure on a newly opened connection is reported.
   boost::asio::awaitable<Result<UpstreamHead>> send(const UpstreamRequest& request);
 
   // The next piece of the body; an empty view at its end. The view is valid
   // until the next call.
   boost::asio::awaitable<Result<std::string_view>> read_some();
 
-  // The whole body, failing if it exceeds `limit` bytes.
-  boost::asio::awaitable<Result<std::string>> read_all(std::size_t limit);
+  // The whole body, failing if it exceeds `limit` bytes (failure() protocol)
+  // or, with a `budget`, if the budget has no room for it (failure() local).
+  // The body's bytes stay charged to the budget until this call is
+  // destroyed, since its caller typically still holds the body meanwhile.
+  boost::asio::awaitable<Result<std::string>> read_all(
+      std::size_t limit, std::shared_ptr<BufferBudget> budget = nullptr);
 
   // Closes the connection now; a pending send or read completes with an
   // error. Safe to call from another coroutine on the same executor.
