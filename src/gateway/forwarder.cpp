@@ -42,7 +42,8 @@ constexpr std::string_view kPassedHeaders[] = {"accept", "anthropic-version", "a
 // client left), or failed before any byte reached the client.
 struct Forwarder::Attempt {
   bool retry = false;
-  std::string error;  // what failed, when retry
+  std::string error;   // what failed, when retry
+  bool local = false;  // the gateway itself ran short (fds, memory): not the instance's fault
 };
 
 awaitable<Verdict> Forwarder::run(RequestContext& ctx) {
@@ -61,7 +62,7 @@ awaitable<Verdict> Forwarder::run(RequestContext& ctx) {
     }
     // Report before the slot is released: a freed slot goes straight to a
     // waiting request, which must not land on the instance that just failed.
-    upstreams_.report_failure(inst.index, outcome.error);
+    if (!outcome.local) upstreams_.report_failure(inst.index, outcome.error);
     ctx.lease.release();
     metrics_.add_retry(ctx.model, inst.name());
     spdlog::warn("request {}: attempt {} on {} failed before the first byte: {}", ctx.record.id,
@@ -124,10 +125,13 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
   });
   // The relay, as a lambda so that every return passes the unwatch below.
   auto relay = [&]() -> awaitable<Attempt> {
+    const auto failed = [&](const Error& e) {
+      return Attempt{true, e.message, call.failure() == http::UpstreamFailure::local};
+    };
     auto reply_head = co_await call.send(upstream);
     if (!reply_head) {
       if (record.client_gone) co_return Attempt{};
-      co_return Attempt{true, reply_head.error().message};
+      co_return failed(reply_head.error());
     }
     if (retryable_status(reply_head->status)) {
       auto body = co_await call.read_all(64 * 1024);
@@ -138,10 +142,10 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
         reply_head->headers.find("content-type").value_or("application/json"));
 
     if (!content_type.starts_with("text/event-stream")) {
-      auto body = co_await call.read_all(kMaxBufferedResponse);
+      auto body = co_await call.read_all(kMaxBufferedResponse, buffered_);
       if (!body) {
         if (record.client_gone) co_return Attempt{};
-        co_return Attempt{true, body.error().message};
+        co_return failed(body.error());
       }
       answering();
       if (content_type.starts_with("application/json")) rewriter.rewrite_body(*body);
@@ -186,10 +190,11 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       if (!piece) {
         record.usage = rewriter.usage();
         if (record.client_gone) co_return Attempt{};
-        if (!started) co_return Attempt{true, piece.error().message};
+        if (!started) co_return failed(piece.error());
         spdlog::warn("request {}: instance {} failed mid-stream: {}", record.id, inst.name(),
                      piece.error().message);
-        upstreams_.report_failure(inst.index, piece.error().message);
+        if (call.failure() != http::UpstreamFailure::local)
+          upstreams_.report_failure(inst.index, piece.error().message);
         record.upstream_failed = true;
         const ApiError error = ApiError::upstream_failed(
             fmt::format("instance {} failed mid-stream: {}", inst.name(), piece.error().message));

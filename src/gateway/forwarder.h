@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "fleet/fleet_config.h"
@@ -60,6 +61,8 @@ class Forwarder final : public Stage {
   RouteStage& routing_;
   const ForwardOptions& options_;
   obs::GatewayMetrics& metrics_;
+  // What all non-streamed responses being relayed may hold in memory at once.
+  std::shared_ptr<http::BufferBudget> buffered_ = std::make_shared<http::BufferBudget>();
   // Calls in flight whose client has seen nothing, by instance.
   std::multimap<std::size_t, http::UpstreamCall*> unanswered_;
 };
