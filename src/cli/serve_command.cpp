@@ -120,9 +120,10 @@ int run_serve(const ServeFlags& flags) {
     return 1;
   }
   if (options.address == "0.0.0.0" || options.address == "::")
-    spdlog::warn("listening on every network interface ({}): other hosts can reach the "
-                 "gateway; use 127.0.0.1:PORT to keep it local",
-                 options.address);
+    spdlog::warn(
+        "listening on every network interface ({}): other hosts can reach the "
+        "gateway; use 127.0.0.1:PORT to keep it local",
+        options.address);
   fleet.start();
   server.start();
   // Tests and scripts read this line for the port: keep its wording.

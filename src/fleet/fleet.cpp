@@ -296,7 +296,8 @@ awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
   // substitution, so a path with spaces stays one argument.
   std::string command;
   Result<ChildProcess> child = Error{""};
-  if (auto words = split_plain_command(*inst.config.command, {"${PORT}", "${GPUS}", "${SWITCHYARD}"})) {
+  if (auto words =
+          split_plain_command(*inst.config.command, {"${PORT}", "${GPUS}", "${SWITCHYARD}"})) {
     for (auto& w : *words) {
       w = expand(w);
       command += (command.empty() ? "" : " ") + w;

@@ -319,8 +319,7 @@ awaitable<void> Server::State::accept_failed(const boost::system::error_code& ec
                  out_of_descriptors(ec) ? "answering waiting connections 503 and " : "");
   if (out_of_descriptors(ec)) shed_pending();
   const auto pause = std::min<std::chrono::milliseconds>(
-      std::chrono::milliseconds(5 << std::min<std::size_t>(accept_failures, 8)),
-      kAcceptBackoffMax);
+      std::chrono::milliseconds(5 << std::min<std::size_t>(accept_failures, 8)), kAcceptBackoffMax);
   net::steady_timer timer(executor, pause);
   co_await timer.async_wait(use_tuple);
 }
@@ -329,7 +328,8 @@ void Server::State::shed_pending() {
   if (spare_fd < 0) return;
   ::close(spare_fd);
   spare_fd = -1;
-  const int fd = ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  const int fd =
+      ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (fd >= 0) {
     // The request is usually there already: reading it first means the close
     // below sends a FIN, not a reset that could destroy the answer.

@@ -23,8 +23,8 @@ std::optional<std::string> SseSplitter::next() {
   const std::size_t size = buffer_.size();
   while (scan_ < size) {
     const void* hit = std::memchr(data + scan_, '\n', size - scan_);
-    const std::size_t eol = hit ? static_cast<std::size_t>(static_cast<const char*>(hit) - data)
-                                : size;
+    const std::size_t eol =
+        hit ? static_cast<std::size_t>(static_cast<const char*>(hit) - data) : size;
     scanned_ += (hit ? eol + 1 : size) - scan_;
     if (!hit) {
       scan_ = size;

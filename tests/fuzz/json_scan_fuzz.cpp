@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort();
   }
   static RequestInspector inspector;
-  for (Endpoint endpoint : {Endpoint::chat_completions, Endpoint::completions,
-                            Endpoint::embeddings, Endpoint::tokenize, Endpoint::detokenize}) {
+  for (Endpoint endpoint : {Endpoint::chat_completions, Endpoint::completions, Endpoint::embeddings,
+                            Endpoint::tokenize, Endpoint::detokenize}) {
     const auto facts = inspector.inspect(json, endpoint);
     if (!facts) continue;
     if (facts->model_offset + facts->model_length > json.size()) std::abort();

@@ -55,18 +55,19 @@ bool run_until(boost::asio::io_context& io, Done done) {
 }
 
 TEST(SplitPlainCommand, SplitsWordsWithoutShellSyntax) {
-  EXPECT_EQ(split_plain_command("  ${SWITCHYARD} sim\t--port ${PORT} ", {"${SWITCHYARD}", "${PORT}"}),
-            (std::vector<std::string>{"${SWITCHYARD}", "sim", "--port", "${PORT}"}));
+  EXPECT_EQ(
+      split_plain_command("  ${SWITCHYARD} sim\t--port ${PORT} ", {"${SWITCHYARD}", "${PORT}"}),
+      (std::vector<std::string>{"${SWITCHYARD}", "sim", "--port", "${PORT}"}));
   EXPECT_EQ(split_plain_command("engine ${HOME}", {"${PORT}"}), std::nullopt);
-  EXPECT_EQ(split_plain_command("llama-server -m /m/q.gguf --port 8001 -np 4"),
-            (std::vector<std::string>{"llama-server", "-m", "/m/q.gguf", "--port", "8001", "-np",
-                                      "4"}));
+  EXPECT_EQ(
+      split_plain_command("llama-server -m /m/q.gguf --port 8001 -np 4"),
+      (std::vector<std::string>{"llama-server", "-m", "/m/q.gguf", "--port", "8001", "-np", "4"}));
 }
 
 TEST(SplitPlainCommand, LeavesShellSyntaxToTheShell) {
-  for (const char* c : {"a | b", "a && b", "a; b", "a > log", "echo 'x y'", "echo \"x\"",
-                        "a \\ b", "echo $HOME", "echo `id`", "a *.gguf", "FOO=1 engine", "a # c",
-                        "(a)", "a\nb", "~/engine"})
+  for (const char* c :
+       {"a | b", "a && b", "a; b", "a > log", "echo 'x y'", "echo \"x\"", "a \\ b", "echo $HOME",
+        "echo `id`", "a *.gguf", "FOO=1 engine", "a # c", "(a)", "a\nb", "~/engine"})
     EXPECT_EQ(split_plain_command(c), std::nullopt) << c;
   EXPECT_EQ(split_plain_command("   "), std::nullopt);
   EXPECT_EQ(split_plain_command("engine --opt=1"), (std::vector<std::string>{"engine", "--opt=1"}));
@@ -88,8 +89,7 @@ TEST(ChildProcess, InheritsNoDescriptorButTheThreeStandardOnes) {
 TEST(ChildProcess, AProgramThatCannotStartIsAnError) {
   auto child = ChildProcess::spawn({"/nonexistent/engine", "--port", "1"}, {});
   ASSERT_FALSE(child);
-  EXPECT_NE(child.error().message.find("No such file"), std::string::npos)
-      << child.error().message;
+  EXPECT_NE(child.error().message.find("No such file"), std::string::npos) << child.error().message;
   auto missing = ChildProcess::spawn({"no-such-engine-on-path"}, {});
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("not found on PATH"), std::string::npos);

@@ -149,12 +149,12 @@ TEST(RestartOnlyChanges, NamesEachSettingThatNeedsARestart) {
   next.health.interval = std::chrono::milliseconds(3);
   next.queue.max_wait = std::chrono::milliseconds(4);
   next.max_connections = 9;
-  next.attempts = 7;        // applied live: not named
+  next.attempts = 7;         // applied live: not named
   next.api_keys = {"sk-x"};  // applied live: not named
-  EXPECT_EQ(restart_only_changes(running, next),
-            (std::vector<std::string>{"listen", "max_connections", "timeouts.connect",
-                                      "timeouts.stream_idle", "health.interval",
-                                      "queue.max_wait"}));
+  EXPECT_EQ(
+      restart_only_changes(running, next),
+      (std::vector<std::string>{"listen", "max_connections", "timeouts.connect",
+                                "timeouts.stream_idle", "health.interval", "queue.max_wait"}));
 }
 
 TEST(RestartOnlyChanges, AReloadKeepsThemAllAndTakesTheRest) {
