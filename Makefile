@@ -27,16 +27,33 @@ test-build: setup
 check: test-build
 	cd build-check && ctest --output-on-failure --timeout 600
 
-# libFuzzer on the GGUF reader (clang-14), new inputs kept in build-fuzz/corpus.
+# libFuzzer targets (clang-14): the GGUF reader, the HTTP request parser, the
+# SSE splitter, the JSON scan and request inspector, the fleet config loader.
+# Each runs FUZZ_SECONDS; new inputs are kept in build-fuzz/corpus/<target>.
+#   make fuzz FUZZ_TARGETS=sse FUZZ_SECONDS=300
 FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= gguf http_request sse json_scan config
+FUZZ_CXX = clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc
+fuzz_sources_gguf = src/plan/gguf_reader.cpp src/plan/ggml_types.cpp src/plan/gguf_model.cpp \
+  src/plan/model_facts.cpp src/plan/kv_math.cpp -lfmt
+fuzz_sources_http_request = src/http/parsers.cpp src/http/message.cpp
+fuzz_sources_sse = src/http/sse.cpp
+fuzz_sources_json_scan = src/openai/json_scan.cpp src/openai/request_inspector.cpp -lsimdjson -lfmt
+fuzz_sources_config = src/fleet/fleet_config.cpp src/http/url.cpp -lyaml-cpp -lfmt
 fuzz: setup
-	@mkdir -p build-fuzz/corpus
-	clang++-14 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-	  tests/fuzz/gguf_fuzz.cpp src/plan/gguf_reader.cpp src/plan/ggml_types.cpp \
-	  src/plan/gguf_model.cpp src/plan/model_facts.cpp src/plan/kv_math.cpp -lfmt \
-	  -o build-fuzz/gguf_fuzz
-	build-fuzz/gguf_fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=512 -malloc_limit_mb=64 \
-	  -max_len=8192 build-fuzz/corpus tests/fuzz/corpus/gguf
+	@mkdir -p build-fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  case $$t in gguf) srcs="$(fuzz_sources_gguf)";; http_request) srcs="$(fuzz_sources_http_request)";; \
+	    sse) srcs="$(fuzz_sources_sse)";; json_scan) srcs="$(fuzz_sources_json_scan)";; \
+	    config) srcs="$(fuzz_sources_config)";; *) echo "unknown fuzz target $$t"; exit 2;; esac; \
+	  echo "building build-fuzz/$${t}_fuzz"; \
+	  $(FUZZ_CXX) tests/fuzz/$${t}_fuzz.cpp $$srcs -o build-fuzz/$${t}_fuzz || exit 1; \
+	done
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build-fuzz/corpus/$$t; \
+	  build-fuzz/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=512 -malloc_limit_mb=64 \
+	    -max_len=8192 -print_final_stats=1 build-fuzz/corpus/$$t tests/fuzz/corpus/$$t || exit 1; \
+	done
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h')

@@ -2,12 +2,15 @@
 #include <CLI/CLI.hpp>
 #include <boost/asio.hpp>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <filesystem>
 #include <iostream>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
@@ -45,6 +48,20 @@ Result<std::pair<std::string, std::uint16_t>> split_listen(const std::string& te
   if (ec != std::errc() || end != last || port > 65535)
     return Error{"listen address '" + text + "': the port must be a number from 0 to 65535"};
   return std::pair{host, static_cast<std::uint16_t>(port)};
+}
+
+// Raises the soft descriptor limit to the hard one (often 1024 against
+// 524288): a gateway holds two descriptors per proxied request. Returns the
+// limit in force.
+std::uint64_t raise_fd_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? std::uint64_t{1} << 20 : limit.rlim_cur;
 }
 
 std::string self_path(const char* fallback) {
@@ -91,12 +108,22 @@ int run_serve(const ServeFlags& flags) {
   options.body_limit = config->body_limit;
   options.header_timeout = config->timeouts.client_header;
   options.body_timeout = config->timeouts.client_body;
+  const std::uint64_t fd_limit = raise_fd_limit();
+  options.max_connections =
+      config->max_connections.value_or(fleet::default_max_connections(fd_limit, *config));
+  spdlog::info("descriptor limit {}; at most {} client connection(s){}", fd_limit,
+               options.max_connections, config->max_connections ? "" : " (derived from it)");
   http::Server server(io.get_executor(), gateway, options);
   auto port = server.listen();
   if (!port) {
     std::cerr << "switchyard serve: " << port.error().message << "\n";
     return 1;
   }
+  if (options.address == "0.0.0.0" || options.address == "::")
+    spdlog::warn(
+        "listening on every network interface ({}): other hosts can reach the "
+        "gateway; use 127.0.0.1:PORT to keep it local",
+        options.address);
   fleet.start();
   server.start();
   // Tests and scripts read this line for the port: keep its wording.
@@ -158,7 +185,14 @@ int run_serve(const ServeFlags& flags) {
         spdlog::error("config reload rejected, keeping the running config: {}",
                       next.error().message);
       } else {
-        spdlog::info("config reloaded from {}: {}", flags.config_path, gateway.reload(*next));
+        // Settings that only a restart applies keep their running values
+        // everywhere (pools, supervisors, server), so none is applied halfway.
+        const auto restart_only = fleet::restart_only_changes(*config, *next);
+        if (!restart_only.empty())
+          spdlog::warn("config reload: not applied until restart: {}",
+                       fmt::format("{}", fmt::join(restart_only, ", ")));
+        *config = fleet::keep_restart_only_settings(*config, std::move(*next));
+        spdlog::info("config reloaded from {}: {}", flags.config_path, gateway.reload(*config));
       }
       wait_hangup();
     });

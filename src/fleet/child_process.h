@@ -1,29 +1,52 @@
-// A supervised engine process: started through /bin/sh in a process group of
-// its own (so stopping it stops whatever it spawned), with stdout and stderr
-// on one pipe for the supervisor to log. The gateway is made a child
-// subreaper, so engines orphaned by their shell are still reaped here.
+// A supervised engine process: started in a process group of its own (so
+// stopping it stops whatever it spawned), with stdout and stderr on one pipe
+// for the supervisor to log, no descriptor of the gateway but those three, and
+// SIGTERM when the gateway dies. ChildReaper waits for every child: the
+// gateway is a child subreaper, so engines orphaned by their shell are reaped
+// here too.
 #pragma once
+
+#include <boost/asio/any_io_executor.hpp>
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
 namespace switchyard::fleet {
 
+// The words of a command that has no shell syntax, split on spaces and tabs;
+// nullopt when it needs /bin/sh: any quote, backslash, $, `, |, &, ;, <, >,
+// (, ), {, }, *, ?, [, ], #, ~ or newline, or a first word with '=' (an
+// environment assignment). There is no quoting: a word with a space in it
+// needs the shell. Each of `placeholders` (e.g. "${PORT}") counts as plain
+// text, for commands substituted word by word afterwards.
+std::optional<std::vector<std::string>> split_plain_command(
+    std::string_view command, const std::vector<std::string_view>& placeholders = {});
+
 class ChildProcess {
  public:
-  // Runs `command` with `/bin/sh -c`, the current environment plus `env`.
-  static Result<ChildProcess> spawn(const std::string& command,
+  // Runs argv[0] (searched on PATH when it has no '/') with argv, the current
+  // environment plus `env`. Precondition: argv is not empty.
+  static Result<ChildProcess> spawn(const std::vector<std::string>& argv,
                                     const std::map<std::string, std::string>& env);
+  // Runs `command` with `/bin/sh -c`.
+  static Result<ChildProcess> spawn_shell(const std::string& command,
+                                          const std::map<std::string, std::string>& env);
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
   ~ChildProcess();  // closes the pipe; does not stop the process
 
-  pid_t pid() const { return pid_; }
+  // The direct child, which leads the group.
+  pid_t pid() const { return pgid_; }
   // Read end of the child's combined stdout/stderr; owned by this object.
   int output_fd() const { return output_fd_; }
   // Hands the pipe to the caller, who then closes it.
@@ -31,18 +54,43 @@ class ChildProcess {
 
   // Signals the whole process group.
   void signal(int sig) const;
-  // Reaps what has ended in the group, without blocking. True (and the
-  // shell's exit status) once the shell itself has ended.
-  bool try_wait(int& status);
-  // Whether any process of the group is still running. The shell may exit
-  // on SIGTERM while the engine it started runs on, so stopping waits for this.
-  bool group_alive();
+  // Whether any process of the group is still running or not yet reaped. A
+  // shell may exit on SIGTERM while the engine it started runs on, so
+  // stopping waits for this, not for the direct child.
+  bool group_alive() const;
 
  private:
-  ChildProcess(pid_t pid, int fd) : pid_(pid), pgid_(pid), output_fd_(fd) {}
-  pid_t pid_ = -1;   // the shell; -1 once it has been reaped
-  pid_t pgid_ = -1;  // the group, which outlives the shell while the engine runs
+  ChildProcess(pid_t pid, int fd) : pgid_(pid), output_fd_(fd) {}
+  pid_t pgid_ = -1;
   int output_fd_ = -1;
+};
+
+// Reaps every child of this process as it ends, learning of it from SIGCHLD
+// on the executor (no polling), and tells whoever asked about that pid. Makes
+// the process a child subreaper, so orphaned grandchildren (an engine whose
+// shell was killed) are children too and never linger as zombies.
+// One per process at a time: it waits for any child, so nothing else may wait
+// for its own children while it lives. Used from the executor's thread only.
+class ChildReaper {
+ public:
+  explicit ChildReaper(boost::asio::any_io_executor executor);
+  ~ChildReaper();
+  ChildReaper(const ChildReaper&) = delete;
+  ChildReaper& operator=(const ChildReaper&) = delete;
+
+  // Calls `on_exit(wait_status)` once, on the executor, when `pid` has been
+  // reaped. Register before the event loop runs again after spawning (the
+  // loop is what reaps).
+  void on_exit(pid_t pid, std::function<void(int)> on_exit);
+  // Calls `callback` after every reaping pass that reaped something (e.g. to
+  // re-check process groups that are being stopped).
+  void on_any_exit(std::function<void()> callback);
+  // Reaps what has ended now, without waiting for the signal.
+  void reap();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
 };
 
 // A readable description of a wait status: "exited with status 1",

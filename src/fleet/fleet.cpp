@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -85,7 +86,9 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   struct Watch {
     explicit Watch(net::any_io_executor ex) : wake(ex) {}
     std::optional<ChildProcess> process;
-    net::steady_timer wake;  // cut short by report_failure() and stop()
+    // The wait status of `process`'s direct child, once the reaper has it.
+    std::optional<int> exit_status;
+    net::steady_timer wake;  // cut short by report_failure(), stop() and an exit
     int crashes = 0;         // consecutive exits, each within crash_window of the last
     clock_type::time_point last_crash{};
   };
@@ -96,7 +99,7 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   awaitable<void> supervise(Instance& inst);
   awaitable<bool> launch(Instance& inst, Watch& watch);
   awaitable<bool> wait_healthy(Instance& inst, Watch& watch);
-  awaitable<void> after_exit(Instance& inst, Watch& watch, int status);
+  awaitable<void> after_exit(Instance& inst, Watch& watch);
   awaitable<void> relay_output(std::string name, int fd);
   awaitable<bool> healthy(http::UpstreamPool& probe);
   awaitable<std::optional<int>> read_slots(http::UpstreamPool& probe);
@@ -104,6 +107,10 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   void set_state(Instance& inst, InstanceState s);
 
   net::any_io_executor executor;
+  std::unique_ptr<ChildReaper> reaper;
+  // The timers of stop_processes() calls waiting, cut short whenever a child
+  // was reaped.
+  std::set<net::steady_timer*> stop_waits;
   FleetConfig config;
   std::string self_path;
   std::vector<std::unique_ptr<Instance>> instances;
@@ -115,6 +122,10 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
 Fleet::Fleet(net::any_io_executor executor, const FleetConfig& config, std::string self_path)
     : state_(std::make_shared<State>()) {
   state_->executor = executor;
+  state_->reaper = std::make_unique<ChildReaper>(executor);
+  state_->reaper->on_any_exit([s = state_.get()] {
+    for (auto* t : s->stop_waits) t->cancel();
+  });
   state_->config = config;
   state_->self_path = std::move(self_path);
   for (const auto& inst : config.instances) state_->add(inst);
@@ -225,6 +236,7 @@ void Fleet::State::set_state(Instance& inst, InstanceState s) {
 }
 
 awaitable<void> Fleet::State::nap(Watch& watch, std::chrono::milliseconds d) {
+  if (watch.exit_status) co_return;  // the engine ended while we were busy: act now
   watch.wake.expires_after(d);
   co_await watch.wake.async_wait(use_tuple);
 }
@@ -292,9 +304,8 @@ awaitable<void> Fleet::State::supervise(Instance& inst) {
         for (int i = 1; i < inst.ejections; ++i) backoff = doubled(backoff, h.backoff_max);
         continue;
       }
-      int status = 0;
-      if (watch.process && watch.process->try_wait(status)) {
-        co_await after_exit(inst, watch, status);
+      if (watch.exit_status) {
+        co_await after_exit(inst, watch);
         break;
       }
       const bool ok = co_await healthy(probe);
@@ -319,11 +330,28 @@ awaitable<void> Fleet::State::supervise(Instance& inst) {
 }
 
 awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
-  std::string command = *inst.config.command;
-  command = substitute(command, "${PORT}", std::to_string(inst.url->port));
-  command = substitute(command, "${GPUS}", inst.config.gpus);
-  command = substitute(command, "${SWITCHYARD}", self_path);
-  auto child = ChildProcess::spawn(command, inst.config.env);
+  const auto expand = [&](std::string text) {
+    text = substitute(text, "${PORT}", std::to_string(inst.url->port));
+    text = substitute(text, "${GPUS}", inst.config.gpus);
+    return substitute(text, "${SWITCHYARD}", self_path);
+  };
+  // Without shell syntax the engine is exec'd directly: it is then the
+  // process the gateway waits for and that gets SIGTERM if the gateway dies
+  // (a shell in between would not pass that on). Words are split before
+  // substitution, so a path with spaces stays one argument.
+  std::string command;
+  Result<ChildProcess> child = Error{""};
+  if (auto words =
+          split_plain_command(*inst.config.command, {"${PORT}", "${GPUS}", "${SWITCHYARD}"})) {
+    for (auto& w : *words) {
+      w = expand(w);
+      command += (command.empty() ? "" : " ") + w;
+    }
+    child = ChildProcess::spawn(*words, inst.config.env);
+  } else {
+    command = expand(*inst.config.command);
+    child = ChildProcess::spawn_shell(command, inst.config.env);
+  }
   if (!child) {
     spdlog::error("instance {}: {}", inst.name(), child.error().message);
     set_state(inst, InstanceState::down);
@@ -331,6 +359,11 @@ awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
   }
   spdlog::info("instance {}: started pid {}: {}", inst.name(), child->pid(), command);
   net::co_spawn(executor, relay_output(inst.name(), child->release_output_fd()), net::detached);
+  watch.exit_status.reset();
+  reaper->on_exit(child->pid(), [this, &watch](int status) {
+    watch.exit_status = status;
+    watch.wake.cancel();
+  });
   watch.process = std::move(*child);
   co_return true;
 }
@@ -341,9 +374,8 @@ awaitable<bool> Fleet::State::wait_healthy(Instance& inst, Watch& watch) {
   auto backoff = config.health.backoff;
   for (;;) {
     if (done(inst)) co_return false;
-    int status = 0;
-    if (watch.process && watch.process->try_wait(status)) {
-      co_await after_exit(inst, watch, status);
+    if (watch.exit_status) {
+      co_await after_exit(inst, watch);
       co_return false;
     }
     if (co_await healthy(probe)) co_return true;
@@ -361,9 +393,13 @@ awaitable<bool> Fleet::State::wait_healthy(Instance& inst, Watch& watch) {
   }
 }
 
-awaitable<void> Fleet::State::after_exit(Instance& inst, Watch& watch, int status) {
-  watch.process->signal(SIGKILL);  // whatever the shell left behind
+awaitable<void> Fleet::State::after_exit(Instance& inst, Watch& watch) {
+  const int status = *watch.exit_status;
+  // Whatever the shell left behind; the reaper waits for it (it is our
+  // child now, the gateway being a subreaper).
+  watch.process->signal(SIGKILL);
   watch.process.reset();
+  watch.exit_status.reset();
   if (done(inst)) co_return;
   const auto now = clock_type::now();
   watch.crashes = now - watch.last_crash < config.health.crash_window ? watch.crashes + 1 : 1;
@@ -441,8 +477,10 @@ awaitable<void> Fleet::State::stop_processes(std::vector<std::size_t> indices) {
   }
   const auto deadline = clock_type::now() + config.timeouts.stop;
   bool killed = false;
-  net::steady_timer tick(executor);
+  net::steady_timer wait(executor);
+  stop_waits.insert(&wait);
   for (;;) {
+    reaper->reap();  // a zombie of the group still counts for kill()
     bool running = false;
     for (auto i : indices) {
       auto& w = *watches[i];
@@ -456,15 +494,18 @@ awaitable<void> Fleet::State::stop_processes(std::vector<std::size_t> indices) {
       w.process.reset();
     }
     if (!running) break;
-    if (!killed && clock_type::now() > deadline) {
+    if (!killed && clock_type::now() >= deadline) {
       spdlog::warn("engines still running after timeouts.stop: sending SIGKILL");
       for (auto i : indices)
         if (watches[i]->process) watches[i]->process->signal(SIGKILL);
       killed = true;
     }
-    tick.expires_after(20ms);
-    co_await tick.async_wait(use_tuple);
+    // Woken when a child is reaped (the last process of a group to end is
+    // always one of ours, the gateway being a subreaper), else at the deadline.
+    wait.expires_at(killed ? clock_type::now() + config.timeouts.stop : deadline);
+    co_await wait.async_wait(use_tuple);
   }
+  stop_waits.erase(&wait);
 }
 
 }  // namespace switchyard::fleet

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "http/url.h"
+
 namespace switchyard::fleet {
 
 namespace {
@@ -106,7 +108,17 @@ InstanceConfig parse_instance(const YAML::Node& node, std::size_t i) {
       node["name"] ? non_empty(node["name"], where + ".name") : fmt::format("instance{}", i);
   if (!node["model"]) fail(node, where + ".model: required (the model this instance serves)");
   inst.model = non_empty(node["model"], where + ".model");
-  if (node["url"]) inst.url = non_empty(node["url"], where + ".url");
+  if (node["url"]) {
+    inst.url = non_empty(node["url"], where + ".url");
+    // Checked here so that a typo stops the start (exit 2) rather than
+    // leaving the instance down. Credentials are never echoed.
+    if (redact_url(*inst.url) != *inst.url)
+      fail(node["url"], fmt::format("{}.url: '{}': user:password in the URL is not supported; "
+                                    "use api_key",
+                                    where, redact_url(*inst.url)));
+    if (auto url = http::parse_url(*inst.url); !url)
+      fail(node["url"], fmt::format("{}.url: {}", where, url.error().message));
+  }
   if (node["command"]) inst.command = non_empty(node["command"], where + ".command");
   if (inst.url.has_value() == inst.command.has_value())
     fail(node, where +
@@ -148,8 +160,16 @@ void parse_timeouts(const YAML::Node& node, Timeouts& t) {
       {"startup", &t.startup},
       {"drain", &t.drain},
       {"stop", &t.stop}};
-  for (auto [name, target] : fields)
-    if (node[name]) *target = duration(node[name], std::string("timeouts.") + name);
+  for (auto [name, target] : fields) {
+    if (!node[name]) continue;
+    const std::string field = std::string("timeouts.") + name;
+    *target = duration(node[name], field);
+    // 0 means "do not wait" for these two; for the others it would fail
+    // every connect, request or start.
+    const bool zero_ok = target == &t.drain || target == &t.stop;
+    if (target->count() == 0 && !zero_ok)
+      fail(node[name], field + ": must be above 0 (0 would time out every time)");
+  }
 }
 
 void parse_health(const YAML::Node& node, HealthOptions& h) {
@@ -256,9 +276,10 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
       throw ConfigError{e.mark.line + 1, "invalid YAML: " + e.msg};
     }
     if (!root.IsMap()) throw ConfigError{1, "expected a mapping with 'models' and 'instances'"};
-    check_keys(root, "",
-               {"listen", "models", "instances", "api_keys", "routing", "body_limit", "attempts",
-                "retry_budget", "health_detail", "timeouts", "health", "queue"});
+    check_keys(
+        root, "",
+        {"listen", "models", "instances", "api_keys", "routing", "body_limit", "max_connections",
+         "attempts", "retry_budget", "health_detail", "timeouts", "health", "queue"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -293,6 +314,8 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
       if (!size) fail(limit, "body_limit: " + size.error().message);
       c.body_limit = *size;
     }
+    if (const auto cap = root["max_connections"])
+      c.max_connections = static_cast<std::size_t>(positive_int(cap, "max_connections"));
     if (const auto attempts = root["attempts"]) c.attempts = positive_int(attempts, "attempts");
     if (const auto budget = root["retry_budget"]) c.retry_budget = duration(budget, "retry_budget");
     if (const auto detail = root["health_detail"]) {
@@ -312,6 +335,65 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     return Error{fmt::format("{}:{}: {}", source, e.mark.line + 1, e.msg)};
   }
   return c;
+}
+
+std::vector<std::string> restart_only_changes(const FleetConfig& running, const FleetConfig& next) {
+  std::vector<std::string> changed;
+  const auto check = [&](bool differs, const char* name) {
+    if (differs) changed.emplace_back(name);
+  };
+  check(running.listen != next.listen, "listen");
+  check(running.body_limit != next.body_limit, "body_limit");
+  check(running.max_connections != next.max_connections, "max_connections");
+  check(running.policy != next.policy, "routing");
+  const auto& a = running.timeouts;
+  const auto& b = next.timeouts;
+  check(a.connect != b.connect, "timeouts.connect");
+  check(a.first_byte != b.first_byte, "timeouts.first_byte");
+  check(a.stream_idle != b.stream_idle, "timeouts.stream_idle");
+  check(a.client_header != b.client_header, "timeouts.client_header");
+  check(a.client_body != b.client_body, "timeouts.client_body");
+  check(a.startup != b.startup, "timeouts.startup");
+  check(a.drain != b.drain, "timeouts.drain");
+  check(a.stop != b.stop, "timeouts.stop");
+  const auto& h = running.health;
+  const auto& k = next.health;
+  check(h.interval != k.interval, "health.interval");
+  check(h.backoff != k.backoff, "health.backoff");
+  check(h.backoff_max != k.backoff_max, "health.backoff_max");
+  check(h.crash_loop != k.crash_loop, "health.crash_loop");
+  check(h.crash_window != k.crash_window, "health.crash_window");
+  check(running.queue.max_length != next.queue.max_length, "queue.max_length");
+  check(running.queue.max_wait != next.queue.max_wait, "queue.max_wait");
+  return changed;
+}
+
+FleetConfig keep_restart_only_settings(const FleetConfig& running, FleetConfig next) {
+  next.listen = running.listen;
+  next.body_limit = running.body_limit;
+  next.max_connections = running.max_connections;
+  next.policy = running.policy;
+  next.timeouts = running.timeouts;
+  next.health = running.health;
+  next.queue = running.queue;
+  return next;
+}
+
+std::size_t default_max_connections(std::uint64_t fd_limit, const FleetConfig& config) {
+  std::uint64_t reserve = 64;
+  for (const auto& inst : config.instances)
+    reserve += std::max<std::uint64_t>(32, static_cast<std::uint64_t>(inst.slots.value_or(1))) + 2;
+  const std::uint64_t cap = fd_limit > reserve ? (fd_limit - reserve) / 2 : 0;
+  return static_cast<std::size_t>(std::max<std::uint64_t>(cap, 16));
+}
+
+std::string redact_url(std::string_view url) {
+  const auto scheme = url.find("://");
+  const std::size_t from = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const auto authority_end = std::min(url.find('/', from), url.size());
+  const auto at = url.substr(0, authority_end).rfind('@');
+  if (at == std::string_view::npos || at < from) return std::string(url);
+  return std::string(url.substr(0, from)) + "***" + std::string(url.substr(at));
 }
 
 Result<FleetConfig> load_fleet_config(const std::string& path) {

@@ -25,7 +25,9 @@ struct InstanceConfig {
   // Exactly one of url (an engine someone else runs) and command (an engine
   // the gateway starts and stops).
   std::optional<std::string> url;
-  std::optional<std::string> command;  // run by /bin/sh; ${PORT} ${GPUS} ${SWITCHYARD} substituted
+  // ${PORT} ${GPUS} ${SWITCHYARD} substituted; exec'd directly when it has
+  // no shell syntax (split_plain_command), else run by /bin/sh -c.
+  std::optional<std::string> command;
   std::map<std::string, std::string> env;  // added to the command's environment
   std::string gpus;                        // value of ${GPUS}, e.g. "0" or "0,1"
   // Requests the engine runs at once (llama-server -np, vLLM --max-num-seqs).
@@ -40,6 +42,7 @@ struct InstanceConfig {
   bool operator==(const InstanceConfig&) const = default;
 };
 
+// Every one must be above 0 but drain and stop (0: do not wait).
 struct Timeouts {
   std::chrono::milliseconds connect{5000};         // TCP connect to an engine
   std::chrono::milliseconds first_byte{600000};    // request sent → response headers
@@ -49,6 +52,8 @@ struct Timeouts {
   std::chrono::milliseconds startup{600000};       // supervised engine until /health 200
   std::chrono::milliseconds drain{30000};          // SIGTERM: in-flight requests may finish
   std::chrono::milliseconds stop{10000};           // SIGTERM → SIGKILL for engines
+
+  bool operator==(const Timeouts&) const = default;
 };
 
 // How instances are watched, ejected and restarted.
@@ -64,6 +69,8 @@ struct HealthOptions {
   // previous exit, is reported as crash-looping (still retried at backoff_max).
   int crash_loop = 5;
   std::chrono::milliseconds crash_window{std::chrono::minutes(5)};
+
+  bool operator==(const HealthOptions&) const = default;
 };
 
 // The gateway's per-model wait line for when every slot is busy.
@@ -73,6 +80,8 @@ struct QueueOptions {
   int max_length = 256;
   // Longest wait for a slot; then 429 with Retry-After.
   std::chrono::milliseconds max_wait{60000};
+
+  bool operator==(const QueueOptions&) const = default;
 };
 
 enum class RoutingPolicy { least_outstanding, round_robin };
@@ -85,6 +94,9 @@ struct FleetConfig {
   std::vector<std::string> api_keys;  // empty: no authentication
   RoutingPolicy policy = RoutingPolicy::least_outstanding;
   std::uint64_t body_limit = 32ull << 20;
+  // Open client connections at most (http::ServerOptions::max_connections).
+  // Unset: default_max_connections() of the descriptor limit.
+  std::optional<std::size_t> max_connections;
   // Attempts per request before the first response byte: a connect error,
   // reset, timeout or 502/503/504 moves the request to another instance.
   int attempts = 3;
@@ -100,6 +112,26 @@ struct FleetConfig {
   HealthOptions health;
   QueueOptions queue;
 };
+
+// The settings that differ between `running` and `next` but take effect only
+// on a restart, by their config names ("listen", "timeouts.connect", ...).
+// A reload applies none of them (keep_restart_only_settings), so none is
+// ever applied halfway: the pools, supervisors and server keep the values
+// they started with.
+std::vector<std::string> restart_only_changes(const FleetConfig& running, const FleetConfig& next);
+// `next` with every restart-only setting taken from `running`: what a reload
+// should apply.
+FleetConfig keep_restart_only_settings(const FleetConfig& running, FleetConfig next);
+
+// The connection cap when the config sets none, from the descriptor limit
+// (RLIMIT_NOFILE): each client connection may hold an upstream connection,
+// so (fd_limit - reserve) / 2, where the reserve is 64 (logs, the event loop,
+// config and /proc reads) plus, per instance, its idle pool (max(32, slots))
+// and 2 (the engine's output pipe and the health probe). At least 16.
+std::size_t default_max_connections(std::uint64_t fd_limit, const FleetConfig& config);
+
+// `url` with any user:password@ replaced by "***@", for logs and messages.
+std::string redact_url(std::string_view url);
 
 Result<FleetConfig> load_fleet_config(const std::string& path);
 // `source` names the text in error messages.

@@ -7,7 +7,6 @@
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "gateway/accounting.h"
@@ -130,13 +129,6 @@ Gateway::~Gateway() = default;
 
 std::string Gateway::reload(const fleet::FleetConfig& next) {
   auto& g = *impl_;
-  std::vector<std::string> not_applied;
-  if (next.listen != g.config.listen) not_applied.push_back("listen");
-  if (next.body_limit != g.config.body_limit) not_applied.push_back("body_limit");
-  if (next.policy != g.config.policy) not_applied.push_back("routing");
-  if (next.queue.max_length != g.config.queue.max_length ||
-      next.queue.max_wait != g.config.queue.max_wait)
-    not_applied.push_back("queue");
   const auto changes = g.fleet.apply(next);
   for (auto i : changes.removed) {
     if (g.router.in_flight(i) == 0)
@@ -153,12 +145,8 @@ std::string Gateway::reload(const fleet::FleetConfig& next) {
   g.config.health_detail_public = next.health_detail_public;
   g.config.instances = next.instances;
   g.forward_options = ForwardOptions{next.attempts, next.retry_budget};
-  std::string summary =
-      fmt::format("{} instance(s) added, {} removed; {} model(s)", changes.added.size(),
-                  changes.removed.size(), next.models.size());
-  if (!not_applied.empty())
-    summary += fmt::format("; not applied until restart: {}", fmt::join(not_applied, ", "));
-  return summary;
+  return fmt::format("{} instance(s) added, {} removed; {} model(s)", changes.added.size(),
+                     changes.removed.size(), next.models.size());
 }
 
 void Gateway::begin_drain() {

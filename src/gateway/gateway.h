@@ -23,8 +23,10 @@ class Gateway final : public http::Handler {
   ~Gateway() override;
 
   // Applies a new config (SIGHUP) without dropping a request: models and
-  // aliases, API keys, attempts and instances (added ones start; removed ones
-  // finish what they have, then stop). Returns a one-line summary.
+  // aliases, API keys, attempts, retry_budget, health_detail and instances
+  // (added ones start; removed ones finish what they have, then stop).
+  // Settings only a restart applies are the caller's to keep
+  // (fleet::keep_restart_only_settings). Returns a one-line summary.
   std::string reload(const fleet::FleetConfig& config);
 
   // Shutdown, step 1: new requests get 503; in-flight and queued ones go on.

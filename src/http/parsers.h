@@ -6,11 +6,26 @@
 #include <boost/beast/http/basic_parser.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "http/message.h"
 
 namespace switchyard::http {
+
+// Why a request's framing is refused, and with which status.
+struct FramingError {
+  int status;  // 400, or 501 for a transfer coding the server does not decode
+  std::string message;
+};
+
+// RFC 9112 §6 on the request's headers, before its body is read: the only
+// Transfer-Encoding accepted is exactly `chunked`. With Content-Length too, in
+// HTTP/1.0, with chunked not final, repeated or with parameters: 400; with
+// any other coding (gzip, xchunked, ...): 501. Either way the body's length
+// is unknown, so the caller answers and closes: reading on would run the
+// body's bytes as the next request (request smuggling).
+std::optional<FramingError> check_request_framing(const Headers& headers, unsigned version);
 
 class RequestParser final : public boost::beast::http::basic_parser<true> {
  public:

@@ -1,8 +1,13 @@
 #include "http/server.h"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <optional>
 
@@ -29,10 +34,19 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
         acceptor(ex),
         watches(ex, kWatchTick) {}
 
+  ~State() {
+    if (spare_fd >= 0) ::close(spare_fd);
+  }
+
   static std::string keep_alive_header(const ServerOptions& o);
 
   awaitable<void> accept_loop();
   awaitable<void> session(tcp::socket socket);
+  awaitable<void> refuse(tcp::socket socket);
+  awaitable<void> accept_failed(const boost::system::error_code& ec);
+  void shed_pending();
+  void connection_closed();
+  std::string refusal_bytes();
 
   // Constant after construction.
   net::any_io_executor executor;
@@ -45,9 +59,37 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   ClientWatches watches;
   // Updated by sessions; read by drain logic on any thread.
   std::atomic<std::size_t> active{0};
+  // On the executor's thread. Client connections open (sessions and
+  // refusals still lingering).
+  std::size_t connections = 0;
+  std::size_t lingering_refusals = 0;
+  std::size_t refused = 0;          // in this episode at the cap; 0: not at the cap
+  std::size_t accept_failures = 0;  // in a row; the first one is logged
+  // A descriptor held back for the moment accept() fails with EMFILE: closed
+  // to accept the waiting connection and answer it 503, then reopened.
+  int spare_fd = -1;
 };
 
 namespace {
+
+// Refused connections linger (below) at most this many at once.
+constexpr std::size_t kMaxLingeringRefusals = 64;
+constexpr std::chrono::milliseconds kLingerTime{2000};
+constexpr std::size_t kLingerBytes = 1 << 20;
+constexpr std::chrono::milliseconds kAcceptBackoffMax{1000};
+
+// The engines the gateway starts must not inherit its sockets (Asio opens
+// them without SOCK_CLOEXEC); the child also closes every descriptor above 2
+// before exec, this covers anything else that execs.
+void set_cloexec(int fd) {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+}
+
+bool out_of_descriptors(const boost::system::error_code& ec) {
+  return ec == boost::system::errc::too_many_files_open ||
+         ec == boost::system::errc::too_many_files_open_in_system;
+}
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -195,6 +237,33 @@ awaitable<bool> write_response(tcp::socket& socket, SocketDeadline& deadline,
   co_return ok;
 }
 
+// Closes after an error answer. The client may still be sending (a body that
+// was refused): closing with unread bytes would reset the connection, and a
+// reset can destroy the answer before the client reads it. So stop sending,
+// then read and discard for a bounded time and amount.
+awaitable<void> linger_close(tcp::socket& socket, SocketDeadline& deadline) {
+  boost::system::error_code ec;
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  if (!ec) {
+    std::array<char, 16384> scratch;
+    std::size_t total = 0;
+    deadline.expires_after(kLingerTime);
+    while (total < kLingerBytes) {
+      auto [read_ec, n] = co_await socket.async_read_some(net::buffer(scratch), use_tuple);
+      if (read_ec) break;
+      total += n;
+    }
+    deadline.expires_never();
+  }
+  socket.close(ec);
+}
+
+// Whether a read error means the client went away (nothing is owed to it).
+bool client_left(const boost::system::error_code& ec) {
+  return ec == beast_http::error::end_of_stream || ec == net::error::eof ||
+         ec == net::error::connection_reset || ec == net::error::operation_aborted;
+}
+
 }  // namespace
 
 std::string Server::State::keep_alive_header(const ServerOptions& o) {
@@ -224,11 +293,13 @@ Result<std::uint16_t> Server::listen() {
   tcp::endpoint endpoint(address, o.port);
   auto& acceptor = state_->acceptor;
   acceptor.open(endpoint.protocol(), ec);
+  if (!ec) set_cloexec(acceptor.native_handle());
   if (!ec) acceptor.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) acceptor.bind(endpoint, ec);
   if (ec == net::error::address_in_use) return Error{where + " is already in use"};
   if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) return Error{fmt::format("cannot listen on {}: {}", where, ec.message())};
+  if (state_->spare_fd < 0) state_->spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   return acceptor.local_endpoint().port();
 }
 
@@ -251,10 +322,17 @@ awaitable<void> Server::State::accept_loop() {
     auto [ec, socket] = co_await acceptor.async_accept(use_tuple);
     if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
     if (ec) {
-      // Out of descriptors and the like: log, pause briefly, keep serving.
-      spdlog::warn("accept failed: {}", ec.message());
-      net::steady_timer pause(executor, std::chrono::milliseconds(50));
-      co_await pause.async_wait(use_tuple);
+      co_await accept_failed(ec);
+      continue;
+    }
+    set_cloexec(socket.native_handle());
+    if (accept_failures > 0) {
+      spdlog::info("accepting connections again after {} failed accept(s)", accept_failures);
+      accept_failures = 0;
+    }
+    ++connections;
+    if (options.max_connections > 0 && connections > options.max_connections) {
+      net::co_spawn(executor, refuse(std::move(socket)), net::detached);
       continue;
     }
     socket.set_option(tcp::no_delay(true), ec);
@@ -262,8 +340,89 @@ awaitable<void> Server::State::accept_loop() {
   }
 }
 
+// A failed accept leaves the connection in the backlog, so retrying at once
+// would spin. Out of descriptors, the spare one is given up for a moment to
+// take the waiting connection and answer it 503; then the loop backs off,
+// doubling up to a second while accepts keep failing. Logged once per
+// episode, not per failure.
+awaitable<void> Server::State::accept_failed(const boost::system::error_code& ec) {
+  if (accept_failures++ == 0)
+    spdlog::warn("accept failed: {}; {}backing off until it succeeds", ec.message(),
+                 out_of_descriptors(ec) ? "answering waiting connections 503 and " : "");
+  if (out_of_descriptors(ec)) shed_pending();
+  const auto pause = std::min<std::chrono::milliseconds>(
+      std::chrono::milliseconds(5 << std::min<std::size_t>(accept_failures, 8)), kAcceptBackoffMax);
+  net::steady_timer timer(executor, pause);
+  co_await timer.async_wait(use_tuple);
+}
+
+void Server::State::shed_pending() {
+  if (spare_fd < 0) return;
+  ::close(spare_fd);
+  spare_fd = -1;
+  const int fd =
+      ::accept4(acceptor.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd >= 0) {
+    // The request is usually there already: reading it first means the close
+    // below sends a FIN, not a reset that could destroy the answer.
+    char scratch[16384];
+    while (::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT) > 0) {
+    }
+    const std::string bytes = refusal_bytes();
+    [[maybe_unused]] const auto sent =
+        ::send(fd, bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ::shutdown(fd, SHUT_WR);
+    ::close(fd);
+  }
+  spare_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+std::string Server::State::refusal_bytes() {
+  Response r = handler.protocol_error(503, "the gateway is at its connection limit; retry shortly");
+  return response_head(r.status, 11, r.headers, options.server_name,
+                       Framing::content_length(r.body.size()), /*keep_alive=*/false) +
+         r.body;
+}
+
+// Over max_connections: 503 without reading the request, then close.
+awaitable<void> Server::State::refuse(tcp::socket socket) {
+  auto self = shared_from_this();
+  if (refused++ == 0)
+    spdlog::warn(
+        "{} client connections open (max_connections): new connections get 503 until some close",
+        options.max_connections);
+  SocketDeadline deadline(executor, [&socket] {
+    boost::system::error_code cancel_ec;
+    socket.cancel(cancel_ec);
+  });
+  const std::string bytes = refusal_bytes();
+  deadline.expires_after(options.write_timeout);
+  const auto wec = co_await write_all(socket, net::buffer(bytes));
+  deadline.expires_never();
+  if (!wec && lingering_refusals < kMaxLingeringRefusals) {
+    ++lingering_refusals;
+    co_await linger_close(socket, deadline);
+    --lingering_refusals;
+  }
+  boost::system::error_code ec;
+  socket.close(ec);
+  connection_closed();
+}
+
+void Server::State::connection_closed() {
+  --connections;
+  if (refused > 0 && connections < options.max_connections) {
+    spdlog::info("below max_connections again; {} connection(s) were refused", refused);
+    refused = 0;
+  }
+}
+
 awaitable<void> Server::State::session(tcp::socket socket) {
   auto self = shared_from_this();
+  struct Open {
+    State& state;
+    ~Open() { state.connection_closed(); }
+  } open{*this};
   boost::system::error_code ec;
   const auto peer = socket.remote_endpoint(ec);
   const std::string remote =
@@ -282,6 +441,9 @@ awaitable<void> Server::State::session(tcp::socket socket) {
   const auto header_timeout = options.keep_alive_idle
                                   ? std::min(options.header_timeout, *options.keep_alive_idle)
                                   : options.header_timeout;
+  // Whether the connection ends on an error answer, with request bytes
+  // perhaps still on the way (linger_close).
+  bool errored = false;
 
   for (;;) {
     RequestParser parser;  // fresh per message
@@ -300,15 +462,13 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     if (read_ec) {
       // Only a client that started a request and stalled is owed an answer.
       if (header_timed_out && buffer.size() == 0) break;
-      if (!header_timed_out &&
-          (read_ec == beast_http::error::end_of_stream || read_ec == net::error::eof ||
-           read_ec == net::error::connection_reset || read_ec == net::error::operation_aborted))
-        break;
+      if (!header_timed_out && client_left(read_ec)) break;
       Response error =
           header_timed_out
               ? handler.protocol_error(408, "timed out reading request headers")
               : handler.protocol_error(400, "malformed HTTP request: " + read_ec.message());
       co_await write_response(socket, deadline, watches, options, std::move(error), 11);
+      errored = true;
       break;
     }
 
@@ -320,11 +480,18 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     head.remote = remote;
     const unsigned version = parser.version;
 
+    if (auto bad = check_request_framing(head.headers, version)) {
+      Response error = handler.protocol_error(bad->status, std::move(bad->message));
+      co_await write_response(socket, deadline, watches, options, std::move(error), version);
+      errored = true;
+      break;
+    }
     if (head.content_length && *head.content_length > options.body_limit) {
       Response error =
           handler.protocol_error(413, fmt::format("request body is {} bytes; the limit is {} bytes",
                                                   *head.content_length, options.body_limit));
       co_await write_response(socket, deadline, watches, options, std::move(error), version);
+      errored = true;
       break;
     }
     std::optional<Response> early = handler.screen(head);
@@ -358,8 +525,12 @@ awaitable<void> Server::State::session(tcp::socket socket) {
             413, fmt::format("request body exceeds the limit of {} bytes", options.body_limit));
       else if (body_timed_out)
         error = handler.protocol_error(408, "timed out reading the request body");
-      if (error)
+      else if (!client_left(body_ec) && body_ec != beast_http::error::partial_message)
+        error = handler.protocol_error(400, "malformed request body: " + body_ec.message());
+      if (error) {
         co_await write_response(socket, deadline, watches, options, std::move(*error), version);
+        errored = true;
+      }
       break;
     }
 
@@ -380,8 +551,12 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     if (!exchange.reusable()) break;
     answered = true;
   }
-  socket.shutdown(tcp::socket::shutdown_send, ec);
-  socket.close(ec);
+  if (errored) {
+    co_await linger_close(socket, deadline);
+  } else {
+    socket.shutdown(tcp::socket::shutdown_send, ec);
+    socket.close(ec);
+  }
 }
 
 }  // namespace switchyard::http

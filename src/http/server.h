@@ -29,6 +29,12 @@ struct ServerOptions {
   std::chrono::milliseconds body_timeout{std::chrono::seconds(60)};
   // How long one write to the client may block (a stalled reader).
   std::chrono::milliseconds write_timeout{std::chrono::seconds(60)};
+  // Open client connections at most; the next one is answered 503 at once
+  // and closed, and the log says so once per episode. Each connection may
+  // hold an upstream connection too, so a cap below the descriptor limit
+  // turns running out of descriptors into prompt refusals (serve derives it
+  // from RLIMIT_NOFILE, docs/reliability.md). 0: no cap.
+  std::size_t max_connections = 0;
   // Value of the Server header.
   std::string server_name = "switchyard";
   // Keep-alive limits as engines set them (the simulator: cpp-httplib's 5 s and

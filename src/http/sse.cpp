@@ -1,18 +1,55 @@
 #include "http/sse.h"
 
+#include <cstring>
+
 namespace switchyard::http {
 
+void SseSplitter::feed(std::string_view bytes) {
+  if (overflowed_) return;
+  // Consumed events are dropped once they are most of the buffer, so moving
+  // the rest down costs no more than the bytes already handed out.
+  if (start_ > 0 && start_ >= buffer_.size() / 2) {
+    buffer_.erase(0, start_);
+    scan_ -= start_;
+    start_ = 0;
+  }
+  buffer_.append(bytes);
+}
+
 std::optional<std::string> SseSplitter::next() {
+  if (overflowed_) return std::nullopt;
   // An event ends at the first blank line: "\n\n", "\r\n\r\n" or mixed.
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    if (pending_[i] != '\n') continue;
-    std::size_t j = i + 1;
-    if (j < pending_.size() && pending_[j] == '\r') ++j;
-    if (j < pending_.size() && pending_[j] == '\n') {
-      std::string event = pending_.substr(0, j + 1);
-      pending_.erase(0, j + 1);
-      return event;
+  const char* data = buffer_.data();
+  const std::size_t size = buffer_.size();
+  while (scan_ < size) {
+    const void* hit = std::memchr(data + scan_, '\n', size - scan_);
+    const std::size_t eol =
+        hit ? static_cast<std::size_t>(static_cast<const char*>(hit) - data) : size;
+    scanned_ += (hit ? eol + 1 : size) - scan_;
+    if (!hit) {
+      scan_ = size;
+      break;
     }
+    std::size_t j = eol + 1;
+    if (j < size && data[j] == '\r') ++j;
+    if (j >= size) {
+      scan_ = eol;  // the blank line may still be coming: look here again
+      break;
+    }
+    if (data[j] != '\n') {
+      scan_ = eol + 1;
+      continue;
+    }
+    if (j + 1 - start_ > max_event_) break;
+    std::string event = buffer_.substr(start_, j + 1 - start_);
+    start_ = scan_ = j + 1;
+    return event;
+  }
+  if (size - start_ > max_event_) {
+    overflowed_ = true;
+    buffer_.clear();
+    buffer_.shrink_to_fit();
+    start_ = scan_ = 0;
   }
   return std::nullopt;
 }

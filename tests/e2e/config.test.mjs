@@ -63,6 +63,20 @@ describe('serve: configuration errors', () => {
     expectConfigError(await runServe(VALID.replace('[default]', '[qwen]')), undefined, ['models[0].aliases', "'qwen'"]);
   });
 
+  test('a bad instance url: exit 2 with file:line:field, credentials never printed', TIMEOUT, async () => {
+    const withUrl = (url) => VALID.replace('http://127.0.0.1:9', url);
+    expectConfigError(await runServe(withUrl('http://127.0.0.1:notaport')), 7, ['instances[0].url', 'port']);
+    expectConfigError(await runServe(withUrl('ftp://127.0.0.1:9/')), 7, ['instances[0].url', 'http://']);
+    const secret = await runServe(withUrl('http://bob:hunter2@127.0.0.1:9'));
+    expectConfigError(secret, 7, ['instances[0].url', 'http://***@127.0.0.1:9']);
+    assert.ok(!secret.output.includes('hunter2'), `the password is not printed:\n${secret.output}`);
+  });
+
+  test('a zero duration that would fail every time: exit 2, the field named', TIMEOUT, async () => {
+    expectConfigError(await runServe(`${VALID}timeouts:\n  connect: 0\n`), 9, ['timeouts.connect', 'above 0']);
+    expectConfigError(await runServe(`${VALID}timeouts:\n  client_header: 0ms\n`), 9, ['timeouts.client_header', 'above 0']);
+  });
+
   test('a missing instances list', TIMEOUT, async () => {
     expectConfigError(await runServe('models:\n  - name: qwen\n'), undefined, 'instances');
   });

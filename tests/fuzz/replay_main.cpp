@@ -1,6 +1,6 @@
 // Replays fuzz inputs through a libFuzzer target without libFuzzer, so the
 // seed corpus runs in `make check` under the ordinary (GCC, ASan/UBSan) build.
-// Usage: gguf_fuzz_replay DIR_OR_FILE...
+// Usage: <target>_fuzz_replay DIR_OR_FILE...
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>

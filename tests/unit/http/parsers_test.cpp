@@ -5,7 +5,10 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace switchyard::http {
 namespace {
@@ -131,6 +134,49 @@ TEST(ResponseParser, WithoutABufferNothingIsTaken) {
   EXPECT_EQ(feed(parser, "hi", ec), 0u);
   EXPECT_EQ(ec, beast_http::error::need_buffer);
 }
+
+Headers headers_of(std::initializer_list<std::pair<std::string_view, std::string_view>> list) {
+  Headers h;
+  for (auto [name, value] : list) h.add(name, value);
+  return h;
+}
+
+TEST(RequestFraming, OnlyASingleFinalChunkedIsAccepted) {
+  EXPECT_FALSE(check_request_framing(headers_of({{"Content-Length", "5"}}), 11));
+  EXPECT_FALSE(check_request_framing(headers_of({{"Transfer-Encoding", "chunked"}}), 11));
+  EXPECT_FALSE(check_request_framing(headers_of({{"transfer-encoding", " Chunked , "}}), 11));
+}
+
+struct BadFraming {
+  std::vector<std::pair<std::string_view, std::string_view>> headers;
+  unsigned version;
+  int status;
+};
+
+class RequestFramingErrors : public testing::TestWithParam<BadFraming> {};
+
+TEST_P(RequestFramingErrors, AreRefused) {
+  Headers h;
+  for (auto [name, value] : GetParam().headers) h.add(name, value);
+  const auto error = check_request_framing(h, GetParam().version);
+  ASSERT_TRUE(error);
+  EXPECT_EQ(error->status, GetParam().status) << error->message;
+  EXPECT_FALSE(error->message.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Smuggling, RequestFramingErrors,
+    testing::Values(
+        BadFraming{{{"Transfer-Encoding", "xchunked"}}, 11, 501},
+        BadFraming{{{"Transfer-Encoding", "gzip, chunked"}}, 11, 501},
+        BadFraming{{{"Transfer-Encoding", "gzip"}, {"Transfer-Encoding", "chunked"}}, 11, 501},
+        BadFraming{{{"Transfer-Encoding", "chunked, gzip"}}, 11, 400},
+        BadFraming{{{"Transfer-Encoding", "chunked"}, {"Transfer-Encoding", "chunked"}}, 11, 400},
+        BadFraming{{{"Transfer-Encoding", "chunked;q=1"}}, 11, 400},
+        BadFraming{{{"Transfer-Encoding", ""}}, 11, 400},
+        BadFraming{{{"Transfer-Encoding", "chunked"}}, 10, 400},
+        BadFraming{{{"Transfer-Encoding", "xchunked"}, {"Content-Length", "4"}}, 11, 400},
+        BadFraming{{{"Content-Length", "4"}, {"Transfer-Encoding", "chunked"}}, 11, 400}));
 
 }  // namespace
 }  // namespace switchyard::http
