@@ -187,25 +187,36 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     std::string out;  // what one read yields for the client: sent in one write
     for (;;) {
       auto piece = co_await call.read_some();
+      std::optional<Error> broke;
       if (!piece) {
+        broke = piece.error();
+      } else if (!piece->empty()) {
+        splitter.feed(*piece);
+        out.clear();
+        while (auto event = splitter.next()) rewriter.rewrite_event(*event, out);
+        if (splitter.overflowed()) {
+          // An event that never ends cannot be relayed event by event.
+          call.abort();
+          broke = Error{fmt::format("{} sent an event longer than {} bytes", inst.name(),
+                                    http::SseSplitter::kDefaultMaxEvent)};
+        }
+      }
+      if (broke) {
         record.usage = rewriter.usage();
         if (record.client_gone) co_return Attempt{};
-        if (!started) co_return failed(piece.error());
+        if (!started) co_return failed(*broke);
         spdlog::warn("request {}: instance {} failed mid-stream: {}", record.id, inst.name(),
-                     piece.error().message);
+                     broke->message);
         if (call.failure() != http::UpstreamFailure::local)
-          upstreams_.report_failure(inst.index, piece.error().message);
+          upstreams_.report_failure(inst.index, broke->message);
         record.upstream_failed = true;
         const ApiError error = ApiError::upstream_failed(
-            fmt::format("instance {} failed mid-stream: {}", inst.name(), piece.error().message));
+            fmt::format("instance {} failed mid-stream: {}", inst.name(), broke->message));
         const std::string tail = openai::stream_error_events(error, ctx.route.dialect);
         if (co_await send(tail)) co_await exchange.end_stream();
         co_return Attempt{};
       }
       if (piece->empty()) break;
-      splitter.feed(*piece);
-      out.clear();
-      while (auto event = splitter.next()) rewriter.rewrite_event(*event, out);
       if (!out.empty() && !co_await send(out)) {
         record.client_gone = true;
         co_return Attempt{};

@@ -14,11 +14,12 @@ namespace switchyard::gateway::testing_support {
 class FakeEngine {
  public:
   FakeEngine(boost::asio::io_context& io, int status, std::string body,
-             std::chrono::milliseconds delay = {})
+             std::chrono::milliseconds delay = {}, std::string content_type = "application/json")
       : acceptor_(io, {boost::asio::ip::make_address("127.0.0.1"), 0}),
         status_(status),
         body_(std::move(body)),
-        delay_(delay) {
+        delay_(delay),
+        content_type_(std::move(content_type)) {
     boost::asio::co_spawn(io, accept(), boost::asio::detached);
   }
   std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
@@ -48,7 +49,7 @@ class FakeEngine {
       boost::asio::steady_timer wait(socket.get_executor(), delay_);
       co_await wait.async_wait(tuple);
       http::response<http::string_body> res{static_cast<http::status>(status_), 11};
-      res.set(http::field::content_type, "application/json");
+      res.set(http::field::content_type, content_type_);
       res.body() = body_;
       res.prepare_payload();
       auto [wec, wn] = co_await http::async_write(socket, res, tuple);
@@ -60,6 +61,7 @@ class FakeEngine {
   int status_;
   std::string body_;
   std::chrono::milliseconds delay_;
+  std::string content_type_;
 };
 
 }  // namespace switchyard::gateway::testing_support

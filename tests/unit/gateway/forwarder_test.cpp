@@ -171,5 +171,24 @@ TEST_F(ForwarderTest, ARequestOnAnInstanceEjectedMeanwhileMovesOnAtOnce) {
   EXPECT_EQ(records[0].failed_on, std::vector<std::string>{"i0"});
 }
 
+TEST_F(ForwarderTest, AnEventThatNeverEndsFailsTheAttemptInsteadOfFillingMemory) {
+  // 2 MiB of one event with no blank line: past the splitter's 1 MiB bound.
+  FakeEngine endless(io, 200, "data: " + std::string(2 << 20, 'x'), {}, "text/event-stream");
+  FakeEngine good(io, 200, "data: {\"model\":\"m\",\"choices\":[{}]}\n\ndata: [DONE]\n\n", {},
+                  "text/event-stream");
+  add(endless);
+  add(good);
+  FakeExchange client;
+  send(client);
+  run_until(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_EQ(records[0].failed_on, std::vector<std::string>{"i0"});
+  std::string relayed;
+  for (const auto& c : client.chunks) relayed += c;
+  EXPECT_NE(relayed.find("[DONE]"), std::string::npos) << relayed.substr(0, 200);
+  EXPECT_NE(relayed.find(R"("model":"alias")"), std::string::npos) << relayed.substr(0, 200);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway
