@@ -6,7 +6,7 @@ import { after, afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  USER_MESSAGES, fetchJson, metricSum, rawConnect, simFleet, sleep, startGateway, startSim, stopAll, within,
+  USER_MESSAGES, fetchJson, metricSum, rawConnect, simFleet, sleep, startGateway, startSim, stopAll, waitUntil, within,
 } from './harness.mjs';
 
 const MODEL = 'qwen-27b';
@@ -14,8 +14,9 @@ const KEEP_ALIVE = ['--keep-alive-timeout', 1];
 after(stopAll);
 afterEach(stopAll);
 
-const chat = (url) => fetchJson(`${url}/v1/chat/completions`,
-  { body: { model: MODEL, messages: USER_MESSAGES, max_tokens: 3, ignore_eos: true } });
+const chat = (url, maxTokens = 3) => fetchJson(`${url}/v1/chat/completions`,
+  { body: { model: MODEL, messages: USER_MESSAGES, max_tokens: maxTokens, ignore_eos: true } });
+const inFlight = async (url) => metricSum((await fetchJson(`${url}/metrics`)).text, 'switchyard_instance_in_flight');
 
 test('the sim announces its keep-alive timeout and closes idle connections after it', { timeout: 20_000 }, async () => {
   const sim = await startSim({ alias: MODEL }, KEEP_ALIVE);
@@ -30,10 +31,16 @@ test('the sim announces its keep-alive timeout and closes idle connections after
 
 test('after an idle gap longer than the engines\' keep-alive timeout the next request succeeds, without retry or ejection',
   { timeout: 30_000 }, async () => {
-    const gw = await startGateway(simFleet({ count: 2, model: MODEL, aliases: [], slots: 2, extraArgs: KEEP_ALIVE }));
-    // A burst that leaves several pooled connections to each engine.
-    const burst = await Promise.all(Array.from({ length: 4 }, () => chat(gw.url)));
-    for (const r of burst) assert.equal(r.status, 200, r.text);
+    const gw = await startGateway(simFleet({
+      count: 2, model: MODEL, aliases: [], slots: 2, speedFactor: 1, tokensPerSecond: 20, extraArgs: KEEP_ALIVE,
+    }));
+    // A burst that leaves two pooled connections to each engine: all four
+    // requests in flight at once (about a second each), so none could reuse
+    // another's connection. Two stale ones per engine is what made the old
+    // retry "on a fresh connection" take the second stale one.
+    const burst = Promise.all(Array.from({ length: 4 }, () => chat(gw.url, 20)));
+    await waitUntil(async () => (await inFlight(gw.url)) === 4, { what: 'all four requests in flight' });
+    for (const r of await burst) assert.equal(r.status, 200, r.text);
 
     // The idle time is what is tested, so here a fixed wait is the
     // condition: twice the engines' keep-alive timeout, after which both
