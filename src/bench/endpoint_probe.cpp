@@ -3,6 +3,8 @@
 #include <boost/algorithm/string/predicate.hpp>
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "http/fetch.h"
@@ -100,6 +102,12 @@ Result<EndpointInfo> describe_endpoint(const std::string& base_url,
       info.simulated |= says_simulated(m.if_contains("owned_by"));
       if (one.names.empty()) continue;
       for (const auto& name : one.names) info.models.push_back(name);
+      // A gateway lists each alias again as its own entry, "alias_of" its model.
+      const auto* of = m.if_contains("alias_of");
+      const auto model_of = std::find_if(served.begin(), served.end(), [&](const Served& s) {
+        return of && of->is_string() && s.names.front() == of->as_string();
+      });
+      if (model_of != served.end()) continue;
       served.push_back(std::move(one));
     }
   }

@@ -54,6 +54,16 @@ TEST(EndpointProbe, SeveralModelsNeedANameTheyList) {
   EXPECT_EQ(alias->model_note, "");
 }
 
+// A gateway's list: the model, then each alias as an entry of its own.
+TEST(EndpointProbe, AGatewaysAliasEntriesAreTheSameModel) {
+  auto info = describe_endpoint(
+      "http://gw",
+      ok(R"({"data":[{"id":"qwen-27b","aliases":["default"]},{"id":"default","alias_of":"qwen-27b"}]})"),
+      nullptr, "");
+  ASSERT_TRUE(info) << info.error().message;
+  EXPECT_EQ(info->model, "qwen-27b");
+}
+
 TEST(EndpointProbe, NoListTakesTheGivenNameAndNeedsOne) {
   http::FetchResponse none;
   none.status = 404;
