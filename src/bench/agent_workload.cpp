@@ -87,6 +87,8 @@ awaitable<void> agent_session(LoadGenerator& generator, asio::any_io_executor ex
     plan.requests = 1;
     plan.forced_tokens = o.output_len;
     plan.keep_content = true;
+    // Only the first prompt has an exact size; later turns grow by a drawn amount.
+    plan.prompt_target = turn == 1 ? o.start_context : -1;
     plan.body = [&body](long, bool) { return body; };
     const auto sent = Clock::now();
     StepOutcome outcome = co_await generator.run_step(plan);

@@ -12,7 +12,8 @@ namespace switchyard::bench {
 struct BenchOptions {
   // The endpoint: an engine (llama-server, vLLM), a gateway or a sim.
   std::string url;
-  // The model name sent in every request; must be among /v1/models when it lists any.
+  // The model name sent in every request; must be among /v1/models when it
+  // lists several. "" or an unlisted name: the endpoint's one model.
   std::string model;
   // Prompt length in tokens as the engine counts them (2048: the field reports' method).
   long input_len = 2048;

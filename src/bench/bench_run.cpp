@@ -14,6 +14,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -21,6 +22,7 @@
 
 #include "bench/agent_workload.h"
 #include "bench/endpoint_probe.h"
+#include "bench/engine_metrics.h"
 #include "bench/load_generator.h"
 #include "bench/prompt_builder.h"
 #include "bench/report_html.h"
@@ -68,6 +70,16 @@ AgentOptions agent_options(const BenchOptions& o) {
   return a;
 }
 
+// One step's progress line: the painter coroutine and the step share it, so
+// it outlives the step's locals. (Locals of a finished step used to be reused
+// by the next step's at the same address: the old painter woke on the new
+// timer, each re-arm cancelled the other's wait, and both painted in a loop.)
+struct Ticker {
+  explicit Ticker(asio::io_context& io) : timer(io) {}
+  asio::steady_timer timer;
+  bool running = true;
+};
+
 // How prompts are made for this endpoint; settled before the first step.
 struct PromptPlan {
   std::string mode;  // token_ids | text_exact | text_estimated
@@ -87,7 +99,11 @@ class BenchSession {
 
   RunReport run;
   PromptPlan prompts;
-  std::string failure;  // set when the run cannot go on: one line
+  std::string failure;     // set when the run cannot go on: one line
+  bool simulated = false;  // the probe's response said it came from switchyard's simulator
+  // The endpoint is a vLLM engine: its /metrics are scraped around each step
+  // for the self-report check.
+  bool vllm_metrics = false;
 
   awaitable<void> drive();
 
@@ -99,7 +115,7 @@ class BenchSession {
   Result<std::vector<std::string>> text_bodies(int step, long count, bool warmup) const;
   awaitable<bool> probe();
   StepPlan step_plan(int step, int concurrency, double rate) const;
-  awaitable<void> progress(asio::steady_timer& timer, const bool& running, std::string label);
+  awaitable<void> progress(std::shared_ptr<Ticker> ticker, std::string label);
 
   const BenchOptions& o_;
   HeaderList headers_;
@@ -163,6 +179,7 @@ StepPlan BenchSession::step_plan(int step, int concurrency, double rate) const {
                   : o_.requests_per_step > 0 ? o_.requests_per_step
                                              : std::max(8L, 4L * concurrency);
   plan.forced_tokens = o_.output_len;
+  plan.prompt_target = o_.input_len;
   return plan;
 }
 
@@ -182,6 +199,7 @@ awaitable<bool> BenchSession::probe() {
   StepOutcome outcome = co_await gen_.run_step(plan);
   if (gen_.stopped() || outcome.records.empty()) co_return false;
   const auto& r = outcome.records.front();
+  simulated = r.simulated;
   const std::string where =
       o_.url + (o_.endpoint == "chat" ? "/v1/chat/completions" : "/v1/completions");
   if (r.error == "http_401" || r.error == "http_403") {
@@ -195,6 +213,10 @@ awaitable<bool> BenchSession::probe() {
   } else if (!r.ok()) {
     failure =
         fmt::format("the probe request to {} failed ({}): {}", where, r.error, r.error_detail);
+    if (prompts.mode == "token_ids" && o_.vocab_size > 0)
+      failure += fmt::format(
+          " (token ids were drawn from --vocab-size {}: is it beyond the engine's vocabulary?)",
+          o_.vocab_size);
   } else if (r.short_output) {
     failure = fmt::format(
         "{} does not honour ignore_eos: asked for exactly {} tokens, got {} (finish_reason "
@@ -209,12 +231,11 @@ awaitable<bool> BenchSession::probe() {
   co_return true;
 }
 
-awaitable<void> BenchSession::progress(asio::steady_timer& timer, const bool& running,
-                                       std::string label) {
-  while (running) {
-    timer.expires_after(std::chrono::milliseconds(250));
-    co_await timer.async_wait(kAwait);
-    if (!running) break;
+awaitable<void> BenchSession::progress(std::shared_ptr<Ticker> ticker, std::string label) {
+  while (ticker->running) {
+    ticker->timer.expires_after(std::chrono::milliseconds(250));
+    auto [ec] = co_await ticker->timer.async_wait(kAwait);
+    if (ec || !ticker->running) break;
     const auto& live = gen_.live();
     std::string line;
     if (!live.measuring) {
@@ -324,14 +345,19 @@ awaitable<void> BenchSession::drive() {
                 << (plan.requests > 0 ? std::to_string(plan.requests) + " requests"
                                       : fmt::format("{:g} s", plan.duration_s))
                 << " after " << plan.warmup << " warm-up\n";
-    bool running = true;
-    asio::steady_timer ticker(io_);
-    if (tty_) asio::co_spawn(io_, progress(ticker, running, label), asio::detached);
+    // Blocking, but nothing is in flight between steps.
+    const auto counted_before =
+        vllm_metrics ? scrape_vllm_metrics(base_url(o_.url), headers_) : std::nullopt;
+    auto ticker = std::make_shared<Ticker>(io_);
+    if (tty_) asio::co_spawn(io_, progress(ticker, label), asio::detached);
     StepOutcome outcome = co_await gen_.run_step(plan);
-    running = false;
-    ticker.cancel();
+    ticker->running = false;
+    ticker->timer.cancel();
     if (tty_) std::cerr << "\r\x1b[K" << std::flush;
     StepReport report = summarize_step(plan, outcome);
+    if (counted_before)
+      if (auto counted_after = scrape_vllm_metrics(base_url(o_.url), headers_))
+        apply_engine_counters(report, outcome.records, *counted_before, *counted_after);
     std::cerr << fmt::format("{} done: {}/{} ok, {:.1f} output tok/s{}\n", label, report.succeeded,
                              report.requests, report.output_tokens_per_s,
                              outcome.interrupted ? " (interrupted)" : "");
@@ -378,22 +404,11 @@ std::string method_description(const BenchOptions& o, const PromptPlan& p) {
                 "Poisson)",
                 o.burstiness);
   return fmt::format(
-      "{} prompts of {}; output forced to exactly {} tokens (max_tokens, min_tokens, "
+      "prompts of {} tokens: {}; output forced to exactly {} tokens (max_tokens, min_tokens, "
       "ignore_eos); streamed with usage; {}; warm-up requests excluded. Headline: generated "
       "tokens (usage.completion_tokens) / wall time of the step. Random vocabulary is the worst "
       "case for speculative decoding and gets no prefix-cache hits.",
       o.input_len, prompt, o.output_len, loop);
-}
-
-void add_residual_notes(RunReport& run, long input_len) {
-  for (const auto& s : run.steps) {
-    if (s.prompt_tokens.count == 0) continue;
-    if (std::abs(s.prompt_tokens.mean - static_cast<double>(input_len)) >= 0.5)
-      run.notes.push_back(fmt::format(
-          "at N={} the engine counted {:.1f} prompt tokens on average (p50 {:.0f}) for a "
-          "target of {}",
-          s.concurrency, s.prompt_tokens.mean, s.prompt_tokens.p50, input_len));
-  }
 }
 
 int write_outputs(const BenchOptions& o, const RunReport& run) {
@@ -413,7 +428,6 @@ int write_outputs(const BenchOptions& o, const RunReport& run) {
 
 Result<bool> validate(const BenchOptions& o) {
   if (auto url = http::parse_url(o.url); !url) return Error{"--url: " + url.error().message};
-  if (o.model.empty()) return Error{"--model: required"};
   if (o.input_len < 1) return Error{"--input-len: must be at least 1"};
   if (o.output_len < 1) return Error{"--output-len: must be at least 1"};
   if (o.rates.empty() && o.concurrency.empty()) return Error{"--concurrency: give at least one N"};
@@ -451,24 +465,29 @@ Result<bool> validate(const BenchOptions& o) {
 int run_bench(const BenchOptions& options) {
   if (auto ok = validate(options); !ok) return fail(ok.error().message, 2);
   const bool agent = options.workload == "agent";
-  BenchOptions agent_copy;
-  if (agent) {
-    agent_copy = options;
-    agent_copy.endpoint = "chat";  // conversations: the chat API
-    agent_copy.concurrency = {options.sessions};
-  }
-  const BenchOptions& o = agent ? agent_copy : options;
-  const std::string base = base_url(o.url);
-  const HeaderList headers = request_headers(o.api_key, o.headers);
-
-  auto info = probe_endpoint(base, headers, o.model);
+  const std::string base = base_url(options.url);
+  const HeaderList headers = request_headers(options.api_key, options.headers);
+  auto info = probe_endpoint(base, headers, options.model);
   if (!info) return fail(info.error().message);
+  BenchOptions resolved = options;
+  resolved.model = info->model;
+  if (agent) {
+    resolved.endpoint = "chat";  // conversations: the chat API
+    resolved.concurrency = {options.sessions};
+  }
+  const BenchOptions& o = resolved;
+  if (info->n_vocab && o.vocab_size > *info->n_vocab)
+    return fail(fmt::format("--vocab-size: {} is beyond the engine's vocabulary of {} tokens "
+                            "(/v1/models meta.n_vocab); leave it out to use the engine's",
+                            o.vocab_size, *info->n_vocab),
+                2);
 
   PromptPlan prompts;
   prompts.target = o.input_len;
   prompts.tokenize_url = o.tokenize_url.empty() ? base + "/tokenize" : o.tokenize_url;
   const long vocab = info->n_vocab.value_or(o.vocab_size);
   RunReport run;
+  if (!info->model_note.empty()) run.notes.push_back(info->model_note);
   if (o.endpoint == "completions" && vocab > 10) {
     prompts.mode = "token_ids";
     prompts.vocab = vocab;
@@ -501,15 +520,16 @@ int run_bench(const BenchOptions& options) {
 
   BenchSession session(o, headers, io, generator);
   session.prompts = prompts;
+  session.vllm_metrics = scrape_vllm_metrics(base, headers).has_value();
   session.run = std::move(run);
   auto& report = session.run;
   report.endpoint = base;
   report.model = o.model;
   report.started_at = utc_now_iso8601();
-  report.simulated = info->simulated || o.simulated;
 
   const bool interrupted = run_interruptible(io, generator, session.drive());
   if (!session.failure.empty()) return fail(session.failure);
+  report.simulated = info->simulated || o.simulated || session.simulated;
 
   const auto& p = session.prompts;
   auto& m = report.method;
@@ -548,7 +568,6 @@ int run_bench(const BenchOptions& options) {
     report.notes.push_back(
         "--duration with text prompts re-sends a pool of prompts; an engine "
         "with a prefix cache may serve repeats from it");
-  if (!agent) add_residual_notes(report, o.input_len);
   if (agent && !report.turns.empty() && report.turns.size() > 1 && !report.turns[1].cached_ratio)
     report.notes.push_back(
         "the engine reported no cached tokens (no timings.cache_n, no "

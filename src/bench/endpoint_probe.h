@@ -6,10 +6,12 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/result.h"
+#include "http/fetch.h"
 
 namespace switchyard::bench {
 
@@ -21,16 +23,36 @@ std::string base_url(std::string url);
 // --header 'Name: value'.
 HeaderList request_headers(const std::string& api_key, const std::vector<std::string>& headers);
 
+// The header switchyard's simulator puts on every response, and its value.
+inline constexpr std::string_view kSimulatedHeader = "X-Simulated";
+inline constexpr std::string_view kSimulatedValue = "switchyard-sim";
+bool is_simulator_header(std::string_view value);
+
 struct EndpointInfo {
   std::vector<std::string> models;  // ids and aliases /v1/models lists
-  std::optional<long> n_vocab;      // data[].meta.n_vocab of the model
-  bool simulated = false;           // meta.ftype / /props model_ftype says "simulated"
+  // The name to send in requests: --model when listed (or nothing is
+  // listed), else the id of the one model the endpoint serves.
+  std::string model;
+  // Set when --model was not used as given: one line saying what was.
+  std::string model_note;
+  std::optional<long> n_vocab;  // data[].meta.n_vocab of the model
+  // meta.ftype / /props model_ftype says "simulated", or a response carried
+  // X-Simulated: switchyard-sim.
+  bool simulated = false;
 };
 
 // GET {base}/v1/models (and /props). Fails on an unreachable endpoint, a
-// 401/403, or a model the list does not contain.
+// 401/403, a model the list does not contain while it lists several, or no
+// `model` ("" : not given) while it lists none or several. An endpoint that
+// serves one model (llama-server lists its file path) takes any name.
 Result<EndpointInfo> probe_endpoint(const std::string& base_url, const HeaderList& headers,
                                     const std::string& model);
+
+// What probe_endpoint concludes from the answers of GET /v1/models and GET
+// /props (`props` null when it could not be fetched).
+Result<EndpointInfo> describe_endpoint(const std::string& base_url,
+                                       const http::FetchResponse& models,
+                                       const http::FetchResponse* props, const std::string& model);
 
 // POST {tokenize_url} {"content", "prompt", "model"}: the token count of
 // `text` as the engine counts it (llama.cpp's and vLLM's /tokenize shapes).

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bench/arrivals.h"
+#include "bench/endpoint_probe.h"
 #include "bench/stream_parser.h"
 #include "http/sse.h"
 
@@ -135,6 +136,8 @@ awaitable<void> LoadGenerator::send_one(const std::string& body, RequestRecord& 
     record.e2e_ms = ms_since(t0);
     co_return;
   }
+  if (auto said = head->headers.find(kSimulatedHeader))
+    record.simulated = is_simulator_header(*said);
   if (head->status != 200) {
     auto text = co_await call.read_all(64 * 1024);
     record.error = fmt::format("http_{}", head->status);
@@ -166,6 +169,7 @@ awaitable<void> LoadGenerator::issue(const StepPlan& plan, Phase& phase, long in
   record.index = index;
   record.warmup = phase.warmup;
   record.keep_content = plan.keep_content;
+  record.prompt_target = plan.prompt_target;
   record.start_s = seconds_between(phase.start, Clock::now());
   const std::string body = plan.body(index, phase.warmup);
   co_await send_one(body, record);

@@ -42,10 +42,13 @@ struct StepPlan {
   double rate = 0;        // requests/s; > 0 makes the step an open loop
   double burstiness = 1;  // open loop: gamma shape of the gaps (1 = Poisson)
   std::uint64_t seed = 0;
-  long warmup = 0;            // requests run (at `concurrency`) before measuring
-  long requests = 0;          // measured requests; 0 when `duration_s` bounds the step
-  double duration_s = 0;      // > 0: issue requests until then, and wait for them
-  long forced_tokens = 0;     // a successful request with fewer is `short_output`
+  long warmup = 0;         // requests run (at `concurrency`) before measuring
+  long requests = 0;       // measured requests; 0 when `duration_s` bounds the step
+  double duration_s = 0;   // > 0: issue requests until then, and wait for them
+  long forced_tokens = 0;  // a successful request with fewer is `short_output`
+  // The prompt's length in tokens as the engine should count it; -1 when
+  // the request has no exact target (an agent's later turns).
+  long prompt_target = -1;
   bool keep_content = false;  // collect each request's generated text (RequestRecord::content)
   // The request body for the index-th request of a phase. Called just before
   // the request is sent, on the io_context's thread.

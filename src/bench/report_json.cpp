@@ -29,26 +29,35 @@ json::object step_json(const StepReport& s) {
   for (const auto& [kind, n] : s.errors) errors[kind] = n;
   json::object examples;
   for (const auto& [kind, text] : s.error_examples) examples[kind] = text;
-  json::object o{{"concurrency", s.concurrency},
-                 {"rate", s.rate > 0 ? json::value(s.rate) : json::value(nullptr)},
-                 {"requests", s.requests},
-                 {"succeeded", s.succeeded},
-                 {"short_outputs", s.short_outputs},
-                 {"output_tokens", s.output_tokens},
-                 {"wall_s", s.wall_s},
-                 {"output_tokens_per_s", s.output_tokens_per_s},
-                 {"requests_per_s", s.requests_per_s},
-                 {"ttft_ms", summary_json(s.ttft_ms)},
-                 {"itl_ms", summary_json(s.itl_ms)},
-                 {"tpot_ms", summary_json(s.tpot_ms)},
-                 {"e2e_ms", summary_json(s.e2e_ms)},
-                 {"prompt_tokens", summary_json(s.prompt_tokens)},
-                 {"errors", std::move(errors)},
-                 {"error_examples", std::move(examples)},
-                 {"self_reported_tokens_per_s", optional_json(s.self_reported_tokens_per_s)},
-                 {"self_report_ratio", optional_json(s.self_report_ratio)},
-                 {"inflated", s.inflated},
-                 {"interrupted", s.interrupted}};
+  json::object o{
+      {"concurrency", s.concurrency},
+      {"rate", s.rate > 0 ? json::value(s.rate) : json::value(nullptr)},
+      {"achieved_rate", optional_json(s.achieved_rate)},
+      {"requests", s.requests},
+      {"succeeded", s.succeeded},
+      {"short_outputs", s.short_outputs},
+      {"output_tokens", s.output_tokens},
+      {"wall_s", s.wall_s},
+      {"output_tokens_per_s", s.output_tokens_per_s},
+      {"requests_per_s", s.requests_per_s},
+      {"ttft_ms", summary_json(s.ttft_ms)},
+      {"itl_ms", summary_json(s.itl_ms)},
+      {"tpot_ms", summary_json(s.tpot_ms)},
+      {"e2e_ms", summary_json(s.e2e_ms)},
+      {"prompt_tokens", summary_json(s.prompt_tokens)},
+      {"warmup", s.warmup},
+      {"prompt_checked", s.prompt_checked},
+      {"prompt_off_target", s.prompt_off_target},
+      {"worst_prompt_tokens",
+       s.worst_prompt_tokens >= 0 ? json::value(s.worst_prompt_tokens) : json::value(nullptr)},
+      {"worst_prompt_target",
+       s.worst_prompt_target >= 0 ? json::value(s.worst_prompt_target) : json::value(nullptr)},
+      {"errors", std::move(errors)},
+      {"error_examples", std::move(examples)},
+      {"self_reported_tokens_per_s", optional_json(s.self_reported_tokens_per_s)},
+      {"self_report_ratio", optional_json(s.self_report_ratio)},
+      {"inflated", s.inflated},
+      {"interrupted", s.interrupted}};
   return o;
 }
 
@@ -129,7 +138,8 @@ std::string run_to_json(const RunReport& run) {
                       {"prompt_mode", m.prompt_mode},
                       {"vocab_size", m.vocab_size},
                       {"loop", m.loop},
-                      {"warmup", m.warmup},
+                      // null: one warm-up request per worker (steps[].warmup has the count)
+                      {"warmup", m.warmup >= 0 ? json::value(m.warmup) : json::value(nullptr)},
                       {"requests_per_step", m.requests_per_step},
                       {"duration_s", m.duration_s},
                       {"burstiness", m.burstiness},
@@ -193,6 +203,8 @@ Result<RunReport> run_from_json(const std::string& text, const std::string& sour
     StepReport s;
     s.concurrency = static_cast<int>(number(so, "concurrency"));
     s.rate = number(so, "rate");
+    if (const auto* a = so.if_contains("achieved_rate"); a && a->is_number())
+      s.achieved_rate = a->to_number<double>();
     s.requests = static_cast<long>(number(so, "requests"));
     s.succeeded = static_cast<long>(number(so, "succeeded"));
     s.output_tokens_per_s = number(so, "output_tokens_per_s");

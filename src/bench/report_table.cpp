@@ -6,8 +6,11 @@ namespace switchyard::bench {
 
 namespace {
 
-constexpr const char* kRowFormat =
-    "{:>7} {:>5} {:>5} {:>10} {:>7} {:>21} {:>13} {:>8} {:>15} {:>16} {}";
+// The step's own columns: N (closed loop), or the offered and achieved
+// arrival rates and the peak in flight (open loop); then the measurements.
+constexpr const char* kClosedStep = "{:>7}";
+constexpr const char* kOpenStep = "{:>8} {:>8} {:>6}";
+constexpr const char* kRowFormat = " {:>5} {:>5} {:>10} {:>7} {:>21} {:>13} {:>8} {:>15} {:>16} {}";
 
 std::string triple(const Summary& s) {
   return fmt::format("{:.0f}/{:.0f}/{:.0f}", s.p50, s.p90, s.p99);
@@ -19,9 +22,11 @@ std::string pair(const Summary& s, int decimals) {
 
 }  // namespace
 
-std::string format_header() {
-  return fmt::format(kRowFormat, "N", "req", "ok", "out tok/s", "req/s", "TTFT p50/p90/p99 ms",
-                     "ITL p50/p99", "TPOT p50", "E2E p50/p99 ms", "self-reported", "errors");
+std::string format_header(bool open_loop) {
+  const std::string step = open_loop ? fmt::format(kOpenStep, "offered", "achieved", "peak N")
+                                     : fmt::format(kClosedStep, "N");
+  return step + fmt::format(kRowFormat, "req", "ok", "out tok/s", "req/s", "TTFT p50/p90/p99 ms",
+                            "ITL p50/p99", "TPOT p50", "E2E p50/p99 ms", "self-reported", "errors");
 }
 
 std::string format_step_row(const StepReport& s) {
@@ -35,12 +40,16 @@ std::string format_step_row(const StepReport& s) {
   if (s.short_outputs > 0)
     errors += fmt::format("{}short={}", errors.empty() ? "" : " ", s.short_outputs);
   if (s.interrupted) errors += errors.empty() ? "(interrupted)" : " (interrupted)";
-  const std::string n = s.rate > 0 ? fmt::format("{:g}/s", s.rate) : std::to_string(s.concurrency);
-  return fmt::format(kRowFormat, n, s.requests, s.succeeded,
-                     fmt::format("{:.1f}", s.output_tokens_per_s),
-                     fmt::format("{:.2f}", s.requests_per_s), triple(s.ttft_ms), pair(s.itl_ms, 1),
-                     fmt::format("{:.1f}", s.tpot_ms.p50), pair(s.e2e_ms, 0), reported,
-                     errors.empty() ? "-" : errors);
+  const std::string step =
+      s.rate > 0 ? fmt::format(kOpenStep, fmt::format("{:g}/s", s.rate),
+                               s.achieved_rate ? fmt::format("{:.2f}/s", *s.achieved_rate) : "-",
+                               s.concurrency)
+                 : fmt::format(kClosedStep, s.concurrency);
+  return step + fmt::format(kRowFormat, s.requests, s.succeeded,
+                            fmt::format("{:.1f}", s.output_tokens_per_s),
+                            fmt::format("{:.2f}", s.requests_per_s), triple(s.ttft_ms),
+                            pair(s.itl_ms, 1), fmt::format("{:.1f}", s.tpot_ms.p50),
+                            pair(s.e2e_ms, 0), reported, errors.empty() ? "-" : errors);
 }
 
 std::string format_turns(const std::vector<TurnReport>& turns) {
@@ -80,7 +89,7 @@ std::string format_table(const RunReport& run) {
           : fmt::format("{}{} · model {} · {} · input {} · output {} (forced)\n",
                         run.simulated ? "SIMULATED ENGINES · " : "", run.endpoint, run.model, m.api,
                         m.input_len, m.output_len);
-  out += format_header() + "\n";
+  out += format_header(m.loop == "open") + "\n";
   for (const auto& s : run.steps) out += format_step_row(s) + "\n";
   if (!run.turns.empty()) out += format_turns(run.turns);
   for (const auto& s : run.steps) {
@@ -90,6 +99,12 @@ std::string format_table(const RunReport& run) {
       out += fmt::format(
           "! {}: the engine's self-reported speed is {:.2f}x what was measured (inflated)\n", where,
           *s.self_report_ratio);
+    if (s.prompt_off_target > 0)
+      out += fmt::format(
+          "! {}: {} of {} request(s) had a prompt other than {} tokens as the engine counted "
+          "it (usage.prompt_tokens); the furthest off was {}\n",
+          m.workload == "agent" ? std::string("in turn 1") : where, s.prompt_off_target,
+          s.prompt_checked, s.worst_prompt_target, s.worst_prompt_tokens);
     if (s.short_outputs > 0)
       out += fmt::format("! {}: {} request(s) produced fewer than {} tokens\n", where,
                          s.short_outputs, run.method.output_len);

@@ -12,8 +12,9 @@ namespace switchyard::bench {
 // self-report, short output or error kind.
 std::string format_table(const RunReport& run);
 
-// The column headings of format_step_row.
-std::string format_header();
+// The column headings of format_step_row (an open loop's show the offered
+// and achieved arrival rates where a closed loop's show N).
+std::string format_header(bool open_loop = false);
 
 // The agent workload's per-turn table: prompt and cached tokens, the cached
 // share, TTFT p50/p90/mean, E2E p50, tokens/wall, errors.

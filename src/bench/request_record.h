@@ -20,6 +20,7 @@ struct RequestRecord {
   // request's tokens per chunk (1 on llama.cpp), so ITL is per token.
   std::vector<double> itl_ms;
   long prompt_tokens = -1;        // usage.prompt_tokens; -1 if never reported
+  long prompt_target = -1;        // the length asked for; -1 when there is no exact target
   long completion_tokens = -1;    // usage.completion_tokens; -1 if never reported
   long cached_tokens = -1;        // timings.cache_n or prompt_tokens_details.cached_tokens
   double self_reported_tps = -1;  // timings.predicted_per_second; -1 if absent
@@ -29,6 +30,7 @@ struct RequestRecord {
   std::string error;
   std::string error_detail;   // one line, for the first error of each kind
   bool short_output = false;  // succeeded but produced fewer than the forced tokens
+  bool simulated = false;     // the response carried X-Simulated: switchyard-sim
   // Agent workload: the conversation (1-based) and its turn (1-based); -1 otherwise.
   int session = -1;
   int turn = -1;

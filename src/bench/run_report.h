@@ -23,7 +23,7 @@ struct Method {
   std::string prompt_mode;      // token_ids | text_exact | text_estimated
   long vocab_size = 0;          // token_ids: the vocabulary drawn from
   std::string loop = "closed";  // closed | open
-  long warmup = 0;
+  long warmup = 0;              // per step; -1: one per worker (N)
   long requests_per_step = 0;
   double duration_s = 0;
   double burstiness = 1;
@@ -60,7 +60,10 @@ struct TurnReport {
 struct StepReport {
   int concurrency = 0;  // closed loop: workers; open loop: most requests in flight
   double rate = 0;      // open loop: requests/s asked for
-  long requests = 0;    // measured, interrupted ones excluded
+  // Open loop: arrivals actually sent per second, (sends − 1) / (last send −
+  // first send); below `rate` when the generator or a gap draw fell behind.
+  std::optional<double> achieved_rate;
+  long requests = 0;  // measured, interrupted ones excluded
   long succeeded = 0;
   long short_outputs = 0;  // succeeded with fewer than output_len tokens
   long output_tokens = 0;
@@ -68,7 +71,15 @@ struct StepReport {
   double output_tokens_per_s = 0;  // the headline: output_tokens / wall_s
   double requests_per_s = 0;
   Summary ttft_ms, itl_ms, tpot_ms, e2e_ms;
-  Summary prompt_tokens;                              // as usage reported them
+  Summary prompt_tokens;  // as usage reported them
+  long warmup = 0;        // warm-up requests run before measuring
+  // Succeeded requests with a prompt target and a usage.prompt_tokens; those
+  // whose count is not their target, and the one furthest from it (its count
+  // and target; -1 when none is off).
+  long prompt_checked = 0;
+  long prompt_off_target = 0;
+  long worst_prompt_tokens = -1;
+  long worst_prompt_target = -1;
   std::map<std::string, long> errors;                 // by kind
   std::map<std::string, std::string> error_examples;  // kind → first detail
   // The engine's own claim as an aggregate: each request's

@@ -1,5 +1,6 @@
 // summarize_step: from a step's records to its report line.
 #include <algorithm>
+#include <cstdlib>
 
 #include "bench/run_report.h"
 
@@ -21,17 +22,31 @@ int peak_in_flight(const std::vector<const RequestRecord*>& records) {
   return peak;
 }
 
+// Sends per second between the first and the last send; nullopt for fewer
+// than two.
+std::optional<double> arrival_rate(const std::vector<const RequestRecord*>& records) {
+  if (records.size() < 2) return std::nullopt;
+  const auto [first, last] =
+      std::minmax_element(records.begin(), records.end(),
+                          [](const auto* a, const auto* b) { return a->start_s < b->start_s; });
+  const double span = (*last)->start_s - (*first)->start_s;
+  if (span <= 0) return std::nullopt;
+  return static_cast<double>(records.size() - 1) / span;
+}
+
 }  // namespace
 
 StepReport summarize_step(const StepPlan& plan, const StepOutcome& outcome) {
   StepReport s;
   s.rate = plan.rate;
   s.interrupted = outcome.interrupted;
+  s.warmup = plan.warmup;
   s.wall_s = outcome.wall_s;
   std::vector<const RequestRecord*> measured;
   for (const auto& r : outcome.records)
     if (!r.warmup && r.error != "interrupted") measured.push_back(&r);
   s.concurrency = plan.rate > 0 ? peak_in_flight(measured) : plan.concurrency;
+  if (plan.rate > 0) s.achieved_rate = arrival_rate(measured);
 
   std::vector<double> ttft, itl, tpot, e2e, prompt, reported, decode_rate;
   double claimed_tokens = 0;  // Σ self-reported speed × own decode time
@@ -49,6 +64,16 @@ StepReport summarize_step(const StepPlan& plan, const StepOutcome& outcome) {
     itl.insert(itl.end(), r->itl_ms.begin(), r->itl_ms.end());
     e2e.push_back(r->e2e_ms);
     if (r->prompt_tokens >= 0) prompt.push_back(static_cast<double>(r->prompt_tokens));
+    if (r->prompt_tokens >= 0 && r->prompt_target >= 0) ++s.prompt_checked;
+    if (r->prompt_tokens >= 0 && r->prompt_target >= 0 && r->prompt_tokens != r->prompt_target) {
+      ++s.prompt_off_target;
+      const auto miss = [](long got, long want) { return std::abs(got - want); };
+      if (s.worst_prompt_tokens < 0 || miss(r->prompt_tokens, r->prompt_target) >
+                                           miss(s.worst_prompt_tokens, s.worst_prompt_target)) {
+        s.worst_prompt_tokens = r->prompt_tokens;
+        s.worst_prompt_target = r->prompt_target;
+      }
+    }
     if (const double t = r->tpot_ms(); t > 0) {
       tpot.push_back(t);
       if (r->self_reported_tps > 0) {

@@ -31,7 +31,8 @@ Command add_bench_command(CLI::App& app) {
       "Benchmark an OpenAI-compatible endpoint: exact-length random prompts, forced output "
       "length, output tokens / wall time per concurrency step");
   sub->add_option("--url", o.url, "Endpoint base URL (engine, gateway or sim), http://host:port");
-  sub->add_option("--model,-m", o.model, "Model name to request");
+  sub->add_option("--model,-m", o.model,
+                  "Model name to request (optional when the endpoint serves one model)");
   sub->add_option("--input-len", o.input_len, "Prompt length in tokens")
       ->check(CLI::Range(1L, 10'000'000L))
       ->capture_default_str();
@@ -151,8 +152,8 @@ Command add_bench_command(CLI::App& app) {
   return {sub, [flags, sub, report, needle]() {
             if (report->parsed()) return bench::run_report(flags->report_files, flags->report_html);
             if (needle->parsed()) return bench::run_needle(flags->needle);
-            if (flags->options.url.empty() || flags->options.model.empty()) {
-              std::cerr << "switchyard bench: --url and --model are required\n" << sub->help();
+            if (flags->options.url.empty()) {
+              std::cerr << "switchyard bench: --url is required\n" << sub->help();
               return 2;
             }
             return bench::run_bench(flags->options);

@@ -146,12 +146,97 @@ class Analysis {
     return false;
   }
 
+  // Tokens the busy slots of one /slots answer have decoded so far; nullopt
+  // without /slots (llama-server --no-slots) or a slot without n_decoded.
+  static std::optional<double> decoding(const std::optional<std::string>& slots) {
+    auto v = parse_json(slots);
+    if (!v || !v->is_array()) return std::nullopt;
+    double sum = 0;
+    for (const auto& slot : v->as_array()) {
+      const json::object* o = slot.if_object();
+      if (!o) return std::nullopt;
+      const json::value* busy = o->if_contains("is_processing");
+      if (!busy || !busy->is_bool() || !busy->as_bool()) continue;
+      // next_token[0].n_decoded in current builds, n_decoded at the top in older ones.
+      std::optional<double> n = number_at(slot, {"n_decoded"});
+      if (const json::value* next = o->if_contains("next_token");
+          !n && next && next->is_array() && !next->as_array().empty())
+        n = number_at(next->as_array()[0], {"n_decoded"});
+      if (!n) return std::nullopt;
+      sum += *n;
+    }
+    return sum;
+  }
+
+  // Tokens generated during the window. llama-server adds a request's tokens
+  // to tokens_predicted_total only when it finishes, so a server busy with
+  // long requests would look idle: the busy slots' n_decoded at each end
+  // correct it (what was decoded before the window comes off, what is decoded
+  // but not finished goes on). Without /slots the figure is exact only when
+  // nothing was running at either end; else nullopt, and a note says so.
+  std::optional<double> generated_in_window(const Names& n) {
+    auto finished = delta(n.generated);
+    if (!finished || report_.engine != Engine::llama_cpp) return finished;
+    const auto before = decoding(obs_.first.slots);
+    const auto after = decoding(obs_.second.slots);
+    if (before && after) return *finished + *after - *before;
+    if (m1_.sum(n.running).value_or(0) == 0 && m2_.sum(n.running).value_or(0) == 0) return finished;
+    if (!unavailable_noted_) {
+      unavailable_noted_ = true;
+      note("backend.generation",
+           "Generation over the window is unavailable: llama-server counts "
+           "tokens_predicted_total only when a request finishes, requests were running, and "
+           "/slots (n_decoded) could not be read (started with --no-slots?). Rerun doctor with "
+           "/slots enabled, or measure with switchyard bench.");
+    }
+    return std::nullopt;
+  }
+
   void throughput(const Names& n) {
-    auto generated = delta(n.generated);
+    auto generated = generated_in_window(n);
     if (generated && window() > 0) {
       measure("generation_tokens_per_s", *generated / window(), "tok/s");
     }
     if (auto running = m2_.sum(n.running)) measure("requests_running", *running, "requests");
+  }
+
+  // vLLM's /v1/models lists each served model with its max_model_len.
+  std::optional<double> served_max_model_len() const {
+    if (auto models = parse_json(obs_.models); models && models->is_object()) {
+      const json::value* data = models->as_object().if_contains("data");
+      if (data && data->is_array() && !data->as_array().empty()) {
+        auto len = number_at(data->as_array()[0], {"max_model_len"});
+        if (len && *len > 0) return len;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // What to lower, from the engine's current settings: a limit already below
+  // the usual advice is not advised again.
+  std::string preemption_advice() const {
+    constexpr double kAgentSeqs = 12, kLongContext = 96 * 1024;
+    std::vector<std::string> lower;
+    if (obs_.max_num_seqs && *obs_.max_num_seqs <= kAgentSeqs)
+      lower.push_back(fmt::format("--max-num-seqs (now {}, halve it)", *obs_.max_num_seqs));
+    else if (obs_.max_num_seqs)
+      lower.push_back(
+          fmt::format("--max-num-seqs (now {}; 8–12 for agent sessions)", *obs_.max_num_seqs));
+    else
+      lower.push_back("--max-num-seqs (8–12 for agent sessions)");
+    const auto len = served_max_model_len();
+    if (!len)
+      lower.push_back("--max-model-len (64K–96K)");
+    else if (*len > kLongContext)
+      lower.push_back(fmt::format("--max-model-len (now {:.0f}; 64K–96K)", *len));
+    std::string advice = "Lower " + lower.front();
+    if (lower.size() > 1) advice += " or " + lower[1];
+    if (len && *len <= kLongContext)
+      advice += fmt::format(
+          " (--max-model-len is {:.0f} already: the pool itself is small for this load; raise "
+          "--gpu-memory-utilization or add cards)",
+          *len);
+    return advice + ", and limit active sessions at the gateway.";
   }
 
   void preemptions(const Names& n) {
@@ -163,10 +248,8 @@ class Analysis {
       warn("backend.preemptions",
            fmt::format("vLLM preempted {:.0f} requests during the {:.1f} s window ({:.0f} since "
                        "start): the KV pool cannot hold every running sequence, so requests are "
-                       "evicted and recomputed and throughput collapses. Lower --max-num-seqs "
-                       "(8–12 for agent sessions) or --max-model-len (64K–96K), and limit active "
-                       "sessions at the gateway.",
-                       d, window(), *total));
+                       "evicted and recomputed and throughput collapses. {}",
+                       d, window(), *total, preemption_advice()));
     } else if (*total > 0) {
       note("backend.preemptions",
            fmt::format("{:.0f} preemptions since start, none during the window: the KV pool "
@@ -285,15 +368,8 @@ class Analysis {
     if (pool <= 0) return;
     measure("kv_pool_tokens", pool, "tokens");
 
-    // vLLM's /v1/models lists each served model with its max_model_len.
-    std::optional<double> max_model_len;
-    if (auto models = parse_json(obs_.models); models && models->is_object()) {
-      const json::value* data = models->as_object().if_contains("data");
-      if (data && data->is_array() && !data->as_array().empty()) {
-        max_model_len = number_at(data->as_array()[0], {"max_model_len"});
-      }
-    }
-    if (!max_model_len || *max_model_len <= 0) return;
+    const std::optional<double> max_model_len = served_max_model_len();
+    if (!max_model_len) return;
     measure("max_model_len", *max_model_len, "tokens");
     const std::string pool_text =
         fmt::format("the pool holds {:.0f} tokens (num_gpu_blocks {} × block_size {})", pool,
@@ -342,7 +418,7 @@ class Analysis {
 
   void llama_self_report(const Names& n) {
     auto reported = m2_.sum("llamacpp:predicted_tokens_seconds");
-    auto generated = delta(n.generated);
+    auto generated = generated_in_window(n);
     if (!reported || !generated) return;
     if (*generated <= 0 || window() <= 0) {
       note("backend.idle",
@@ -412,6 +488,7 @@ class Analysis {
     }
   }
 
+  bool unavailable_noted_ = false;
   const BackendObservation& obs_;
   MetricsText m1_;
   MetricsText m2_;

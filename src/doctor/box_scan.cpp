@@ -5,6 +5,19 @@
 namespace switchyard::doctor {
 namespace fs = std::filesystem;
 
+namespace {
+
+void read_drm_nodes(const fs::path& dir, ScannedGpu& gpu) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir / "drm", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("renderD")) gpu.render_node = name;
+    if (name.starts_with("card") && name.find('-') == std::string::npos) gpu.card_node = name;
+  }
+}
+
+}  // namespace
+
 Result<BoxScan> scan_box(const fs::path& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return Error{root.string() + " is not a directory"};
@@ -38,6 +51,7 @@ Result<BoxScan> scan_box(const fs::path& root) {
         gpu.gfx = gfx_name(node->gfx_target_version);
     }
     gpu.sensors = read_gpu_sensors(dir);
+    read_drm_nodes(dir, gpu);
     scan.gpus.push_back(std::move(gpu));
   }
   return scan;

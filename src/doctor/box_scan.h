@@ -20,6 +20,10 @@ struct ScannedGpu {
   const GpuModel* model = nullptr;  // nullptr for ids doctor does not know
   std::string gfx;                  // from the model table, else from KFD; may be ""
   std::optional<GpuSensors> sensors;
+  // The DRM nodes the kernel made for it (`drm/` in its sysfs directory): "renderD128", "card0";
+  // "" when it has none (no driver bound).
+  std::string render_node;
+  std::string card_node;
 };
 
 struct BoxScan {

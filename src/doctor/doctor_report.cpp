@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "doctor/gpu_matrix.h"
 #include "doctor/pcie_link.h"
 
 namespace switchyard::doctor {
@@ -153,6 +154,41 @@ void write_gpu(std::ostream& out, const ScannedGpu& gpu) {
   if (gpu.sensors) write_wrapped(out, "    sensors   ", describe_sensors(*gpu.sensors));
 }
 
+std::string verdict_word(const PairVerdict& v) {
+  return v.ok ? (*v.ok ? "yes" : "NO") : "?";
+}
+
+// The GPU x GPU table as nvidia-smi topo -m prints it, then each pair's verdicts.
+void write_matrix(std::ostream& out, const GpuMatrix& m) {
+  out << "\n  GPU x GPU (like nvidia-smi topo -m)\n";
+  std::string head = "          ";
+  for (std::size_t i = 0; i < m.gpus.size(); ++i)
+    head += fmt::format("{:<6}", fmt::format("GPU{}", i));
+  out << head << fmt::format("{:<14}{:<7}{}", "PCI address", "index", "render node") << "\n";
+  for (std::size_t a = 0; a < m.gpus.size(); ++a) {
+    std::string row = fmt::format("    {:<6}", fmt::format("GPU{}", a));
+    for (std::size_t b = 0; b < m.gpus.size(); ++b)
+      row += fmt::format("{:<6}", a == b ? "X" : to_string(m.pair(a, b)->path));
+    const GpuIndex& g = m.gpus[a];
+    const std::string index =
+        g.index ? fmt::format("{} {}", g.runtime, *g.index) : std::string("-");
+    row +=
+        fmt::format("{:<14}{:<7}{}", g.address, index, g.render_node.empty() ? "-" : g.render_node);
+    out << row << "\n";
+  }
+  write_wrapped(out, "    legend  ",
+                "SW below one root port (same switch) · HB across root ports of one host bridge "
+                "(PHB) · CS through the chipset · SYS across host bridges. index: the number for "
+                "HIP_VISIBLE_DEVICES (AMD) or CUDA_VISIBLE_DEVICES (NVIDIA, with "
+                "CUDA_DEVICE_ORDER=PCI_BUS_ID) in a fleet file's env.");
+  for (const auto& p : m.pairs) {
+    write_wrapped(out, fmt::format("    GPU{}-GPU{}  ", p.a, p.b),
+                  fmt::format("{}; P2P {}: {}; AtomicOps {}: {}", describe(p.path),
+                              verdict_word(p.peer_to_peer), p.peer_to_peer.why,
+                              verdict_word(p.atomics), p.atomics.why));
+  }
+}
+
 json::value opt(const std::optional<double>& v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
@@ -266,6 +302,7 @@ void write_text(const DoctorReport& report, std::ostream& out) {
   out << "The box (" << report.box.root.string() << ")\n";
   if (report.box.gpus.empty()) out << "  no GPU on the PCI bus\n";
   for (const auto& gpu : report.box.gpus) write_gpu(out, gpu);
+  if (!report.box.gpus.empty()) write_matrix(out, gpu_matrix(report.box));
   if (report.nvidia_smi_topology) {
     out << "  nvidia-smi topo -m:\n";
     std::istringstream lines(*report.nvidia_smi_topology);
@@ -305,6 +342,27 @@ void write_text(const DoctorReport& report, std::ostream& out) {
 json::object to_json(const DoctorReport& report) {
   json::array gpus;
   for (const auto& gpu : report.box.gpus) gpus.push_back(gpu_json(gpu));
+
+  const GpuMatrix matrix = gpu_matrix(report.box);
+  const auto verdict_json = [](const PairVerdict& v) {
+    return json::object{{"ok", v.ok ? json::value(*v.ok) : json::value(nullptr)}, {"why", v.why}};
+  };
+  json::array indexes, pairs;
+  for (const auto& g : matrix.gpus)
+    indexes.push_back(
+        json::object{{"address", g.address},
+                     {"runtime", g.runtime.empty() ? json::value(nullptr) : json::value(g.runtime)},
+                     {"index", opt(g.index)},
+                     {"order", g.order},
+                     {"render_node",
+                      g.render_node.empty() ? json::value(nullptr) : json::value(g.render_node)}});
+  for (const auto& p : matrix.pairs)
+    pairs.push_back(json::object{{"a", p.a},
+                                 {"b", p.b},
+                                 {"path", to_string(p.path)},
+                                 {"path_text", describe(p.path)},
+                                 {"peer_to_peer", verdict_json(p.peer_to_peer)},
+                                 {"atomics", verdict_json(p.atomics)}});
 
   json::value kfd = nullptr;
   if (report.box.kfd) {
@@ -350,6 +408,7 @@ json::object to_json(const DoctorReport& report) {
       {"pci_visible", report.box.pci_visible},
       {"gpus", std::move(gpus)},
       {"kfd", std::move(kfd)},
+      {"gpu_matrix", {{"gpus", std::move(indexes)}, {"pairs", std::move(pairs)}}},
       {"nvidia_smi_topology", report.nvidia_smi_topology ? json::value(*report.nvidia_smi_topology)
                                                          : json::value(nullptr)},
       {"backends", std::move(backends)},

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <functional>
 
 namespace switchyard::plan {
 namespace {
@@ -65,7 +67,10 @@ Result<uint64_t> parse_byte_size(std::string_view text) {
   return static_cast<uint64_t>(std::llround(bytes));
 }
 
-Result<GpuSpec> parse_gpu_spec(std::string_view text) {
+namespace {
+
+// One "4x32G" or "32G" item.
+Result<GpuSpec> parse_card_group(std::string_view text) {
   const auto x = text.find_first_of("xX");
   GpuSpec spec;
   std::string_view size_text = text;
@@ -90,6 +95,29 @@ Result<GpuSpec> parse_gpu_spec(std::string_view text) {
   }
   if (*bytes == 0) return Error{"'" + std::string(text) + "' gives the cards no memory"};
   spec.bytes_each = *bytes;
+  return spec;
+}
+
+}  // namespace
+
+Result<GpuSpec> parse_gpu_spec(std::string_view text) {
+  GpuSpec spec;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = text.find(',', at);
+    const std::string_view item =
+        text.substr(at, comma == std::string_view::npos ? std::string_view::npos : comma - at);
+    if (item.empty()) return Error{"'" + std::string(text) + "' has an empty item (like 24G,32G)"};
+    auto group = parse_card_group(item);
+    if (!group) return group.error();
+    spec.cards.insert(spec.cards.end(), group->count, group->bytes_each);
+    if (spec.cards.size() > 1024) return Error{"'" + std::string(text) + "' lists over 1024 cards"};
+    if (comma == std::string_view::npos) break;
+    at = comma + 1;
+  }
+  std::sort(spec.cards.begin(), spec.cards.end(), std::greater<>());
+  spec.count = static_cast<uint32_t>(spec.cards.size());
+  spec.bytes_each = spec.cards.back();
   return spec;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <filesystem>
 
 namespace switchyard::plan {
@@ -42,7 +44,12 @@ std::string llamacpp_command(const LaunchInput& in) {
   } else {
     cmd += layout.layout == Layout::kTensorParallel ? " --split-mode row" : " --split-mode layer";
     std::string split;
-    for (uint32_t i = 0; i < layout.gpus_per_instance; ++i) split += i ? ",1" : "1";
+    const bool mixed = in.gpus != nullptr && in.gpus->mixed();
+    for (uint32_t i = 0; i < layout.gpus_per_instance; ++i) {
+      // Whole GiB: llama.cpp takes the proportions, not the sizes.
+      const uint64_t share = mixed ? std::max<uint64_t>(1, in.gpus->cards[i] >> 30) : 1;
+      split += (i ? "," : "") + std::to_string(share);
+    }
     cmd += " --tensor-split " + split;
   }
   if (in.kv_type == KvType::kQ8_0 || in.kv_type == KvType::kQ4_0) {
@@ -56,7 +63,7 @@ std::string llamacpp_command(const LaunchInput& in) {
 std::string vllm_command(const LaunchInput& in) {
   const InstanceLayout& layout = *in.layout;
   const std::string model =
-      in.model->format == "gguf"
+      in.model->format == "gguf" || in.model->format == "catalog"  // a file, a repository
           ? shell_word(in.model_path)
           : shell_word(std::filesystem::path(in.model_path).parent_path().string());
   std::string cmd = fmt::format(

@@ -28,6 +28,8 @@ struct LaunchInput {
   uint64_t context = 0;
   const InstanceLayout* layout = nullptr;
   double vllm_memory_fraction = 0.9;
+  // Mixed cards: llama.cpp's --tensor-split follows the first instance's card sizes.
+  const GpuSpec* gpus = nullptr;
 };
 
 struct LaunchPlan {

@@ -291,14 +291,15 @@ Result<ModelFacts> facts_from_gguf(const GgufFile& file, const std::string& sour
   SY_TRY_ASSIGN(key_length_mla, md.uint("attention.key_length_mla"));
   SY_TRY_ASSIGN(value_length_mla, md.uint("attention.value_length_mla"));
   SY_TRY_ASSIGN(rope_dims, md.uint("rope.dimension_count"));
+  // Rotary dimensions per head; fewer than the head's when RoPE is partial (Qwen3-Next: 64 of 256).
+  SY_TRY_ASSIGN(rope_all, narrow(md, "rope.dimension_count", rope_dims, 0));
+  facts.rope_dim = rope_all;
   if (kv_lora_rank && *kv_lora_rank != 0 && key_length_mla && *key_length_mla != 0 &&
       value_length_mla && *value_length_mla != 0) {
     SY_TRY_ASSIGN(rank, narrow(md, "attention.kv_lora_rank", kv_lora_rank, 0));
-    SY_TRY_ASSIGN(rope, narrow(md, "rope.dimension_count", rope_dims, 0));
     facts.mla = true;
     facts.kv_lora_rank = rank;
-    facts.rope_dim = rope;
-    if (rope == 0) {
+    if (rope_all == 0) {
       facts.notes.push_back(md.key("rope.dimension_count") +
                             " is missing: the MLA latent is counted without a RoPE part");
     }

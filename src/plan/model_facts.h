@@ -25,7 +25,7 @@ struct LayerFacts {
 
 struct ModelFacts {
   std::string source;           // the path that was read
-  std::string format;           // "gguf" or "hf-config"
+  std::string format;           // "gguf", "hf-config" or "catalog" (built in, model_catalog.h)
   std::string architecture;     // general.architecture, or config.json model_type
   std::string name;             // a short name for fleet configs (from the file name)
   uint64_t context_length = 0;  // trained context in tokens; 0 when the file does not say
@@ -41,6 +41,8 @@ struct ModelFacts {
   // one latent of kv_lora_rank + rope_dim elements per token and no separate V.
   bool mla = false;
   uint32_t kv_lora_rank = 0;
+  // Rotary dimensions per head (GGUF rope.dimension_count, config.json qk_rope_head_dim); in
+  // the MLA latent it is the shared RoPE key. 0 when the file does not say.
   uint32_t rope_dim = 0;
 
   // Recurrent layers: state elements per layer per sequence (llama.cpp's n_embd_r + n_embd_s),

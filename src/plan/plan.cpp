@@ -11,6 +11,7 @@
 #include "plan/byte_size.h"
 #include "plan/gguf_model.h"
 #include "plan/hf_config.h"
+#include "plan/model_catalog.h"
 #include "plan/plan_report.h"
 
 namespace switchyard::plan {
@@ -34,7 +35,11 @@ struct BadInput {
 Result<ModelFacts> load_model(const std::string& model) {
   const std::filesystem::path path(model);
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return Error{"'" + model + "' does not exist"};
+  if (!std::filesystem::exists(path, ec)) {
+    if (auto entry = catalog_model(model)) return std::move(*entry);
+    return Error{"'" + model + "' is not a file, nor in the built-in catalog (" + catalog_names() +
+                 ")"};
+  }
   const bool config = std::filesystem::is_directory(path, ec) || path.extension() == ".json";
   auto facts = config ? load_hf_config(path) : load_gguf_model(path);
   return facts;
@@ -85,6 +90,7 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
     }
   }
   r.request.overhead_per_gpu = r.engine == Engine::kVllm ? 0 : kLlamaCppDefaultOverhead;
+  r.request.even_split = r.engine == Engine::kVllm;
   if (!o.overhead.empty()) {
     auto overhead = parse_byte_size(o.overhead);
     if (!overhead) return BadInput{"--overhead", overhead.error().message};
@@ -106,6 +112,11 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
     }
     r.model.weights_bytes = *weights;
   }
+  if (!r.model.weights_bytes && r.model.format == "catalog") {
+    return BadInput{"--weights-size",
+                    "is required with a catalog model: the size of the weights you will run (a "
+                    "quantized GGUF's file size, or the checkpoint's), e.g. --weights-size 20G"};
+  }
   if (!r.model.weights_bytes) {
     return BadInput{"--weights-size",
                     "is required: " + r.model.source +
@@ -120,9 +131,12 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
     }
     r.request.context = *o.context;
     if (r.model.context_length && *o.context > r.model.context_length) {
-      r.notes.push_back(
-          "--context " + std::to_string(*o.context) + " is beyond the trained context of " +
-          std::to_string(r.model.context_length) + " tokens: quality depends on RoPE scaling");
+      r.warnings.push_back("--context " + std::to_string(*o.context) +
+                           " is beyond the trained context of " +
+                           std::to_string(r.model.context_length) +
+                           " tokens (llama-server warns n_ctx_seq > n_ctx_train; vLLM refuses "
+                           "a --max-model-len above it): past it quality depends on RoPE scaling "
+                           "(YaRN) the model was not trained with");
     }
   } else if (r.model.context_length) {
     r.request.context = std::min(r.model.context_length, kDefaultContextCap);
@@ -164,11 +178,13 @@ int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   const auto absolute = std::filesystem::absolute(r.model.source, ec);
   LaunchInput launch;
   launch.model = &r.model;
-  launch.model_path = ec ? r.model.source : absolute.lexically_normal().string();
+  launch.model_path =
+      ec || r.model.format == "catalog" ? r.model.source : absolute.lexically_normal().string();
   launch.engine = r.engine;
   launch.kv_type = r.kv_type;
   launch.context = r.request.context;
   launch.layout = &r.topology.chosen;
+  launch.gpus = &r.request.gpus;
   launch.vllm_memory_fraction =
       r.engine == Engine::kVllm ? r.request.memory_fraction : kVllmDefaultFraction;
   r.launch = launch_plan(launch);
@@ -177,7 +193,7 @@ int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
         "vLLM's GGUF loading is experimental and needs --tokenizer <the original "
         "Hugging Face repo>");
   }
-  if (r.model.format == "hf-config" && r.launch.llamacpp) {
+  if (r.model.format != "gguf" && r.launch.llamacpp) {
     r.notes.push_back("llama.cpp needs a GGUF of this model: replace MODEL.gguf");
   }
 

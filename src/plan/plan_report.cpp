@@ -76,10 +76,34 @@ std::string layer_summary(const ModelFacts& m) {
   return out;
 }
 
-double total_usable(const CapacityRequest& req) {
-  return (req.memory_fraction * static_cast<double>(req.gpus.bytes_each) -
-          static_cast<double>(req.overhead_per_gpu)) *
-         req.gpus.count;
+double usable(const CapacityRequest& req, uint64_t card_bytes) {
+  return req.memory_fraction * static_cast<double>(card_bytes) -
+         static_cast<double>(req.overhead_per_gpu);
+}
+
+// "4 x 32.0 GiB", or "2 x 32.0 GiB + 2 x 24.0 GiB" for mixed cards.
+std::string cards_text(const GpuSpec& gpus) {
+  if (!gpus.mixed())
+    return fmt::format("{} x {}", gpus.count, bytes_text(static_cast<double>(gpus.bytes_each)));
+  std::string out;
+  for (size_t i = 0; i < gpus.cards.size();) {
+    size_t same = i;
+    while (same < gpus.cards.size() && gpus.cards[same] == gpus.cards[i]) ++same;
+    out += fmt::format("{}{} x {}", out.empty() ? "" : " + ", same - i,
+                       bytes_text(static_cast<double>(gpus.cards[i])));
+    i = same;
+  }
+  return out;
+}
+
+// What the weights exceed the chosen instance's cards by, when they do.
+std::string weights_excess_text(const PlanReport& r) {
+  const InstanceLayout& c = r.topology.chosen;
+  return fmt::format("none: the weights alone exceed {} by {}",
+                     c.gpus_per_instance == r.request.gpus.count
+                         ? std::string("the GPUs")
+                         : fmt::format("{} per instance", plural(c.gpus_per_instance, "card")),
+                     bytes_text(-c.pool_bytes_per_instance));
 }
 
 json::value optional_number(const std::optional<uint64_t>& v) {
@@ -113,13 +137,23 @@ std::vector<std::string> plan_advice(const PlanReport& r) {
             plural(c.slots_per_instance, "slot"), c.instances, c.instances));
         break;
       case Layout::kLayerSplit:
-        advice.push_back(fmt::format(
-            "No single card holds it; {} cards in a layer split do. Run {} of {} cards{}. Each "
-            "extra card in a split adds a sync point per token and no speed: do not split wider.",
-            c.gpus_per_instance, plural(c.instances, "instance"), c.gpus_per_instance,
-            c.idle_gpus
-                ? fmt::format(" ({} left over: too small alone)", plural(c.idle_gpus, "card"))
-                : std::string()));
+        if (c.widened_from > 0) {
+          advice.push_back(fmt::format(
+              "No single card holds it; {} cards in a layer split do. Rather than leave {} idle, "
+              "each split takes {}: run {} of {} cards. The extra cards add KV room (each adds a "
+              "sync point per token, no speed).",
+              c.widened_from, plural(req.gpus.count - c.widened_from * c.instances, "card"),
+              c.gpus_per_instance, plural(c.instances, "instance"), c.gpus_per_instance));
+        } else {
+          advice.push_back(fmt::format(
+              "No single card holds it; {} cards in a layer split do. Run {} of {} cards{}. "
+              "Each extra card in a split adds a sync point per token and no speed: do not split "
+              "wider.",
+              c.gpus_per_instance, plural(c.instances, "instance"), c.gpus_per_instance,
+              c.idle_gpus
+                  ? fmt::format(" ({} left over: too small alone)", plural(c.idle_gpus, "card"))
+                  : std::string()));
+        }
         if (r.engine == Engine::kVllm) {
           advice.push_back(
               "vLLM's pipeline parallel runs collectives too (RCCL/NCCL): run `switchyard doctor` "
@@ -150,10 +184,11 @@ std::vector<std::string> plan_advice(const PlanReport& r) {
   const double pool_total = c.pool_bytes_per_instance * c.instances;
   if (c.pool_bytes_per_instance <= 0) {
     advice.push_back(fmt::format(
-        "Does not fit: the weights ({}) alone exceed the usable memory of {} ({} after the "
-        "per-card overhead{}).",
+        "Does not fit: the weights ({}) alone exceed the usable memory of {} by {} ({} after "
+        "the per-card overhead{}).",
         bytes_text(static_cast<double>(req.weights_bytes)), plural(c.gpus_per_instance, "card"),
-        bytes_text(total_usable(req) * c.gpus_per_instance / req.gpus.count),
+        bytes_text(-c.pool_bytes_per_instance),
+        bytes_text(c.pool_bytes_per_instance + static_cast<double>(req.weights_bytes)),
         req.memory_fraction < 1 ? fmt::format(" and the {:g} utilization", req.memory_fraction)
                                 : std::string()));
     return advice;
@@ -229,12 +264,15 @@ void write_plan_text(const PlanReport& r, std::ostream& out) {
   }
   out << "\n";
 
-  out << fmt::format("\nMemory ({}, {} x {})\n", engine_name(r.engine), req.gpus.count,
-                     bytes_text(static_cast<double>(req.gpus.bytes_each)));
+  out << fmt::format("\nMemory ({}, {})\n", engine_name(r.engine), cards_text(req.gpus));
+  std::string usable_text = bytes_text(usable(req, req.gpus.bytes_each));
+  if (req.gpus.mixed()) {
+    usable_text.clear();
+    for (uint64_t card : req.gpus.cards)
+      usable_text += (usable_text.empty() ? "" : ", ") + bytes_text(usable(req, card));
+  }
   out << fmt::format(
-      "  usable/card  {}{}{}\n",
-      bytes_text(req.memory_fraction * static_cast<double>(req.gpus.bytes_each) -
-                 static_cast<double>(req.overhead_per_gpu)),
+      "  usable/card  {}{}{}\n", usable_text,
       req.memory_fraction < 1 ? fmt::format(" = {:g} utilization", req.memory_fraction)
                               : std::string(" = whole card"),
       req.overhead_per_gpu
@@ -244,7 +282,12 @@ void write_plan_text(const PlanReport& r, std::ostream& out) {
   out << fmt::format("\nTopology       {}: {} x {}, {} each\n", layout_name(c.layout),
                      plural(c.instances, "instance"), plural(c.gpus_per_instance, "card"),
                      plural(c.slots_per_instance, "slot"));
-  out << fmt::format("  KV pool      {} per instance\n", bytes_text(c.pool_bytes_per_instance));
+  if (c.pool_bytes_per_instance > 0) {
+    out << fmt::format("  KV pool      {} per instance{}\n", bytes_text(c.pool_bytes_per_instance),
+                       req.gpus.mixed() ? " (the smallest instance's)" : "");
+  } else {
+    out << "  KV pool      " << weights_excess_text(r) << "\n";
+  }
   if (c.pool_tokens_per_instance) {
     out << fmt::format("  tokens       {} per instance\n", grouped(*c.pool_tokens_per_instance));
   }
@@ -254,12 +297,20 @@ void write_plan_text(const PlanReport& r, std::ostream& out) {
   }
   out << fmt::format("  verdict      {}\n", r.topology.fits ? "FITS" : "DOES NOT FIT");
 
+  if (!r.warnings.empty()) {
+    out << "\nWarnings\n";
+    for (const auto& line : r.warnings) out << "  ! " << line << "\n";
+  }
+
   out << "\nAdvice\n";
   for (const auto& line : plan_advice(r)) out << "  - " << line << "\n";
 
-  if (r.launch.llamacpp) out << "\nllama.cpp, per instance\n  " << *r.launch.llamacpp << "\n";
-  if (r.launch.vllm) out << "\nvLLM, per instance\n  " << *r.launch.vllm << "\n";
-  out << "\nFleet config (" << engine_name(r.engine) << ")\n" << r.launch.fleet_yaml;
+  // The commands of a plan that does not fit would fail as they stand: say so where they start.
+  const std::string unfit = r.topology.fits ? "" : " - DOES NOT FIT as planned: not ready to paste";
+  if (r.launch.llamacpp)
+    out << "\nllama.cpp, per instance" << unfit << "\n  " << *r.launch.llamacpp << "\n";
+  if (r.launch.vllm) out << "\nvLLM, per instance" << unfit << "\n  " << *r.launch.vllm << "\n";
+  out << "\nFleet config (" << engine_name(r.engine) << ")" << unfit << "\n" << r.launch.fleet_yaml;
 
   std::vector<std::string> notes = m.notes;
   notes.insert(notes.end(), r.notes.begin(), r.notes.end());
@@ -315,8 +366,15 @@ json::object plan_to_json(const PlanReport& r) {
       {"max_sequences", r.topology.max_sequences},
   };
 
+  json::array cards;
+  for (uint64_t card : req.gpus.cards.empty()
+                           ? std::vector<uint64_t>(req.gpus.count, req.gpus.bytes_each)
+                           : req.gpus.cards)
+    cards.push_back(card);
   json::array advice;
   for (const auto& line : plan_advice(r)) advice.push_back(json::string(line));
+  json::array warnings;
+  for (const auto& w : r.warnings) warnings.push_back(json::string(w));
   json::array notes;
   for (const auto& note : m.notes) notes.push_back(json::string(note));
   for (const auto& note : r.notes) notes.push_back(json::string(note));
@@ -332,6 +390,7 @@ json::object plan_to_json(const PlanReport& r) {
                                            : std::nullopt)},
       {"gpus", req.gpus.count},
       {"gpu_bytes", req.gpus.bytes_each},
+      {"gpu_bytes_each", std::move(cards)},
       {"memory_fraction", req.memory_fraction},
       {"overhead_bytes_per_gpu", req.overhead_per_gpu},
       {"kv_bytes_per_token", bytes_number(r.kv.bytes_per_token())},
@@ -349,6 +408,9 @@ json::object plan_to_json(const PlanReport& r) {
        }},
       {"fleet_yaml", r.launch.fleet_yaml},
       {"advice", std::move(advice)},
+      {"warnings", std::move(warnings)},
+      // The commands below are ready to paste only when the plan fits.
+      {"commands_ready", r.topology.fits},
       {"notes", std::move(notes)},
   };
 }

@@ -23,7 +23,8 @@ struct PlanReport {
   KvFootprint kv;
   TopologyPlan topology;
   LaunchPlan launch;
-  std::vector<std::string> notes;  // assumptions, beyond the model's own notes
+  std::vector<std::string> notes;     // assumptions, beyond the model's own notes
+  std::vector<std::string> warnings;  // what will go wrong as asked (shown before the advice)
 };
 
 // Plain-language advice for the plan: what to run, and what to change when it does not fit.

@@ -1,5 +1,6 @@
 #include "plan/topology.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace switchyard::plan {
@@ -14,12 +15,25 @@ InstanceLayout evaluate(const CapacityRequest& request, const KvFootprint& kv, u
   result.idle_gpus = request.gpus.count % group;
   result.slots_per_instance = (request.concurrency + result.instances - 1) / result.instances;
 
-  const double usable_per_gpu =
-      request.memory_fraction * static_cast<double>(request.gpus.bytes_each) -
-      static_cast<double>(request.overhead_per_gpu);
-  result.pool_bytes_per_instance =
-      usable_per_gpu * group - static_cast<double>(request.weights_bytes);
-  const double pool = result.pool_bytes_per_instance;
+  // Cards are taken largest first, `group` at a time; the smallest instance decides.
+  const auto usable = [&](uint32_t card) {
+    const uint64_t bytes =
+        request.gpus.cards.empty() ? request.gpus.bytes_each : request.gpus.cards[card];
+    return request.memory_fraction * static_cast<double>(bytes) -
+           static_cast<double>(request.overhead_per_gpu);
+  };
+  double pool = 0;
+  for (uint32_t i = 0; i < result.instances; ++i) {
+    double sum = 0, smallest = usable(i * group);
+    for (uint32_t card = i * group; card < (i + 1) * group; ++card) {
+      sum += usable(card);
+      smallest = std::min(smallest, usable(card));
+    }
+    const double memory = request.even_split ? smallest * group : sum;
+    const double instance_pool = memory - static_cast<double>(request.weights_bytes);
+    pool = i == 0 ? instance_pool : std::min(pool, instance_pool);
+  }
+  result.pool_bytes_per_instance = pool;
 
   if (kv.bytes_per_token() > 0) {
     result.pool_tokens_per_instance =
@@ -75,6 +89,16 @@ TopologyPlan plan_topology(const CapacityRequest& request, const KvFootprint& kv
       plan.chosen =
           evaluate(request, kv, group, group == 1 ? Layout::kReplicas : Layout::kLayerSplit);
       found = plan.chosen.fits;
+    }
+    // Cards the division leaves over join the split (7 of 8 becomes 8 of 8) when the instances
+    // stay as many: an idle card holds nothing, a card in the split holds KV.
+    if (found && plan.chosen.idle_gpus > 0) {
+      const uint32_t wider = request.gpus.count / plan.chosen.instances;
+      InstanceLayout widened = evaluate(request, kv, wider, Layout::kLayerSplit);
+      widened.widened_from = plan.chosen.gpus_per_instance;
+      if (widened.fits && widened.instances == plan.chosen.instances &&
+          widened.idle_gpus < plan.chosen.idle_gpus)
+        plan.chosen = widened;
     }
   }
   plan.fits = plan.chosen.fits;

@@ -1,7 +1,7 @@
 // Topology advice: how to spread a model over a box's GPUs so that the wanted context and
 // concurrency fit. The field reports' order of preference: one instance per card when a card holds
-// it; else the fewest cards in a layer split, the rest running more instances; tensor parallel only
-// when asked for.
+// it; else the fewest cards in a layer split, the rest running more instances, widened so that no
+// card is left idle when that keeps the instance count; tensor parallel only when asked for.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,10 @@ struct CapacityRequest {
   uint64_t context = 0;      // tokens per sequence
   uint32_t concurrency = 1;  // sequences the whole box holds at once; the gateway spreads them
   std::optional<uint32_t> tensor_parallel;  // a tensor-parallel size the user asked for
-  double memory_fraction = 1.0;   // share of each card the engine may use (vLLM's utilization)
+  double memory_fraction = 1.0;  // share of each card the engine may use (vLLM's utilization)
+  // Mixed cards: vLLM splits the weights evenly over an instance's cards, so its smallest card
+  // bounds each one; llama.cpp's layer split follows each card's free memory.
+  bool even_split = false;
   uint64_t overhead_per_gpu = 0;  // per card, before any KV: compute buffers, runtime context
   uint64_t weights_bytes = 0;
 };
@@ -37,10 +40,12 @@ struct InstanceLayout {
   uint32_t gpus_per_instance = 1;
   uint32_t instances = 0;
   uint32_t idle_gpus = 0;  // cards left over when the count does not divide
+  // The fewest cards per instance that fit, when leftover cards were added to the split; else 0.
+  uint32_t widened_from = 0;
   uint32_t slots_per_instance =
       0;  // sequences each instance must hold: ceil(concurrency/instances)
-  // The KV pool of one instance: its cards' usable memory minus the weights and the overhead.
-  // Negative when the weights alone do not fit.
+  // The KV pool of one instance: its cards' usable memory minus the weights and the overhead
+  // (mixed cards: the smallest instance's). Negative when the weights alone do not fit.
   double pool_bytes_per_instance = 0;
   std::optional<uint64_t> pool_tokens_per_instance;  // at bytes_per_token; none if no KV grows
   // pool / bytes per sequence at the context: vLLM's "Maximum concurrency for N tokens per

@@ -111,5 +111,42 @@ TEST(ReportTable, FlagsInflationAndErrors) {
   EXPECT_NE(table.find("queue full"), std::string::npos);
 }
 
+TEST(ReportTable, NamesEveryPromptOffItsTarget) {
+  auto run = sample_run("m", 1, false);
+  run.steps[0].prompt_checked = 8;
+  run.steps[0].prompt_off_target = 3;
+  run.steps[0].worst_prompt_tokens = 255;
+  run.steps[0].worst_prompt_target = 256;
+  const std::string table = format_table(run);
+  EXPECT_NE(table.find("at N=1: 3 of 8 request(s) had a prompt other than 256 tokens"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("the furthest off was 255"), std::string::npos) << table;
+  run.method.workload = "agent";
+  EXPECT_NE(format_table(run).find("in turn 1: 3 of 8"), std::string::npos);
+}
+
+TEST(ReportTable, OpenLoopShowsOfferedBesideAchievedRate) {
+  auto run = sample_run("m", 1, false);
+  run.method.loop = "open";
+  run.steps.resize(1);
+  run.steps[0].rate = 20;
+  run.steps[0].achieved_rate = 18.734;
+  run.steps[0].concurrency = 3;
+  const std::string table = format_table(run);
+  EXPECT_NE(table.find("offered achieved peak N"), std::string::npos) << table;
+  EXPECT_NE(table.find("   20/s  18.73/s      3"), std::string::npos) << table;
+}
+
+TEST(ReportJson, NoNegativeWarmupWhenItIsOnePerWorker) {
+  auto run = sample_run("m", 1, false);
+  run.method.warmup = -1;
+  run.steps[2].warmup = 4;
+  const std::string text = run_to_json(run);
+  EXPECT_EQ(text.find("\"warmup\":-1"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"warmup\":null"), std::string::npos);
+  EXPECT_NE(text.find("\"warmup\":4"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace switchyard::bench

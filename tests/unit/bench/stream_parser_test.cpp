@@ -151,5 +151,63 @@ TEST(StepSummary, HonestSelfReportIsNotFlagged) {
   EXPECT_NEAR(*s.self_report_ratio, 1.05, 1e-9);
 }
 
+// Every request off its target counts, not only a step mean off by 0.5:
+// 3 of 8 at 255 for 256 moves the mean by 0.375.
+TEST(StepSummary, EveryPromptOffItsTargetIsCountedWithTheWorst) {
+  StepPlan plan;
+  plan.concurrency = 1;
+  StepOutcome out;
+  out.wall_s = 1;
+  for (int i = 0; i < 8; ++i) {
+    auto r = ok_record(0, 10, 100, 10, -1);
+    r.prompt_target = 256;
+    r.prompt_tokens = i < 3 ? 255 : 256;
+    out.records.push_back(r);
+  }
+  auto far = ok_record(0, 10, 100, 10, -1);
+  far.prompt_target = 256;
+  far.prompt_tokens = 237;
+  out.records.push_back(far);
+  auto untargeted = ok_record(0, 10, 100, 10, -1);
+  untargeted.prompt_tokens = 9000;  // a later agent turn: no exact target
+  out.records.push_back(untargeted);
+  const auto s = summarize_step(plan, out);
+  EXPECT_EQ(s.prompt_checked, 9);
+  EXPECT_EQ(s.prompt_off_target, 4);
+  EXPECT_EQ(s.worst_prompt_tokens, 237);
+  EXPECT_EQ(s.worst_prompt_target, 256);
+}
+
+TEST(StepSummary, OpenLoopReportsTheAchievedArrivalRate) {
+  StepPlan plan;
+  plan.rate = 10;
+  StepOutcome out;
+  out.wall_s = 2;
+  // Five sends over 0.8 s: 5 per second reached of 10 offered.
+  for (double at : {0.0, 0.2, 0.4, 0.6, 0.8}) {
+    auto r = ok_record(0, 10, 100, 10, -1);
+    r.start_s = at;
+    out.records.push_back(r);
+  }
+  const auto s = summarize_step(plan, out);
+  ASSERT_TRUE(s.achieved_rate);
+  EXPECT_NEAR(*s.achieved_rate, 5.0, 1e-9);
+  plan.rate = 0;
+  EXPECT_FALSE(summarize_step(plan, out).achieved_rate);
+}
+
+TEST(StepSummary, PromptsOnTargetAreNotFlagged) {
+  StepPlan plan;
+  StepOutcome out;
+  out.wall_s = 1;
+  auto r = ok_record(0, 10, 100, 10, -1);
+  r.prompt_target = 100;
+  out.records.push_back(r);
+  const auto s = summarize_step(plan, out);
+  EXPECT_EQ(s.prompt_checked, 1);
+  EXPECT_EQ(s.prompt_off_target, 0);
+  EXPECT_EQ(s.worst_prompt_tokens, -1);
+}
+
 }  // namespace
 }  // namespace switchyard::bench

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace switchyard::doctor {
 namespace {
@@ -98,6 +100,31 @@ BackendObservation observe(std::string first, std::string second, double window 
   return obs;
 }
 
+// llama-server's /slots: one busy slot per n_decoded given (current builds'
+// next_token[0].n_decoded), then an idle one that keeps its last count.
+std::string slots(std::vector<int> decoded) {
+  std::string out = "[";
+  int id = 0;
+  for (int n : decoded) {
+    out += fmt::format(
+        R"({{"id":{},"n_ctx":1024,"is_processing":true,"id_task":{},"next_token":[{{"has_next_token":true,"n_remain":-1,"n_decoded":{}}}]}},)",
+        id, 100 + id, n);
+    ++id;
+  }
+  return out +
+         fmt::format(
+             R"({{"id":{},"n_ctx":1024,"is_processing":false,"next_token":[{{"n_decoded":999}}]}}])",
+             id);
+}
+
+BackendObservation observe_llama(const LlamaState& a, std::vector<int> decoded_a,
+                                 const LlamaState& b, std::vector<int> decoded_b) {
+  auto obs = observe(llama_metrics(a), llama_metrics(b));
+  obs.first.slots = slots(std::move(decoded_a));
+  obs.second.slots = slots(std::move(decoded_b));
+  return obs;
+}
+
 const Finding* find(const BackendReport& report, const std::string& check) {
   for (const auto& f : report.findings) {
     if (f.check == check) return &f;
@@ -134,6 +161,30 @@ TEST(BackendChecks, VllmRisingPreemptionsAdviseFewerSequences) {
   EXPECT_TRUE(contains(f->message, "--max-model-len")) << f->message;
   ASSERT_NE(measured(report, "generation_tokens_per_s"), nullptr);
   EXPECT_DOUBLE_EQ(measured(report, "generation_tokens_per_s")->value, 10.0);
+}
+
+// --max-model-len 1024 must not be told to drop to 64K–96K.
+TEST(BackendChecks, PreemptionAdviceFollowsTheCurrentSettings) {
+  VllmState a{.running = 24, .preemptions = 100, .generated = 1000};
+  VllmState b = a;
+  b.preemptions = 120;
+  auto obs = observe(vllm_metrics(a), vllm_metrics(b));
+  obs.models = R"({"object":"list","data":[{"id":"m","max_model_len":1024}]})";
+  obs.max_num_seqs = 8;
+  const auto report = analyze_backend(obs);
+  const Finding* f = find(report, "backend.preemptions");
+  ASSERT_NE(f, nullptr);
+  EXPECT_FALSE(contains(f->message, "64K")) << f->message;
+  EXPECT_FALSE(contains(f->message, "8–12")) << f->message;
+  EXPECT_TRUE(contains(f->message, "--max-num-seqs (now 8, halve it)")) << f->message;
+  EXPECT_TRUE(contains(f->message, "--max-model-len is 1024 already")) << f->message;
+
+  obs.models = R"({"object":"list","data":[{"id":"m","max_model_len":262144}]})";
+  obs.max_num_seqs.reset();
+  const auto long_report = analyze_backend(obs);
+  const Finding* g = find(long_report, "backend.preemptions");
+  ASSERT_NE(g, nullptr);
+  EXPECT_TRUE(contains(g->message, "--max-model-len (now 262144; 64K–96K)")) << g->message;
 }
 
 TEST(BackendChecks, VllmOldPreemptionsAreOnlyANote) {
@@ -254,7 +305,7 @@ TEST(BackendChecks, LlamaCppOverReportingItsSpeed) {
   // 150 tokens in 3 s is 50 tok/s by the wall clock; the server claims 600.
   LlamaState a{.predicted_total = 1000, .predicted_per_second = 580, .processing = 2};
   LlamaState b{.predicted_total = 1150, .predicted_per_second = 600, .processing = 2};
-  const auto report = analyze_backend(observe(llama_metrics(a), llama_metrics(b)));
+  const auto report = analyze_backend(observe_llama(a, {10, 20}, b, {10, 20}));
   EXPECT_EQ(report.engine, Engine::llama_cpp);
   const Finding* f = find(report, "backend.self_report");
   ASSERT_NE(f, nullptr);
@@ -270,7 +321,7 @@ TEST(BackendChecks, LlamaCppOverReportingItsSpeed) {
 TEST(BackendChecks, LlamaCppHonestSpeedIsNotFlagged) {
   LlamaState a{.predicted_total = 1000, .predicted_per_second = 55, .processing = 1};
   LlamaState b{.predicted_total = 1150, .predicted_per_second = 55, .processing = 1};
-  const auto report = analyze_backend(observe(llama_metrics(a), llama_metrics(b)));
+  const auto report = analyze_backend(observe_llama(a, {40}, b, {40}));
   EXPECT_EQ(find(report, "backend.self_report"), nullptr);  // 55 / 50 = 1.1, under 1.2
   EXPECT_TRUE(report.findings.empty());
 }
@@ -278,7 +329,7 @@ TEST(BackendChecks, LlamaCppHonestSpeedIsNotFlagged) {
 TEST(BackendChecks, LlamaCppIdleAtOneEndIsOnlyANote) {
   LlamaState a{.predicted_total = 1000, .predicted_per_second = 600, .processing = 0};
   LlamaState b{.predicted_total = 1150, .predicted_per_second = 600, .processing = 2};
-  const auto report = analyze_backend(observe(llama_metrics(a), llama_metrics(b)));
+  const auto report = analyze_backend(observe_llama(a, {}, b, {0, 0}));
   const Finding* f = find(report, "backend.self_report");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::note);
@@ -291,6 +342,34 @@ TEST(BackendChecks, LlamaCppIdleThroughoutSaysTheCheckDidNotRun) {
   const Finding* f = find(report, "backend.idle");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->severity, Severity::note);
+}
+
+// The field report: two long requests decoding through the whole window,
+// none finished, so tokens_predicted_total did not move.
+TEST(BackendChecks, LlamaCppBusyWithLongRequestsDoesNotLookIdle) {
+  LlamaState a{.predicted_total = 500, .predicted_per_second = 50, .processing = 2};
+  LlamaState b = a;
+  const auto report = analyze_backend(observe_llama(a, {100, 200}, b, {250, 350}));
+  ASSERT_NE(measured(report, "generation_tokens_per_s"), nullptr);
+  EXPECT_DOUBLE_EQ(measured(report, "generation_tokens_per_s")->value, 300.0 / 3);
+  EXPECT_EQ(find(report, "backend.idle"), nullptr);
+
+  // One finished during the window (its 260 tokens, 100 of them before it),
+  // a new one started and decoded 40: 160 + 150 + 40.
+  LlamaState c{.predicted_total = 760, .predicted_per_second = 50, .processing = 2};
+  const auto turned = analyze_backend(observe_llama(a, {100, 200}, c, {40, 350}));
+  EXPECT_DOUBLE_EQ(measured(turned, "generation_tokens_per_s")->value, 350.0 / 3);
+
+  // Without /slots a busy server's figure is said to be unavailable, not 0.
+  const auto blind = analyze_backend(observe(llama_metrics(a), llama_metrics(b)));
+  EXPECT_EQ(measured(blind, "generation_tokens_per_s"), nullptr);
+  EXPECT_EQ(find(blind, "backend.idle"), nullptr);
+  const Finding* f = find(blind, "backend.generation");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->message, "unavailable")) << f->message;
+  ASSERT_EQ(std::count_if(blind.findings.begin(), blind.findings.end(),
+                          [](const Finding& x) { return x.check == "backend.generation"; }),
+            1);
 }
 
 TEST(BackendChecks, LlamaCppSlotsBeyondTheKvPool) {

@@ -141,6 +141,13 @@ class SysfsTree {
     for (const auto& [name, value] : files) write(dir / name, value + "\n");
   }
 
+  // The DRM nodes amdgpu creates: drm/card<N> and drm/renderD<128 + N> in the device directory.
+  void add_drm(const std::string& address, int minor) {
+    for (const std::string& name :
+         {"card" + std::to_string(minor), "renderD" + std::to_string(128 + minor)})
+      fs::create_directories(device_dir(address) / "drm" / name);
+  }
+
   void add_kfd_node(int id, const std::string& properties) {
     const fs::path dir = kfd_nodes() / std::to_string(id);
     fs::create_directories(dir / "io_links");

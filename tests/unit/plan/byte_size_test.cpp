@@ -45,8 +45,15 @@ TEST(PlanByteSize, GpuSpecs) {
   auto one = parse_gpu_spec("48G");
   ASSERT_TRUE(one);
   EXPECT_EQ(one->count, 1u);
-  for (const char* bad :
-       {"4x", "x32G", "0x32G", "4x0G", "4x0", "4x32", "fourx32G", "-1x32G", "4x4x32G"}) {
+  auto mixed = parse_gpu_spec("24G,2x32G");
+  ASSERT_TRUE(mixed) << mixed.error().message;
+  EXPECT_EQ(mixed->count, 3u);
+  EXPECT_EQ(mixed->bytes_each, 24 * kGiB);
+  EXPECT_EQ(mixed->cards, (std::vector<uint64_t>{32 * kGiB, 32 * kGiB, 24 * kGiB}));
+  EXPECT_TRUE(mixed->mixed());
+  EXPECT_FALSE(four->mixed());
+  for (const char* bad : {"4x", "x32G", "0x32G", "4x0G", "4x0", "4x32", "fourx32G", "-1x32G",
+                          "4x4x32G", "24G,", ",24G", "24G,,32G", "24G,32"}) {
     EXPECT_FALSE(parse_gpu_spec(bad)) << bad;
   }
 }

@@ -54,6 +54,15 @@ TEST(GgufModel, Stories260KFromTheRealFile) {
   EXPECT_EQ(kv_footprint(*m, KvType::kF16).bytes_per_token(), 640.0);
 }
 
+TEST(GgufModel, RopeDimensionCountIsReadWithoutMla) {
+  GgufWriter w = llama_like(2);
+  w.u32("llama.rope.dimension_count", 64);
+  auto m = facts(w);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_FALSE(m->mla);
+  EXPECT_EQ(m->rope_dim, 64u);
+}
+
 TEST(GgufModel, PerLayerKvHeadArrays) {
   GgufWriter w = llama_like(4);
   w.array<uint16_t>("llama.attention.head_count_kv", testing::kU16, {8, 8, 4, 2})

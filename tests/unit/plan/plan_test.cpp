@@ -225,7 +225,7 @@ TEST(PlanRun, ConfigJsonWithSafetensorsIndex) {
 TEST(PlanRun, BadInputExitsTwoNamingTheFlag) {
   PlanOptions o = stories();
   o.model = "/nonexistent/model.gguf";
-  expect_bad_input(o, "--model", "does not exist");
+  expect_bad_input(o, "--model", "is not a file, nor in the built-in catalog");
 
   o = stories();
   o.gpus = "4x32";
@@ -265,6 +265,97 @@ TEST(PlanRun, BadInputExitsTwoNamingTheFlag) {
   o = stories();
   o.weights_size = "12";
   expect_bad_input(o, "--weights-size", "needs a unit");
+}
+
+TEST(PlanRun, ContextBeyondTheTrainedOneIsAWarning) {
+  PlanOptions o = stories();
+  o.context = 4096;  // stories260K was trained at 2048
+  const Outcome r = run(o);
+  EXPECT_EQ(r.code, 0) << r.err;
+  const auto warnings = r.out.find("\nWarnings\n");
+  ASSERT_NE(warnings, std::string::npos) << r.out;
+  EXPECT_LT(warnings, r.out.find("\nAdvice\n"));
+  EXPECT_NE(r.out.find("! --context 4096 is beyond the trained context of 2048 tokens"),
+            std::string::npos)
+      << r.out;
+  const json::object j = run_json(o, 0);
+  ASSERT_EQ(j.at("warnings").as_array().size(), 1u);
+  o.context = 2048;
+  EXPECT_TRUE(run_json(o, 0).at("warnings").as_array().empty());
+}
+
+// Weights larger than the box: a size, not a negative byte count; commands marked.
+TEST(PlanRun, WeightsBeyondTheBoxNameTheExcessAndMarkTheCommands) {
+  PlanOptions o = stories();
+  o.gpus = "2x24G";
+  o.weights_size = "275G";
+  o.overhead = "0";
+  const Outcome r = run(o);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("KV pool      none: the weights alone exceed the GPUs by 227.0 GiB"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("KV pool      -"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("llama.cpp, per instance - DOES NOT FIT as planned: not ready to paste"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Fleet config (llamacpp) - DOES NOT FIT"), std::string::npos);
+  EXPECT_EQ(run_json(o, 1).at("commands_ready").as_bool(), false);
+  EXPECT_EQ(run_json(stories(), 0).at("commands_ready").as_bool(), true);
+}
+
+TEST(PlanRun, MixedCards) {
+  PlanOptions o = stories();
+  o.gpus = "24G,32G";
+  o.weights_size = "40G";
+  o.overhead = "0";
+  const json::object j = run_json(o, 0);
+  EXPECT_EQ(j.at("gpus").to_number<uint64_t>(), 2u);
+  ASSERT_EQ(j.at("gpu_bytes_each").as_array().size(), 2u);
+  EXPECT_EQ(j.at("topology").at("layout").as_string(), "layer_split");
+  // llama.cpp's layer split follows each card's memory: 56 - 40 GiB of KV.
+  EXPECT_NEAR(number(j.at("topology").at("pool_bytes_per_instance")) / kGiB, 16, 1e-9);
+  const Outcome r = run(o);
+  EXPECT_NE(r.out.find("Memory (llamacpp, 1 x 32.0 GiB + 1 x 24.0 GiB)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("--split-mode layer --tensor-split 32,24"), std::string::npos) << r.out;
+  // vLLM splits evenly: the 24 GiB card bounds both.
+  o.engine = "vllm";
+  o.gpu_memory_utilization = 1.0;
+  const json::object v = run_json(o, 0);
+  EXPECT_NEAR(number(v.at("topology").at("pool_bytes_per_instance")) / kGiB, 8, 1e-9);
+}
+
+TEST(PlanRun, CatalogModelsNeedNoFile) {
+  PlanOptions o;
+  o.model = "qwen3-32b";
+  o.gpus = "2x32G";
+  o.context = 32768;
+  expect_bad_input(o, "--weights-size", "catalog model");
+  o.weights_size = "20G";
+  const json::object j = run_json(o, 0);
+  EXPECT_EQ(j.at("model").at("format").as_string(), "catalog");
+  EXPECT_EQ(j.at("model").at("layers").to_number<uint64_t>(), 64u);
+  EXPECT_EQ(j.at("model").at("trained_context").to_number<uint64_t>(), 40960u);
+  // 64 layers x 8 heads x (128 + 128) x 2 B.
+  EXPECT_EQ(number(j.at("kv_bytes_per_token")), 64.0 * 8 * 256 * 2);
+  o.engine = "vllm";
+  const json::object v = run_json(o, 0);
+  EXPECT_NE(std::string(v.at("commands").at("vllm").as_string()).find("vllm serve Qwen/Qwen3-32B"),
+            std::string::npos)
+      << v.at("commands").at("vllm");
+
+  o = PlanOptions{};
+  o.gpus = "4x32G";
+  o.weights_size = "40G";
+  o.model = "llama-3.1-70b";
+  EXPECT_EQ(number(run_json(o, 0).at("kv_bytes_per_token")), 80.0 * 8 * 256 * 2);
+  o.model = "qwen3-next-80b-a3b";
+  const json::object next = run_json(o, 0);
+  EXPECT_EQ(next.at("model").at("full_attention_layers").to_number<uint64_t>(), 12u);
+  EXPECT_EQ(next.at("model").at("recurrent_layers").to_number<uint64_t>(), 36u);
+  o.model = "qwen9-1t";
+  expect_bad_input(o, "--model", "qwen3-32b, llama-3.1-70b, qwen3-next-80b-a3b");
 }
 
 TEST(PlanRun, MalformedModelFilesExitTwo) {

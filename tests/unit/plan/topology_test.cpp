@@ -17,7 +17,7 @@ KvFootprint per_token(double bytes) {
 
 CapacityRequest box(uint32_t cards, double gib_each, double weights_gib) {
   CapacityRequest r;
-  r.gpus = {cards, static_cast<uint64_t>(gib_each * kGiB)};
+  r.gpus = {cards, static_cast<uint64_t>(gib_each * kGiB), {}};
   r.weights_bytes = static_cast<uint64_t>(weights_gib * kGiB);
   r.context = 32768;
   r.concurrency = 1;
@@ -48,10 +48,54 @@ TEST(PlanTopology, FewestCardsInALayerSplitWhenOneCardIsTooSmall) {
   EXPECT_EQ(plan.chosen.instances, 2u);
   EXPECT_EQ(plan.chosen.idle_gpus, 0u);
 
+  // Two cards hold it, the third would sit idle: the split takes all three.
   const TopologyPlan three = plan_topology(box(3, 32, 56), per_token(1024));
-  EXPECT_EQ(three.chosen.gpus_per_instance, 2u);
+  EXPECT_EQ(three.chosen.gpus_per_instance, 3u);
   EXPECT_EQ(three.chosen.instances, 1u);
-  EXPECT_EQ(three.chosen.idle_gpus, 1u);
+  EXPECT_EQ(three.chosen.idle_gpus, 0u);
+  EXPECT_EQ(three.chosen.widened_from, 2u);
+}
+
+// Seven cards hold it: pipeline parallel 8, not 7 and an idle card.
+TEST(PlanTopology, EightCardsNeverLeaveOneIdle) {
+  const TopologyPlan plan = plan_topology(box(8, 24, 24 * 6.5), per_token(1024));
+  EXPECT_TRUE(plan.fits);
+  EXPECT_EQ(plan.chosen.layout, Layout::kLayerSplit);
+  EXPECT_EQ(plan.chosen.gpus_per_instance, 8u);
+  EXPECT_EQ(plan.chosen.idle_gpus, 0u);
+  EXPECT_EQ(plan.chosen.widened_from, 7u);
+  EXPECT_DOUBLE_EQ(plan.chosen.pool_bytes_per_instance, (8 - 6.5) * 24 * kGiB);
+  // Seven cards of which two hold it: three instances of two, one card left (no wider split
+  // keeps three instances).
+  const TopologyPlan seven = plan_topology(box(7, 32, 56), per_token(1024));
+  EXPECT_EQ(seven.chosen.gpus_per_instance, 2u);
+  EXPECT_EQ(seven.chosen.instances, 3u);
+  EXPECT_EQ(seven.chosen.idle_gpus, 1u);
+}
+
+TEST(PlanTopology, MixedCardsAreTakenLargestFirstAndTheSmallestInstanceDecides) {
+  CapacityRequest r = box(1, 1, 20);
+  r.gpus = *parse_gpu_spec("2x24G,2x32G");
+  EXPECT_EQ(r.gpus.count, 4u);
+  EXPECT_EQ(r.gpus.bytes_each, static_cast<uint64_t>(24 * kGiB));
+  const TopologyPlan plan = plan_topology(r, per_token(1024));
+  EXPECT_EQ(plan.chosen.layout, Layout::kReplicas);
+  EXPECT_DOUBLE_EQ(plan.chosen.pool_bytes_per_instance, (24 - 20) * kGiB);
+  // 30 GiB: no card alone; pairs (32+32, 24+24) in a layer split, the 24s decide.
+  r.weights_bytes = static_cast<uint64_t>(30 * kGiB);
+  const TopologyPlan split = plan_topology(r, per_token(1024));
+  EXPECT_TRUE(split.fits);
+  EXPECT_EQ(split.chosen.gpus_per_instance, 2u);
+  EXPECT_EQ(split.chosen.instances, 2u);
+  EXPECT_DOUBLE_EQ(split.chosen.pool_bytes_per_instance, (48 - 30) * kGiB);
+  // vLLM splits the weights evenly: each pair is bounded by its smaller card.
+  r.gpus = *parse_gpu_spec("32G,24G");
+  r.even_split = true;
+  EXPECT_DOUBLE_EQ(plan_topology(r, per_token(1024)).chosen.pool_bytes_per_instance,
+                   (48 - 30) * kGiB);
+  r.even_split = false;
+  EXPECT_DOUBLE_EQ(plan_topology(r, per_token(1024)).chosen.pool_bytes_per_instance,
+                   (56 - 30) * kGiB);
 }
 
 TEST(PlanTopology, TensorParallelOnlyWhenAsked) {
