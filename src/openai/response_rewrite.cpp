@@ -49,29 +49,34 @@ void ResponseRewriter::note_usage(std::string_view json) {
   }
 }
 
-void ResponseRewriter::splice_models(std::string_view json, std::string& out) const {
-  static constexpr std::array<std::string_view, 2> keys{"model", "message"};
-  std::array<std::optional<std::string_view>, keys.size()> v;
-  member_texts(json, keys, v);
+std::optional<std::string_view> ResponseRewriter::model_to_replace(std::string_view json) const {
+  // "model" comes early in engines' JSON: a scan for it alone stops there.
+  std::optional<std::string_view> token = member_text(json, "model");
   // Anthropic's message_start names the model inside `message`.
-  std::optional<std::string_view> token = v[0];
-  if (!token && v[1] && v[1]->starts_with('{')) token = member_text(*v[1], "model");
-  if (!token || !token->starts_with('"') || *token == model_token_) {
-    out.append(json);
-    return;
+  if (!token) {
+    if (auto message = member_text(json, "message"); message && message->starts_with('{'))
+      token = member_text(*message, "model");
   }
-  const auto at = static_cast<std::size_t>(token->data() - json.data());
+  if (!token || !token->starts_with('"') || *token == model_token_) return std::nullopt;
+  return token;
+}
+
+void ResponseRewriter::splice(std::string_view json, std::string_view token,
+                              std::string& out) const {
+  const auto at = static_cast<std::size_t>(token.data() - json.data());
   out.append(json.substr(0, at));
   out.append(model_token_);
-  out.append(json.substr(at + token->size()));
+  out.append(json.substr(at + token.size()));
 }
 
 void ResponseRewriter::rewrite_body(std::string& json) {
   if (mentions_usage(json)) note_usage(json);
   if (model_token_.empty()) return;
+  const auto token = model_to_replace(json);
+  if (!token) return;
   std::string out;
   out.reserve(json.size() + model_token_.size());
-  splice_models(json, out);
+  splice(json, *token, out);
   json = std::move(out);
 }
 
@@ -86,14 +91,12 @@ void ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
     note_usage(*json);
     if (strip_usage_chunk_ && member_text(*json, "choices") == std::string_view("[]")) return;
   }
-  if (model_token_.empty()) {
+  const auto token = model_token_.empty() ? std::nullopt : model_to_replace(*json);
+  if (!token) {
     out.append(event);
     return;
   }
-  const auto at = static_cast<std::size_t>(json->data() - event.data());
-  out.append(event.substr(0, at));
-  splice_models(*json, out);
-  out.append(event.substr(at + json->size()));
+  splice(event, *token, out);
 }
 
 }  // namespace switchyard::openai

@@ -31,8 +31,10 @@ class ResponseRewriter {
   const std::optional<Usage>& usage() const { return usage_; }
 
  private:
-  // Appends `json` to `out` with its model tokens replaced.
-  void splice_models(std::string_view json, std::string& out) const;
+  // The model token in `json` (a view into it) when it is not the client's.
+  std::optional<std::string_view> model_to_replace(std::string_view json) const;
+  // Appends `text` to `out` with `token` (a view into it) replaced.
+  void splice(std::string_view text, std::string_view token, std::string& out) const;
   void note_usage(std::string_view json);
 
   std::string model_token_;  // the client's model as a JSON string; empty: no rewrite

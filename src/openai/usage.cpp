@@ -50,16 +50,17 @@ std::optional<Usage> parse_usage_object(std::string_view usage) {
 }
 
 std::optional<Usage> find_usage(std::string_view json) {
-  static constexpr std::array<std::string_view, 4> keys{"usage", "message", "tokens_evaluated",
+  // The OpenAI shape first, alone: a scan for one key stops where it is found.
+  if (auto usage = member_text(json, "usage")) return parse_usage_object(*usage);
+  static constexpr std::array<std::string_view, 3> keys{"message", "tokens_evaluated",
                                                         "tokens_predicted"};
   std::array<std::optional<std::string_view>, keys.size()> v;
   member_texts(json, keys, v);
-  if (v[0]) return parse_usage_object(*v[0]);
-  if (v[1] && v[1]->starts_with('{')) {
-    if (auto inner = member_text(*v[1], "usage")) return parse_usage_object(*inner);
+  if (v[0] && v[0]->starts_with('{')) {
+    if (auto inner = member_text(*v[0], "usage")) return parse_usage_object(*inner);
   }
-  const auto evaluated = integer_text(v[2]);
-  const auto predicted = integer_text(v[3]);
+  const auto evaluated = integer_text(v[1]);
+  const auto predicted = integer_text(v[2]);
   if (!evaluated && !predicted) return std::nullopt;
   return Usage{evaluated.value_or(0), predicted.value_or(0), 0};
 }
