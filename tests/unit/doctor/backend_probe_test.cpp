@@ -25,7 +25,8 @@ TEST(BackendProbe, ScrapesTwiceAnIntervalApartAndAnalyses) {
   fake.answer(url + "/metrics", 200, llama_after);
   fake.answer(url + "/props", 200,
               R"({"default_generation_settings":{"n_ctx":1024},"total_slots":2})");
-  fake.answer(url + "/slots", 200, R"([{"id":0,"is_processing":true}])");
+  fake.answer(url + "/slots", 200,
+              R"([{"id":0,"is_processing":true,"next_token":[{"n_decoded":40}]}])");
 
   ProbeOptions options;
   options.interval = 20ms;
