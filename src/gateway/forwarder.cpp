@@ -140,6 +140,8 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     }
     const std::string content_type(
         reply_head->headers.find("content-type").value_or("application/json"));
+    // The simulator says what it is; clients (switchyard bench) see it through the gateway.
+    const auto simulated = reply_head->headers.find("x-simulated");
 
     if (!content_type.starts_with("text/event-stream")) {
       auto body = co_await call.read_all(kMaxBufferedResponse, buffered_);
@@ -154,6 +156,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       reply.status = reply_head->status;
       reply.headers.add("Content-Type", content_type);
       reply.headers.add("X-Request-Id", record.id);
+      if (simulated) reply.headers.add("X-Simulated", std::string(*simulated));
       reply.body = std::move(*body);
       record.status = reply.status;
       record.ttfb = record.seconds_since_start();
@@ -174,6 +177,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
         headers.add("Cache-Control", "no-cache");
         headers.add("X-Accel-Buffering", "no");
         headers.add("X-Request-Id", record.id);
+        if (simulated) headers.add("X-Simulated", std::string(*simulated));
         record.status = reply_head->status;
         started = true;
         const bool ok = co_await exchange.start_stream(reply_head->status, std::move(headers));
