@@ -363,14 +363,25 @@ class NoFreeDescriptors {
 };
 
 TEST_F(UpstreamTest, RunningOutOfDescriptorsIsALocalFailure) {
+  // The same failing path once with descriptors to spare: the sanitizers
+  // check a type the first time they meet it, using a pipe, and would report
+  // nonsense with none left.
   UpstreamPool& p = pool();
+  upstream.stop_listening();
+  ASSERT_EQ(one().failure, UpstreamFailure::connect);
   std::optional<Outcome> result;
   {
+    // No test macros in here: they too would meet new types.
     NoFreeDescriptors no_fds;
     net::co_spawn(
         io, [&]() -> awaitable<void> { result = co_await exchange(p); }, net::detached);
-    ASSERT_NO_FATAL_FAILURE(run_until({&result}));
+    const auto give_up = Clock::now() + 10s;
+    while (!result && Clock::now() < give_up) {
+      io.run_for(5ms);
+      io.restart();
+    }
   }
+  ASSERT_TRUE(result) << "the call never completed";
   EXPECT_FALSE(result->ok);
   EXPECT_EQ(result->failure, UpstreamFailure::local) << result->error;
   EXPECT_EQ(upstream.connections, 0);
