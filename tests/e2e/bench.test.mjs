@@ -9,7 +9,9 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 
-import { BIN, runSwitchyard, simFleet, startGateway, startSim, stopAll, within } from './harness.mjs';
+import {
+  BIN, fetchJson, metricValue, runSwitchyard, simFleet, startGateway, startSim, stopAll, waitUntil, within,
+} from './harness.mjs';
 
 const TMP = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-bench-'));
 after(async () => {
@@ -160,8 +162,11 @@ describe('bench: Ctrl-C', () => {
     child.stderr.on('data', (d) => { output += d; });
     const exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
     try {
-      // Let some requests complete (each takes ~0.5 s), then interrupt.
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+      // Interrupt once bench has completed a request. The sim counts finished
+      // requests' tokens; with 2 in flight a third can only have finished
+      // after bench finished one and sent the next.
+      await waitUntil(async () => metricValue((await fetchJson(`${sim.url}/metrics`)).text,
+        'llamacpp:tokens_predicted_total') >= 3 * 64, { timeoutMs: 15_000, what: 'three completed requests' });
       child.kill('SIGINT');
       const status = await within(exited, 15_000);
       assert.ok(status, `bench did not exit after SIGINT:\n${output}`);
