@@ -61,19 +61,18 @@ http::Response models_response(const ModelCatalog& catalog, const InstanceTable&
 http::Response model_response(std::string_view id, const ModelCatalog& catalog,
                               const InstanceTable& instances) {
   const auto model = catalog.resolve(id);
-  if (!model || !served(*model, instances))
+  const fleet::ModelConfig* config = nullptr;
+  for (const auto& m : catalog.models())
+    if (model && m.name == *model) config = &m;
+  if (!config || !served(config->name, instances))
     return openai::error_response(openai::ApiError::not_found(
         fmt::format("the model '{}' does not exist or has no ready instance; served models: {}", id,
                     catalog.describe()),
         "model_not_found"));
   const auto created = now_seconds();
-  for (const auto& m : catalog.models()) {
-    if (m.name != *model) continue;
-    const auto body =
-        m.name == id ? model_object(m, created) : alias_object(std::string(id), m.name, created);
-    return http::json_response(200, to_json_text(body));
-  }
-  return openai::error_response(openai::ApiError::internal("the catalog changed"));
+  const auto body = config->name == id ? model_object(*config, created)
+                                       : alias_object(std::string(id), config->name, created);
+  return http::json_response(200, to_json_text(body));
 }
 
 http::Response health_response(const obs::StatusSnapshot& status, bool detail) {
