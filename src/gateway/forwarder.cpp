@@ -2,6 +2,8 @@
 
 #include <boost/asio.hpp>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -113,9 +115,14 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
 
   http::UpstreamCall call(*inst.pool);
   // Abandoned if the instance is ejected before the client has a byte.
-  std::optional<decltype(unanswered_)::iterator> listed = unanswered_.emplace(inst.index, &call);
+  unanswered_.push_back({inst.index, &call});
+  bool listed = true;
   const auto answering = [&] {
-    if (listed) unanswered_.erase(*std::exchange(listed, std::nullopt));
+    if (!std::exchange(listed, false)) return;
+    // A vector, not a node per request: it holds the requests in flight.
+    auto it = std::find(unanswered_.begin(), unanswered_.end(), Unanswered{inst.index, &call});
+    *it = unanswered_.back();
+    unanswered_.pop_back();
   };
   // A client that leaves aborts the upstream call at once, freeing the
   // engine's slot and ours; the relay then returns on the call's error.
@@ -248,9 +255,9 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
 }
 
 void Forwarder::abandon_unanswered(std::size_t index) {
-  auto [first, last] = unanswered_.equal_range(index);
   // abort() only closes sockets; the calls' coroutines resume later.
-  for (auto it = first; it != last; ++it) it->second->abort();
+  for (const auto& [instance, call] : unanswered_)
+    if (instance == index) call->abort();
 }
 
 }  // namespace switchyard::gateway

@@ -8,9 +8,10 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fleet/fleet_config.h"
 #include "gateway/pipeline.h"
@@ -64,7 +65,8 @@ class Forwarder final : public Stage {
   // What all non-streamed responses being relayed may hold in memory at once.
   std::shared_ptr<http::BufferBudget> buffered_ = std::make_shared<http::BufferBudget>();
   // Calls in flight whose client has seen nothing, by instance.
-  std::multimap<std::size_t, http::UpstreamCall*> unanswered_;
+  using Unanswered = std::pair<std::size_t, http::UpstreamCall*>;
+  std::vector<Unanswered> unanswered_;
 };
 
 }  // namespace switchyard::gateway
