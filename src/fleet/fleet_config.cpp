@@ -276,10 +276,10 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
       throw ConfigError{e.mark.line + 1, "invalid YAML: " + e.msg};
     }
     if (!root.IsMap()) throw ConfigError{1, "expected a mapping with 'models' and 'instances'"};
-    check_keys(
-        root, "",
-        {"listen", "models", "instances", "api_keys", "routing", "body_limit", "max_connections",
-         "attempts", "retry_budget", "health_detail", "timeouts", "health", "queue"});
+    check_keys(root, "",
+               {"listen", "models", "instances", "api_keys", "admin_key", "routing", "body_limit",
+                "max_connections", "attempts", "retry_budget", "health_detail", "timeouts",
+                "health", "queue"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -299,6 +299,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
       }
     }
     if (const auto keys = root["api_keys"]) c.api_keys = string_list(keys, "api_keys");
+    if (const auto admin = root["admin_key"]) c.admin_key = non_empty(admin, "admin_key");
     if (const auto routing = root["routing"]) {
       const auto policy = scalar(routing, "routing");
       if (policy == "least-outstanding")

@@ -92,6 +92,8 @@ struct FleetConfig {
   std::vector<ModelConfig> models;
   std::vector<InstanceConfig> instances;
   std::vector<std::string> api_keys;  // empty: no authentication
+  // The admin routes' key (gateway/admin_access.h); empty: loopback clients only.
+  std::string admin_key;
   RoutingPolicy policy = RoutingPolicy::least_outstanding;
   std::uint64_t body_limit = 32ull << 20;
   // Open client connections at most (http::ServerOptions::max_connections).

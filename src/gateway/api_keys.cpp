@@ -1,24 +1,9 @@
 #include "gateway/api_keys.h"
 
+#include "common/constant_time.h"
 #include "http/message.h"
 
 namespace switchyard::gateway {
-
-namespace {
-
-bool constant_time_equal(std::string_view a, std::string_view b) {
-  // Every byte of the longer input is visited, whatever matches.
-  const std::size_t n = std::max(a.size(), b.size());
-  unsigned diff = a.size() ^ b.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? a[i] : 0;
-    const unsigned char y = i < b.size() ? b[i] : 0;
-    diff |= x ^ y;
-  }
-  return diff == 0;
-}
-
-}  // namespace
 
 std::optional<std::string_view> ApiKeys::presented(const http::Headers& headers) {
   if (auto authorization = headers.find("authorization")) {

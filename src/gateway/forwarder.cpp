@@ -164,6 +164,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       reply.headers.add("Content-Type", content_type);
       reply.headers.add("X-Request-Id", record.id);
       if (simulated) reply.headers.add("X-Simulated", std::string(*simulated));
+      for (auto [name, value] : ctx.response_headers) reply.headers.add(name, value);
       reply.body = std::move(*body);
       record.status = reply.status;
       record.ttfb = record.seconds_since_start();
@@ -185,6 +186,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
         headers.add("X-Accel-Buffering", "no");
         headers.add("X-Request-Id", record.id);
         if (simulated) headers.add("X-Simulated", std::string(*simulated));
+        for (auto [name, value] : ctx.response_headers) headers.add(name, value);
         record.status = reply_head->status;
         started = true;
         const bool ok = co_await exchange.start_stream(reply_head->status, std::move(headers));

@@ -6,6 +6,7 @@ boost::asio::awaitable<void> RequestContext::answer(const openai::ApiError& erro
   http::Response reply = openai::error_response(error, route.dialect);
   if (close) reply.headers.add("Connection", "close");
   reply.headers.add("X-Request-Id", record.id);
+  for (auto [name, value] : response_headers) reply.headers.add(name, value);
   record.status = reply.status;
   record.bytes_out = reply.body.size();
   if (!co_await exchange.respond(std::move(reply))) record.client_gone = true;

@@ -35,11 +35,18 @@ struct RequestContext {
   http::Exchange& exchange;
   const Route& route;
   RequestRecord record;
+  // Headers every answer to this request carries, whichever stage answers
+  // (rate-limit state, the route taken); stages add to it as they learn.
+  http::Headers response_headers;
+
+  // Set by authenticate: the API key's name; empty without keys.
+  std::string key_name;
 
   // Set by resolve.
   openai::RequestFacts facts;
   std::string model;         // the canonical model the request runs on
   std::string client_model;  // the name the client asked for (what responses say)
+  std::string session;       // the agent session (gateway/session_id.h); empty when none
 
   // Set by route, and again by forward for each retry.
   RouteLease lease;                   // the slot, for calls that take one
@@ -47,7 +54,7 @@ struct RequestContext {
   std::vector<std::size_t> tried;     // instances an attempt failed on
 
   RouteQuery query() const {
-    return RouteQuery{model, &facts, {}, {}, std::span<const std::size_t>(tried)};
+    return RouteQuery{model, &facts, key_name, session, std::span<const std::size_t>(tried)};
   }
 
   // Answers with `error` in the route's dialect and records it.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "gateway/session_id.h"
+
 namespace switchyard::gateway {
 
 using openai::ApiError;
@@ -42,6 +44,14 @@ boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
   }
   ctx.model = std::move(*model);
   ctx.record.model = ctx.model;
+  auto session =
+      session_id(ctx.request.head.headers, ctx.key_name, ctx.model, ctx.facts.conversation);
+  if (!session) {
+    const ApiError error = ApiError::bad_request(session.error().message);
+    co_await ctx.answer(error);
+    co_return Verdict::answered;
+  }
+  ctx.session = std::move(*session);
   co_return Verdict::next;
 }
 

@@ -1,5 +1,6 @@
 // The resolve stage: checks the body (valid JSON of the route's API, fields
-// of the right type) and finds the model it runs on, through the aliases.
+// of the right type), finds the model it runs on, through the aliases, and
+// the agent session it belongs to.
 #pragma once
 
 #include "gateway/model_catalog.h"

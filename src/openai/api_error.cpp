@@ -10,6 +10,9 @@ ApiError ApiError::bad_request(std::string message, std::string param) {
 ApiError ApiError::unauthorized(std::string message) {
   return {401, std::move(message), "authentication_error", {}, "invalid_api_key"};
 }
+ApiError ApiError::forbidden(std::string message) {
+  return {403, std::move(message), "permission_error", {}, "forbidden"};
+}
 ApiError ApiError::not_found(std::string message, std::string code) {
   return {404, std::move(message), "invalid_request_error", {}, std::move(code)};
 }

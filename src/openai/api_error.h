@@ -18,6 +18,7 @@ struct ApiError {
 
   static ApiError bad_request(std::string message, std::string param = {});
   static ApiError unauthorized(std::string message);
+  static ApiError forbidden(std::string message);
   static ApiError not_found(std::string message, std::string code = {});
   static ApiError method_not_allowed(std::string message);
   static ApiError too_large(std::string message);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "openai/json_scan.h"
@@ -103,6 +104,32 @@ Span span_of(std::string_view whole, std::string_view part) {
   return {static_cast<std::size_t>(part.data() - whole.data()), part.size()};
 }
 
+// FNV-1a, 64-bit: stable across runs and builds (a session id derived from
+// it must mean the same conversation to every gateway sharing limits).
+std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+constexpr std::uint64_t fnv_basis = 14695981039346656037ULL;
+
+// The conversation hash over `system` (Anthropic's top-level field, or
+// null) and the messages up to and including the first user message.
+std::uint64_t conversation_hash(std::optional<simdjson::dom::element> system,
+                                simdjson::dom::array messages) {
+  std::uint64_t h = fnv_basis;
+  if (system && system->is_string())
+    h = fnv1a(h, system->get_string().value_unsafe());
+  else if (system && !system->is_null())
+    h = fnv1a(h, simdjson::minify(*system));
+  for (auto message : messages) {
+    h = fnv1a(h, simdjson::minify(message));
+    h = fnv1a(h, "\n");
+    std::string_view role;
+    if (!message["role"].get(role) && role == "user") break;
+  }
+  return h;
+}
+
 }  // namespace
 
 bool takes_slot(Endpoint endpoint) {
@@ -135,13 +162,21 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
   bool has_required = false;
   bool seen_model = false;
   bool seen_stream_options = false;
+  std::optional<simdjson::dom::element> system;
+  simdjson::dom::array messages;
+  bool has_messages = false;
   for (auto [key, value] : obj) {
     if (required && (key == required->name ||
                      (!required->alternative.empty() && key == required->alternative))) {
       has_required = true;
       if (auto e = check_shape(key, *required, value)) return *e;
-      if (required->name == "messages" && value.get_array().size() == 0)
-        return Error{"'messages' must not be empty"};
+      if (required->name == "messages") {
+        if (value.get_array().size() == 0) return Error{"'messages' must not be empty"};
+        messages = value.get_array().value_unsafe();
+        has_messages = true;
+      }
+    } else if (key == "system") {
+      system = value;
     } else if (key == "model") {
       // The gateway routes by it and rewrites it: one meaning only.
       if (seen_model) return Error{"'model' appears more than once"};
@@ -175,15 +210,22 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
     return Error{fmt::format("'{}' is required", required->name)};
   }
 
-  // Spans for in-place rewrites. The body is known to be valid JSON now,
-  // which is what the scan needs to be exact. The scan compares keys as
-  // written: a key spelled with escapes ("mod\u0065l") would be routed by
-  // its decoded name but not rewritten, so it is refused.
+  if (has_messages) facts.conversation = conversation_hash(system, messages);
+
+  // Spans for in-place rewrites and prefix matching, in one scan. The body
+  // is known to be valid JSON now, which is what the scan needs to be exact.
+  // The scan compares keys as written: a key spelled with escapes
+  // ("mod\u0065l") would be routed by its decoded name but not rewritten,
+  // so it is refused.
+  const bool has_prompt = required && (required->name == "messages" || required->name == "prompt");
+  const std::string_view keys[] = {"model", has_prompt ? required->name : std::string_view{}};
+  std::optional<std::string_view> found[2];
+  member_texts(body, std::span(keys, has_prompt ? 2 : 1), std::span(found, has_prompt ? 2 : 1));
   if (seen_model) {
-    auto raw = member_text(body, "model");
-    if (!raw) return Error{"the key 'model' must be written without escape sequences"};
-    facts.model_token = span_of(body, *raw);
+    if (!found[0]) return Error{"the key 'model' must be written without escape sequences"};
+    facts.model_token = span_of(body, *found[0]);
   }
+  if (has_prompt && found[1]) facts.prompt = span_of(body, *found[1]);
   if (seen_stream_options) {
     auto raw = member_text(body, "stream_options");
     if (!raw) return Error{"the key 'stream_options' must be written without escape sequences"};

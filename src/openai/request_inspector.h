@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,6 +46,13 @@ struct RequestFacts {
   bool include_usage = false;  // stream_options.include_usage
   Span stream_options;         // the value of stream_options, when present
   Span include_usage_value;    // the value of stream_options.include_usage, when present
+  // The prompt as sent: the value of "messages" or "prompt" (where a
+  // routing policy finds shared prefixes).
+  Span prompt;
+  // What identifies a conversation across its turns (an agent re-sends it
+  // every turn): a hash of the system prompt and the messages up to the
+  // first user message. 0 when the body has no messages.
+  std::uint64_t conversation = 0;
 };
 
 // Validates the body (well-formed UTF-8 JSON object, required fields present,

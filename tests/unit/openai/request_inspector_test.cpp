@@ -41,6 +41,50 @@ TEST(RequestInspector, LocatesTheTopLevelModelAfterNestedOnes) {
             R"({"messages":[{"role":"user","content":"x","model":"no"}],"model":"qwen"})");
 }
 
+TEST(RequestInspector, LocatesThePromptAsSent) {
+  RequestInspector inspector;
+  const std::string chat = R"({"model":"m","messages": [{"role":"user","content":"hi"}] })";
+  auto facts = inspector.inspect(chat, E::chat_completions);
+  ASSERT_TRUE(facts);
+  EXPECT_EQ(chat.substr(facts->prompt.offset, facts->prompt.length),
+            R"([{"role":"user","content":"hi"}])");
+  const std::string completion = R"({"prompt":"once upon","model":"m"})";
+  facts = inspector.inspect(completion, E::completions);
+  ASSERT_TRUE(facts);
+  EXPECT_EQ(completion.substr(facts->prompt.offset, facts->prompt.length), R"("once upon")");
+  EXPECT_EQ(facts->conversation, 0u);
+  facts = inspector.inspect(R"({"input":"x"})", E::embeddings);
+  ASSERT_TRUE(facts);
+  EXPECT_EQ(facts->prompt.length, 0u);
+}
+
+// An agent's turns share the system prompt and first user message and grow
+// after them: one conversation. Another first question is another one.
+TEST(RequestInspector, ConversationIsTheOpeningUpToTheFirstUserMessage) {
+  RequestInspector inspector;
+  const auto conversation = [&](std::string_view body, E endpoint = E::chat_completions) {
+    auto facts = inspector.inspect(body, endpoint);
+    EXPECT_TRUE(facts) << body;
+    return facts ? facts->conversation : 0;
+  };
+  const auto turn1 = conversation(
+      R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"fix bug 1"}]})");
+  const auto turn2 = conversation(
+      R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"fix bug 1"},)"
+      R"({"role":"assistant","content":"done"},{"role":"user","content":"now tests"}]})");
+  const auto other = conversation(
+      R"({"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"fix bug 2"}]})");
+  EXPECT_NE(turn1, 0u);
+  EXPECT_EQ(turn1, turn2);
+  EXPECT_NE(turn1, other);
+  // Anthropic's system prompt is a top-level field, and part of the opening.
+  const auto a =
+      conversation(R"({"system":"A","messages":[{"role":"user","content":"q"}]})", E::messages);
+  const auto b =
+      conversation(R"({"system":"B","messages":[{"role":"user","content":"q"}]})", E::messages);
+  EXPECT_NE(a, b);
+}
+
 TEST(RequestInspector, AbsentModelIsEmpty) {
   RequestInspector inspector;
   auto facts = inspector.inspect(R"({"prompt":"x"})", E::completions);

@@ -1,0 +1,22 @@
+// Who may use the admin routes (the admin API and the dashboard): a client
+// presenting the configured `admin_key`; without one, loopback clients only,
+// so that an admin API is never open to the network by default.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "http/message.h"
+#include "openai/api_error.h"
+
+namespace switchyard::gateway {
+
+// Why `head` may not use an admin route (401 or 403), or nullopt when it may.
+// The key is read as API keys are: "Authorization: Bearer" or "x-api-key".
+std::optional<openai::ApiError> admin_refusal(const http::RequestHead& head,
+                                              std::string_view admin_key);
+
+// Whether "address:port" (RequestHead::remote) is a loopback address.
+bool is_loopback(std::string_view remote);
+
+}  // namespace switchyard::gateway
