@@ -17,18 +17,42 @@ using net::ip::tcp;
 // Every await returns its error code as a value (no exceptions on the data path).
 constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
-// Feeds `parser` what `buffer` already holds. Beast's read operations do the
-// same first, but then complete through the event loop (a posted handler)
-// even when no read was needed, which for a small message read along with
-// its headers is the common case. need_more and need_buffer are not errors
-// here: the caller reads more, or drains the body buffer.
+// Feeds `parser` what `buffer` already holds, never fewer bytes than the
+// parser's min_input() (parsers.h). Beast's read operations do the same
+// first, but then complete through the event loop (a posted handler) even
+// when no read was needed, which for a small message read along with its
+// headers is the common case. need_more and need_buffer are not errors here:
+// the caller reads more (read_more), or drains the body buffer.
 template <class Parser>
 boost::system::error_code parse_buffered(Parser& parser, beast::flat_buffer& buffer) {
   boost::system::error_code ec;
-  if (buffer.size() == 0 || parser.is_done()) return ec;
-  buffer.consume(parser.put(buffer.data(), ec));
-  if (ec == beast_http::error::need_more || ec == beast_http::error::need_buffer) ec = {};
+  while (!parser.is_done() && buffer.size() >= parser.min_input()) {
+    const std::size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == beast_http::error::need_more || ec == beast_http::error::need_buffer) return {};
+    if (ec || used == 0) break;
+  }
   return ec;
+}
+
+// One read from `socket` into `buffer`, then parse_buffered(): Beast's
+// async_read_some, but keeping to the parser's min_input(). The end of the
+// stream ends a message that has no length, and cuts off one that has.
+template <class Parser>
+awaitable<boost::system::error_code> read_more(tcp::socket& socket, beast::flat_buffer& buffer,
+                                               Parser& parser) {
+  const std::size_t room = beast::read_size(buffer, 64 * 1024);
+  if (room == 0) co_return beast_http::error::buffer_overflow;
+  auto [ec, n] = co_await socket.async_read_some(buffer.prepare(room), use_tuple);
+  if (ec == net::error::eof) {
+    if (!parser.got_some()) co_return beast_http::error::end_of_stream;
+    boost::system::error_code eof;
+    parser.put_eof(eof);
+    co_return eof;
+  }
+  if (ec) co_return ec;
+  buffer.commit(n);
+  co_return parse_buffered(parser, buffer);
 }
 
 // Writes all of `buffers`: first directly, which completes at once when the

@@ -80,13 +80,9 @@ void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& leng
   if (length) body.reserve(static_cast<std::size_t>(*length));
 }
 
-std::size_t RequestParser::on_body_impl(string_view data, error_code&) {
+std::size_t RequestParser::on_data(string_view data, error_code&) {
   body.append(data.data(), data.size());
   return data.size();
-}
-
-std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, string_view data, error_code& ec) {
-  return on_body_impl(data, ec);
 }
 
 void ResponseParser::on_field_impl(boost::beast::http::field, string_view name, string_view value,
@@ -100,7 +96,7 @@ void ResponseParser::body_into(char* data, std::size_t size) {
   filled_ = 0;
 }
 
-std::size_t ResponseParser::take(string_view data, error_code& ec) {
+std::size_t ResponseParser::on_data(string_view data, error_code& ec) {
   const std::size_t n = std::min(data.size(), room_ - filled_);
   if (n > 0) std::memcpy(out_ + filled_, data.data(), n);
   filled_ += n;

@@ -513,9 +513,8 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     bool body_timed_out = false;
     if (!body_ec && !parser.is_done()) {
       deadline.expires_after(options.body_timeout);
-      auto [read_ec, bn] = co_await beast_http::async_read(socket, buffer, parser, use_tuple);
+      while (!body_ec && !parser.is_done()) body_ec = co_await read_more(socket, buffer, parser);
       deadline.expires_never();
-      body_ec = read_ec;
       body_timed_out = deadline.expired();
     }
     if (body_ec) {

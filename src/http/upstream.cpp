@@ -344,10 +344,8 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
     auto ec = parse_buffered(*s.parser, conn.buffer);
     if (!ec && s.parser->body_bytes() == 0 && !s.done()) {
       conn.deadline.expires_after(s.pool->options.idle_timeout);
-      auto [read_ec, n] =
-          co_await beast_http::async_read_some(conn.socket, conn.buffer, *s.parser, use_tuple);
+      ec = co_await read_more(conn.socket, conn.buffer, *s.parser);
       conn.deadline.expires_never();
-      ec = read_ec == beast_http::error::need_buffer ? boost::system::error_code() : read_ec;
     }
     if (ec) {
       const bool timed_out = conn.deadline.expired();

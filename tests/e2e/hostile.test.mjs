@@ -101,6 +101,29 @@ describe('malformed chunked request bodies', () => {
   });
 });
 
+describe('a chunked body a byte at a time', () => {
+  afterEach(stopAll);
+
+  // Beast 1.81 asserts in debug builds (this ASan build) when the final
+  // chunk comes in pieces under 5 bytes: the gateway must not abort on it.
+  test('the last chunk and trailer sent byte by byte: answered, and the gateway serves on', TIMEOUT, async () => {
+    const { gw } = await gatewayOverSim();
+    const conn = await rawConnect(gw.port);
+    conn.socket.setNoDelay(true);
+    await conn.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+      `Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${CHAT.length.toString(16)}\r\n${CHAT}`);
+    // Pacing the client's bytes so that each arrives in a read of its own.
+    for (const byte of '\r\n0\r\nX-Trailer: y\r\n\r\n') {
+      await conn.write(byte);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await conn.waitFor(/HTTP\/1\.1 200 /, 10_000);
+    conn.destroy();
+    const ok = await fetchJson(`${gw.url}/v1/chat/completions`, { body: CHAT });
+    assert.equal(ok.status, 200, ok.text);
+  });
+});
+
 describe('the connection cap', () => {
   afterEach(stopAll);
 

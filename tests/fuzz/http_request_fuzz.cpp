@@ -42,6 +42,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       buffer.append(chunk);
       input.remove_prefix(chunk.size());
     }
+    // As the server feeds it (parse_buffered): never fewer than min_input().
+    if (buffer.size() < parser->min_input()) {
+      want_more = true;
+      continue;
+    }
     boost::system::error_code ec;
     const std::size_t used = parser->put(boost::asio::buffer(buffer.data(), buffer.size()), ec);
     buffer.erase(0, used);
