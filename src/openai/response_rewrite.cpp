@@ -29,9 +29,45 @@ std::optional<std::string_view> event_json(std::string_view event) {
   return std::nullopt;
 }
 
+// Horspool's search: skips ahead by up to the needle's length, where
+// string_view::find stops at every occurrence of the needle's first byte
+// (glibc's memmem costs more to set up than a chunk takes to search, and
+// std::boyer_moore_horspool_searcher hashes every byte it looks at).
+class Searcher {
+ public:
+  // `needle` (non-empty) must outlive the searcher.
+  explicit Searcher(std::string_view needle) : needle_(needle) {
+    skip_.fill(needle.size());
+    for (std::size_t i = 0; i + 1 < needle.size(); ++i)
+      skip_[static_cast<unsigned char>(needle[i])] = needle.size() - 1 - i;
+  }
+  std::optional<std::size_t> find(std::string_view haystack) const {
+    const std::size_t n = needle_.size();
+    const char* h = haystack.data();
+    for (std::size_t at = 0; at + n <= haystack.size();) {
+      const char last = h[at + n - 1];
+      if (last == needle_[n - 1]) {
+        std::size_t i = n - 1;
+        while (i > 0 && h[at + i - 1] == needle_[i - 1]) --i;
+        if (i == 0) return at;
+      }
+      at += skip_[static_cast<unsigned char>(last)];
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::string_view needle_;
+  std::array<std::size_t, 256> skip_;
+};
+
+constexpr std::string_view kUsage = "usage\"";
+constexpr std::string_view kTokensPredicted = "tokens_predicted\"";
+const Searcher usage_searcher(kUsage);
+const Searcher predicted_searcher(kTokensPredicted);
+
 bool mentions_usage(std::string_view json) {
-  return json.find("usage\"") != std::string_view::npos ||
-         json.find("tokens_predicted\"") != std::string_view::npos;
+  return usage_searcher.find(json) || predicted_searcher.find(json);
 }
 
 }  // namespace
@@ -49,7 +85,28 @@ void ResponseRewriter::note_usage(std::string_view json) {
   }
 }
 
-std::optional<std::string_view> ResponseRewriter::model_to_replace(std::string_view json) const {
+struct ResponseRewriter::SeenModel {
+  std::string member;  // `"model":` and the engine's token
+  std::size_t token_size;
+  bool is_clients;  // the token already names the client's model
+  Searcher searcher;
+  SeenModel(std::string m, std::size_t size, bool clients)
+      : member(std::move(m)), token_size(size), is_clients(clients), searcher(member) {}
+};
+
+ResponseRewriter::~ResponseRewriter() = default;
+
+std::optional<std::string_view> ResponseRewriter::model_to_replace(std::string_view json) {
+  // A stream's chunks name the engine's model alike: once one has been
+  // found by the scan, a search for `"model":<that token>` finds the next
+  // ones for a fraction of a scan. The bytes `"model":"` outside a string can
+  // only be a key (a string holds its quotes escaped).
+  if (seen_) {
+    if (auto at = seen_->searcher.find(json)) {
+      if (seen_->is_clients) return std::nullopt;
+      return json.substr(*at + seen_->member.size() - seen_->token_size, seen_->token_size);
+    }
+  }
   // "model" comes early in engines' JSON: a scan for it alone stops there.
   std::optional<std::string_view> token = member_text(json, "model");
   // Anthropic's message_start names the model inside `message`.
@@ -57,7 +114,14 @@ std::optional<std::string_view> ResponseRewriter::model_to_replace(std::string_v
     if (auto message = member_text(json, "message"); message && message->starts_with('{'))
       token = member_text(*message, "model");
   }
-  if (!token || !token->starts_with('"') || *token == model_token_) return std::nullopt;
+  if (!token || !token->starts_with('"')) return std::nullopt;
+  // Remembered when the engine wrote the member without spaces.
+  const auto key_at = static_cast<std::size_t>(token->data() - json.data());
+  constexpr std::string_view key = "\"model\":";
+  if (!seen_ && key_at >= key.size() && json.substr(key_at - key.size(), key.size()) == key)
+    seen_ = std::make_unique<const SeenModel>(std::string(key) + std::string(*token), token->size(),
+                                              *token == model_token_);
+  if (*token == model_token_) return std::nullopt;
   return token;
 }
 

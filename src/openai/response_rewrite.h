@@ -5,6 +5,7 @@
 // on the way past. Bytes are spliced, never re-serialised.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@ class ResponseRewriter {
   // they are). `strip_usage_chunk`: the client did not ask for the stream's
   // usage chunk (`"choices":[]` with `usage`), which the gateway forced.
   ResponseRewriter(std::string client_model, bool strip_usage_chunk);
+  ~ResponseRewriter();
 
   // A whole non-streamed JSON body, rewritten in place.
   void rewrite_body(std::string& json);
@@ -32,7 +34,7 @@ class ResponseRewriter {
 
  private:
   // The model token in `json` (a view into it) when it is not the client's.
-  std::optional<std::string_view> model_to_replace(std::string_view json) const;
+  std::optional<std::string_view> model_to_replace(std::string_view json);
   // Appends `text` to `out` with `token` (a view into it) replaced.
   void splice(std::string_view text, std::string_view token, std::string& out) const;
   void note_usage(std::string_view json);
@@ -40,6 +42,9 @@ class ResponseRewriter {
   std::string model_token_;  // the client's model as a JSON string; empty: no rewrite
   bool strip_usage_chunk_;
   std::optional<Usage> usage_;
+  // The model member as the first scan found it (model_to_replace).
+  struct SeenModel;
+  std::unique_ptr<const SeenModel> seen_;
 };
 
 }  // namespace switchyard::openai

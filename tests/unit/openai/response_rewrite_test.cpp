@@ -37,6 +37,27 @@ TEST(ResponseRewriter, RewritesEveryChunkAndAnthropicsMessageStart) {
   EXPECT_EQ(out, "data: [DONE]\n\n");
 }
 
+// After the first chunk the model is found by a search for the member as the
+// engine wrote it; the same bytes escaped inside a string are not that
+// member, and a chunk written otherwise still gets the full scan.
+TEST(ResponseRewriter, LaterChunksOfAStreamAreRewrittenAlike) {
+  ResponseRewriter r("qwen", false);
+  std::string out;
+  r.rewrite_event("data: {\"id\":\"1\",\"model\":\"/m.gguf\",\"choices\":[]}\n\n", out);
+  EXPECT_EQ(out, "data: {\"id\":\"1\",\"model\":\"qwen\",\"choices\":[]}\n\n");
+  out.clear();
+  r.rewrite_event(
+      "data: {\"choices\":[{\"delta\":{\"content\":\"say \\\"model\\\":\\\"/m.gguf\\\"\"}}],"
+      "\"model\":\"/m.gguf\"}\n\n",
+      out);
+  EXPECT_EQ(out,
+            "data: {\"choices\":[{\"delta\":{\"content\":\"say \\\"model\\\":\\\"/m.gguf\\\"\"}}],"
+            "\"model\":\"qwen\"}\n\n");
+  out.clear();
+  r.rewrite_event("data: {\"model\" : \"/m.gguf\",\"choices\":[]}\n\n", out);
+  EXPECT_EQ(out, "data: {\"model\" : \"qwen\",\"choices\":[]}\n\n");
+}
+
 TEST(ResponseRewriter, DropsOnlyTheForcedUsageChunk) {
   ResponseRewriter r("m", true);
   std::string out;
