@@ -1,7 +1,8 @@
 # The two commands of the quick start, and a few for developers.
 #   make run    build optimized, start the gateway over the simulated 4-GPU demo fleet
 #   make check  build with ASan+UBSan, run every test (what CI runs)
-.PHONY: all setup build run check test-build fuzz format clean
+#   make install PREFIX=...  the binary, man pages, systemd unit, examples
+.PHONY: all setup build run check test-build install fuzz format clean
 
 # ccache across checkouts (CI builds a fresh clone) and with precompiled headers.
 export CCACHE_BASEDIR := $(CURDIR)
@@ -23,6 +24,11 @@ run: build
 test-build: setup
 	@cmake -S . -B build-check -G Ninja -DSWITCHYARD_SANITIZE=ON >/dev/null
 	@cmake --build build-check
+
+# make install PREFIX=/opt/switchyard (default /usr/local; DESTDIR for packaging)
+PREFIX ?= /usr/local
+install: build
+	@cmake --install build --prefix $(PREFIX)
 
 check: test-build
 	cd build-check && ctest --output-on-failure --timeout 600

@@ -12,16 +12,13 @@ int main(int argc, char** argv) {
 
   CLI::App app{"switchyard: one dependable LLM service over many GPUs", "switchyard"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "switchyard 0.1.0");
+  app.set_version_flag("--version", "switchyard " SWITCHYARD_VERSION);
 
   using namespace switchyard::cli;
   const Command commands[] = {
 
-      add_serve_command(app),
-      add_sim_command(app),
-      add_plan_command(app),
-      add_doctor_command(app),
-      add_bench_command(app),
+      add_serve_command(app),  add_sim_command(app),   add_plan_command(app),
+      add_doctor_command(app), add_bench_command(app),
   };
 
   try {

@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "common/buffered_log.h"
+#include "fleet/config_check.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_config.h"
 #include "gateway/gateway.h"
@@ -30,6 +31,7 @@ namespace {
 struct ServeFlags {
   std::string config_path;
   std::string listen;  // overrides the config's
+  bool check = false;  // validate the config and the commands' programs, start nothing
 };
 
 // "127.0.0.1:8080" or "[::1]:8080" into address and port.
@@ -70,6 +72,16 @@ std::string self_path(const char* fallback) {
   return ec ? fallback : p.string();
 }
 
+// serve --check: 0 when the config would start, else 2 with a line per problem.
+int check_config(const fleet::FleetConfig& config, const std::string& path) {
+  const auto problems = fleet::missing_executables(config, self_path("switchyard"));
+  for (const auto& p : problems) std::cerr << "switchyard serve: " << path << ": " << p << "\n";
+  if (!problems.empty()) return 2;
+  std::cout << fmt::format("{}: ok ({} instance(s), {} model(s))\n", path, config.instances.size(),
+                           config.models.size());
+  return 0;
+}
+
 int run_serve(const ServeFlags& flags) {
   auto config = fleet::load_fleet_config(flags.config_path);
   if (!config) {
@@ -82,6 +94,7 @@ int run_serve(const ServeFlags& flags) {
     std::cerr << "switchyard serve: " << listen.error().message << "\n";
     return 2;
   }
+  if (flags.check) return check_config(*config, flags.config_path);
 
   net::io_context io(1);  // one I/O thread: the router, queue and pools are not locked
   // A terminal gets each line as it is logged; a file or pipe gets them in
@@ -129,6 +142,16 @@ int run_serve(const ServeFlags& flags) {
   // Tests and scripts read this line for the port: keep its wording.
   spdlog::info("switchyard gateway listening on http://{}:{} ({} instance(s), {} model(s))",
                options.address, *port, config->instances.size(), config->models.size());
+  // What a new user does next (make run's first screen).
+  const bool wildcard = options.address == "0.0.0.0" || options.address == "::";
+  const std::string host = wildcard ? "127.0.0.1" : options.address;
+  const std::string base = host.find(':') == std::string::npos
+                               ? fmt::format("http://{}:{}", host, *port)
+                               : fmt::format("http://[{}]:{}", host, *port);
+  spdlog::info(
+      "try: curl -s {}/v1/chat/completions -H 'Content-Type: application/json' -d "
+      "'{{\"model\":\"{}\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'",
+      base, config->models.front().name);
   spdlog::default_logger()->flush();
 
   // SIGINT/SIGTERM: stop accepting, let in-flight requests finish within
@@ -214,6 +237,9 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   sub->add_option("--listen", flags->listen,
                   "Address:port to listen on, overriding the config (port 0: any free port)");
+  sub->add_flag("--check", flags->check,
+                "Validate the config and that the commands' programs exist, start nothing "
+                "(exit 0 when it would start, 2 when not)");
   return {sub, [flags] { return run_serve(*flags); }};
 }
 

@@ -26,23 +26,6 @@ namespace {
 
 constexpr std::string_view kShellSyntax = "'\"\\$`|&;<>(){}*?[]#~\n";
 
-// argv[0] as execve needs it: a name without '/' is looked up on PATH here,
-// in the parent, because the child may only make async-signal-safe calls.
-Result<std::string> find_program(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string_view dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
-  while (true) {
-    const auto colon = dirs.find(':');
-    std::string dir(dirs.substr(0, colon));
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    if (colon == std::string_view::npos) break;
-    dirs.remove_prefix(colon + 1);
-  }
-  return Error{fmt::format("cannot start '{}': not found on PATH", name)};
-}
-
 // Closes every descriptor from `first` on except `keep`.
 void close_from(int first, int keep) {
   auto close_span = [](unsigned lo, unsigned hi) {
@@ -145,6 +128,21 @@ Result<ChildProcess> start(const std::string& program, const std::vector<std::st
 }
 
 }  // namespace
+
+Result<std::string> find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const auto colon = dirs.find(':');
+    std::string dir(dirs.substr(0, colon));
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return Error{fmt::format("cannot start '{}': not found on PATH", name)};
+}
 
 std::optional<std::vector<std::string>> split_plain_command(
     std::string_view command, const std::vector<std::string_view>& placeholders) {

@@ -31,6 +31,11 @@ namespace switchyard::fleet {
 std::optional<std::vector<std::string>> split_plain_command(
     std::string_view command, const std::vector<std::string_view>& placeholders = {});
 
+// argv[0] as execve needs it: a name without '/' is looked up on PATH (in
+// the parent, because the child may only make async-signal-safe calls); a
+// name with '/' is returned as it is.
+Result<std::string> find_program(const std::string& name);
+
 class ChildProcess {
  public:
   // Runs argv[0] (searched on PATH when it has no '/') with argv, the current

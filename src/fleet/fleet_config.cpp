@@ -174,12 +174,18 @@ void parse_timeouts(const YAML::Node& node, Timeouts& t) {
 
 void parse_health(const YAML::Node& node, HealthOptions& h) {
   if (!node.IsMap()) fail(node, "health: expected a mapping");
-  check_keys(node, "health", {"interval", "backoff", "backoff_max", "crash_loop", "crash_window"});
+  check_keys(
+      node, "health",
+      {"interval", "backoff", "backoff_max", "crash_loop", "crash_window", "metrics_interval"});
   if (node["interval"]) h.interval = duration(node["interval"], "health.interval");
   if (node["backoff"]) h.backoff = duration(node["backoff"], "health.backoff");
   if (node["backoff_max"]) h.backoff_max = duration(node["backoff_max"], "health.backoff_max");
   if (node["crash_loop"]) h.crash_loop = positive_int(node["crash_loop"], "health.crash_loop");
   if (node["crash_window"]) h.crash_window = duration(node["crash_window"], "health.crash_window");
+  if (node["metrics_interval"])
+    h.metrics_interval = duration(node["metrics_interval"], "health.metrics_interval");
+  if (h.metrics_interval.count() == 0)
+    fail(node["metrics_interval"], "health.metrics_interval: must be above 0");
   if (h.interval.count() == 0) fail(node["interval"], "health.interval: must be above 0");
   if (h.backoff.count() == 0) fail(node["backoff"], "health.backoff: must be above 0");
   if (h.backoff_max < h.backoff)
@@ -364,6 +370,7 @@ std::vector<std::string> restart_only_changes(const FleetConfig& running, const 
   check(h.backoff_max != k.backoff_max, "health.backoff_max");
   check(h.crash_loop != k.crash_loop, "health.crash_loop");
   check(h.crash_window != k.crash_window, "health.crash_window");
+  check(h.metrics_interval != k.metrics_interval, "health.metrics_interval");
   check(running.queue.max_length != next.queue.max_length, "queue.max_length");
   check(running.queue.max_wait != next.queue.max_wait, "queue.max_wait");
   return changed;

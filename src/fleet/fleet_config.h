@@ -69,6 +69,10 @@ struct HealthOptions {
   // previous exit, is reported as crash-looping (still retried at backoff_max).
   int crash_loop = 5;
   std::chrono::milliseconds crash_window{std::chrono::minutes(5)};
+  // How often each ready instance's /metrics is scraped, re-exported on the
+  // gateway's /metrics and checked by the advisor. Shorter sees trouble
+  // sooner at the cost of a request per instance per interval.
+  std::chrono::milliseconds metrics_interval{5000};
 
   bool operator==(const HealthOptions&) const = default;
 };

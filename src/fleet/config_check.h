@@ -1,0 +1,20 @@
+// `switchyard serve --check`: what a loaded config still needs from the box
+// before anything starts, checked without starting anything.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fleet/fleet_config.h"
+
+namespace switchyard::fleet {
+
+// One line per instance whose command's program cannot be run: not found on
+// PATH (searched as the supervisor does), or not an executable file. A shell
+// command is checked by its first word after any NAME=value assignments (and
+// `exec`); a first word the shell still has to expand is not checked.
+// `self_path` is the value of ${SWITCHYARD}.
+std::vector<std::string> missing_executables(const FleetConfig& config, std::string_view self_path);
+
+}  // namespace switchyard::fleet
