@@ -1,0 +1,419 @@
+#!/usr/bin/env bash
+# The fault matrix (issue 12): a gateway over simulated engines, a fault per
+# row, and every request counted.
+#
+# Each row starts its own `switchyard serve` over `switchyard sim` engines it
+# supervises, warms it up, records its RSS and open descriptors, runs
+# bench/faults/load.mjs (chat completions, each ending ok / clean error / lost
+# / hung, see that file) while the fault happens, records them again, counts
+# <defunct> children, stops the gateway (SIGTERM) and checks that no engine
+# outlived it. Rows:
+#   engine-kill     SIGKILL one engine of 4, three times, each after it is back
+#   wrapper-kill    the same for the /bin/sh wrapping an engine (`cmd ; exit`)
+#   sigstop         SIGSTOP one engine for 8 s (past stream_idle 5 s), SIGCONT
+#   reset           one engine of 4 resets every stream after 10 tokens
+#   fail-half       2 of 4 engines answer 503 to their first 100 requests
+#   crash-loop      one engine of 4 exits after 20 tokens, each life
+#   sighup-flood    100 SIGHUPs 50 ms apart, a fifth engine removed and added
+#   drain           SIGTERM with streams in flight; new requests meanwhile
+#   slowloris       200 connections sending headers a byte a second, with load
+#   fd-limit        the gateway under `ulimit -n 1024`, 1,500 concurrent streams
+#   idle-streams    5,000 streams held open (an engine that stalls after a
+#                   token), closed, five rounds: RSS at peak and after
+#   soak            --soak-seconds of mixed streamed / whole requests
+# The gateway's timeouts are short so a fault resolves within the row:
+# first_byte 15s, stream_idle 5s, client_header 5s, health.interval 1s.
+#
+# Usage: bench/faults.sh [options]
+#   --quick             a smoke run: fewer requests, 1,000 idle streams in 2 rounds, a 20 s soak
+#   --soak-seconds S    length of the soak row (default 300)
+#   --rows LIST         comma-separated rows to run (default: all, in the order above)
+#   --wait-load L       first wait (at most 600 s) for the 1-min load average < L (default 0: no wait)
+#   --binary PATH       the switchyard binary (default build/switchyard)
+#   --out DIR           keep configs, logs and JSON in DIR (default: a temp dir)
+#
+# Prints a Markdown table (also in DIR/table.md). Loopback only; every process
+# it starts is stopped at exit.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+
+all_rows="engine-kill,wrapper-kill,sigstop,reset,fail-half,crash-loop,sighup-flood,drain,slowloris,fd-limit,idle-streams,soak"
+quick=0
+soak_seconds=300
+rows="$all_rows"
+wait_load=0
+binary="$repo/build/switchyard"
+out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) quick=1; shift ;;
+    --soak-seconds) soak_seconds="$2"; shift 2 ;;
+    --rows) rows="$2"; shift 2 ;;
+    --wait-load) wait_load="$2"; shift 2 ;;
+    --binary) binary="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+[[ "$soak_seconds" =~ ^[1-9][0-9]*$ ]] || die "--soak-seconds: '$soak_seconds' is not a positive whole number"
+for r in ${rows//,/ }; do
+  [[ ",$all_rows," == *",$r,"* ]] || die "--rows: unknown row '$r' (known: $all_rows)"
+done
+[[ -x "$binary" ]] || die "no switchyard binary at $binary (build: make build)"
+binary="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
+for tool in node python3 curl; do command -v "$tool" >/dev/null || die "$tool is needed"; done
+
+keep=0
+if [[ -n "$out" ]]; then mkdir -p "$out"; work="$(cd "$out" && pwd)"; keep=1
+else work="$(mktemp -d /tmp/sy-faults.XXXXXX)"; fi
+pids=()
+# The model name tags this run's engines, so leftovers can be found by it.
+model="fb$$"
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do stop_pid "$p"; done
+  pkill -KILL -f -- "--alias $model( |$)" 2>/dev/null || true
+  (( keep )) || rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if (( quick )); then
+  n_req=120; kills=1; hups=20; slow=50; slow_s=8; idle=1000; idle_rounds=2; soak_seconds=20
+else
+  n_req=400; kills=3; hups=100; slow=200; slow_s=15; idle=5000; idle_rounds=5
+fi
+conc=16
+deadline_ms=60000
+results="$work/results.jsonl"; : >"$results"
+
+# ---------------------------------------------------------------------------
+# The fleet
+
+# engine NAME SEED SLOTS [EXTRA...]: one supervised sim instance (YAML).
+engine() {
+  local name="$1" seed="$2" slots="$3"; shift 3
+  local extra="${*:+ $*}"
+  echo "  - {name: $name, model: $model, slots: $slots, command: \"\${SWITCHYARD} sim --port \${PORT} --slots $slots --tokens-per-second 200 --alias $model --seed $seed$extra\"}"
+}
+
+# fleet_config PORT [top-level YAML lines...]; the instances follow on stdin.
+fleet_config() {
+  local port="$1"; shift
+  echo "listen: 127.0.0.1:$port"
+  echo "models: [{name: $model}]"
+  local l; for l in "$@"; do echo "$l"; done
+  echo "instances:"
+  cat
+}
+
+timeouts_short='timeouts: {first_byte: 15s, stream_idle: 5s, client_header: 5s, startup: 60s, drain: 20s, stop: 5s}'
+health_fast='health: {interval: 1s}'
+
+four_engines() {  # the usual fleet; EXTRA flags for e1 (and e2 with FLAGS2)
+  engine e1 1 4 "${1:-}"
+  engine e2 2 4 "${2:-}"
+  engine e3 3 4
+  engine e4 4 4
+}
+
+# ---------------------------------------------------------------------------
+# The gateway and its engines
+
+gw_pid=""
+gw_port=""
+# gw_start CONFIG [NOFILE]: start serve (under `ulimit -n NOFILE` if given)
+# and wait until every instance is ready.
+gw_start() {
+  local cfg="$1" nofile="${2:-}"
+  if [[ -n "$nofile" ]]; then
+    (ulimit -n "$nofile"; exec "$binary" serve -c "$cfg") >"$cfg.log" 2>&1 &
+  else
+    "$binary" serve -c "$cfg" >"$cfg.log" 2>&1 &
+  fi
+  gw_pid=$!; pids+=("$gw_pid")
+  local want; want=$(grep -c '^  - {name:' "$cfg")
+  local i
+  for i in $(seq 600); do
+    (( $(ready_count) == want )) && return 0
+    kill -0 "$gw_pid" 2>/dev/null || die "the gateway exited: $(tail -5 "$cfg.log")"
+    sleep 0.1
+  done
+  die "the gateway's engines did not all become ready in 60 s: $(tail -5 "$cfg.log")"
+}
+
+ready_count() {  # instances whose state is ready
+  curl -s --max-time 2 "http://127.0.0.1:$gw_port/health" 2>/dev/null | grep -o '"state":"ready"' | wc -l || true
+}
+
+wait_ready() {  # N: until N instances are ready (60 s at most)
+  local i
+  for i in $(seq 600); do (( $(ready_count) >= $1 )) && return 0; sleep 0.1; done
+  echo "warning: only $(ready_count) of $1 instances ready after 60 s" >&2
+}
+
+# gw_stop: SIGTERM, bounded wait; sets stop_result to "exit-status seconds
+# engines-left" (not printed: it must run in this shell, the gateway's parent).
+stop_result=""
+gw_stop() {
+  local t0 i rc=killed
+  t0=$(date +%s.%N)
+  kill -TERM "$gw_pid" 2>/dev/null || true
+  for i in $(seq 600); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$gw_pid" 2>/dev/null; then kill -KILL "$gw_pid"; fi
+  wait "$gw_pid" 2>/dev/null && rc=0 || rc=$?
+  local secs; secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
+  stop_pid "$gw_pid"
+  local left=0
+  for i in $(seq 50); do
+    left=$(pgrep -c -f -- "--alias $model( |$)" || true)
+    (( left == 0 )) && break
+    sleep 0.1
+  done
+  stop_result="$rc $secs $left"
+}
+
+gw_state() {  # "RSS-MiB fds" of the gateway
+  awk '/^VmRSS:/{printf "%.1f ", $2 / 1024}' "/proc/$gw_pid/status"
+  ls "/proc/$gw_pid/fd" | wc -l
+}
+
+zombies() {  # <defunct> children of the gateway
+  ps -o stat= --ppid "$gw_pid" 2>/dev/null | grep -c '^Z' || true
+}
+
+# engine_pid SEED COMM: the pid of engine SEED's process named COMM
+# (`switchyard` for the sim itself, `sh` for its wrapper).
+engine_pid() {
+  local p
+  for p in $(pgrep -f -- "--alias $model --seed $1( |$)" || true); do
+    [[ "$(cat "/proc/$p/comm" 2>/dev/null)" == "$2" ]] && { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+# ---------------------------------------------------------------------------
+# The client
+
+drv_pid=""
+# drive NAME ARGS...: load.mjs in the background, its JSON in NAME.json.
+drive() {
+  local name="$1"; shift
+  : >"$work/$name.progress"
+  node "$here/faults/load.mjs" --url "http://127.0.0.1:$gw_port" --model "$model" \
+    --deadline-ms "$deadline_ms" --progress "$work/$name.progress" "$@" >"$work/$name.json" 2>"$work/$name.err" &
+  drv_pid=$!; pids+=("$drv_pid")
+}
+drive_wait() {
+  wait "$drv_pid" || die "the load driver failed: $(tail -3 "$work/"*.err | tail -3)"
+  local keep_pids=() q
+  for q in "${pids[@]}"; do [[ "$q" != "$drv_pid" ]] && keep_pids+=("$q"); done
+  pids=("${keep_pids[@]}")
+}
+# progress_at NAME FIELD N: until field FIELD (1 ended, 2 first tokens) of
+# NAME's progress is >= N, or the driver ended (120 s at most).
+progress_at() {
+  local i v
+  for i in $(seq 1200); do
+    v=$(awk -v f="$2" '{print $f}' "$work/$1.progress" 2>/dev/null || true)
+    [[ -n "$v" ]] && (( v >= $3 )) && return 0
+    kill -0 "$drv_pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
+}
+
+warm_up() {
+  node "$here/faults/load.mjs" --url "http://127.0.0.1:$gw_port" --model "$model" \
+    --requests $((2 * conc)) --concurrency "$conc" --stream-share 0.5 >/dev/null
+}
+
+# record ROW NOTE BEFORE AFTER ZOMBIES STOP: one line of results.jsonl.
+record() {
+  python3 - "$work/$1.json" "$1" "$2" "$3" "$4" "$5" "$6" >>"$results" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+row, note, before, after, zombies, stop = sys.argv[2:8]
+doc.update(row=row, note=note, before=before, after=after, zombies=int(zombies), stop=stop)
+print(json.dumps(doc))
+PY
+}
+
+# ---------------------------------------------------------------------------
+# Rows
+
+# A standard row: 4 engines (e1/e2 with FLAGS), a load, FAULT run meanwhile.
+standard_row() {
+  local row="$1" flags1="$2" flags2="$3" fault="$4" load_args="$5" note="$6"
+  read -r gw_port <<<"$(free_ports 1)"
+  four_engines "$flags1" "$flags2" | fleet_config "$gw_port" "$timeouts_short" "$health_fast" >"$work/$row.yaml"
+  gw_start "$work/$row.yaml"
+  warm_up
+  local before; before=$(gw_state)
+  # shellcheck disable=SC2086
+  drive "$row" $load_args
+  "$fault" "$row"
+  drive_wait
+  local after z; after=$(gw_state); z=$(zombies)
+  gw_stop
+  record "$row" "$note" "$before" "$after" "$z" "$stop_result"
+}
+
+no_fault() { :; }
+
+kill_engine_fault() {  # SIGKILL e1's process named $2, $kills times
+  local row="$1" comm="$2" k p
+  for k in $(seq "$kills"); do
+    progress_at "$row" 1 $((n_req * k / (kills + 2)))
+    p=$(engine_pid 1 "$comm") || { echo "warning: no $comm process for e1" >&2; continue; }
+    kill -KILL "$p"
+    wait_ready 4
+  done
+}
+engine_kill_fault() { kill_engine_fault "$1" switchyard; }
+wrapper_kill_fault() { kill_engine_fault "$1" sh; }
+
+sigstop_fault() {
+  local p
+  progress_at "$1" 1 $((n_req / 4))
+  p=$(engine_pid 1 switchyard) || return 0
+  kill -STOP "$p"
+  sleep 8
+  kill -CONT "$p"
+}
+
+sighup_fault() {  # toggle e5 in and out of the config with each SIGHUP
+  local row="$1" cfg="$work/$1.yaml" i
+  cp "$cfg" "$cfg.without"
+  { cat "$cfg"; engine e5 5 4; } >"$cfg.with"
+  progress_at "$row" 1 $((n_req / 10))
+  for i in $(seq "$hups"); do
+    if (( i % 2 )); then cp "$cfg.with" "$cfg"; else cp "$cfg.without" "$cfg"; fi
+    kill -HUP "$gw_pid"
+    sleep 0.05
+  done
+}
+
+row_engine-kill() { standard_row engine-kill "" "" engine_kill_fault "--requests $n_req --concurrency $conc" "SIGKILL e1 ×$kills"; }
+row_wrapper-kill() {
+  standard_row wrapper-kill "; exit" "" wrapper_kill_fault "--requests $n_req --concurrency $conc" "SIGKILL e1's sh ×$kills"
+}
+row_sigstop() {
+  standard_row sigstop "" "" sigstop_fault "--requests $n_req --concurrency $conc --stream-share 0.5" "e1 stopped 8 s; half streamed"
+}
+row_reset() { standard_row reset "--reset-after-tokens 10" "" no_fault "--requests $n_req --concurrency $conc" "e1 resets after 10 of 32 tokens"; }
+row_fail-half() {
+  standard_row fail-half "--fail-before-first-byte 100" "--fail-before-first-byte 100" no_fault \
+    "--requests $n_req --concurrency $conc" "e1, e2: 503 ×100 each"
+}
+row_crash-loop() { standard_row crash-loop "--exit-after-tokens 20" "" no_fault "--requests $n_req --concurrency $conc" "e1 exits after 20 tokens, each life"; }
+row_sighup-flood() {
+  standard_row sighup-flood "" "" sighup_fault "--requests $n_req --concurrency $conc" "$hups SIGHUPs, e5 added/removed"
+}
+
+row_drain() {
+  local row=drain
+  read -r gw_port <<<"$(free_ports 1)"
+  four_engines | fleet_config "$gw_port" "$timeouts_short" "$health_fast" >"$work/$row.yaml"
+  gw_start "$work/$row.yaml"
+  warm_up
+  local before; before=$(gw_state)
+  # 16 streams of 400 tokens (2 s at 200 tok/s) in flight, then SIGTERM; the
+  # driver keeps sending (96 more) while the gateway drains and exits.
+  drive "$row" --requests $((conc * 7)) --concurrency "$conc" --max-tokens 400
+  progress_at "$row" 2 "$conc"
+  local z; z=$(zombies)
+  gw_stop
+  drive_wait
+  record "$row" "SIGTERM with $conc streams in flight, $((conc * 6)) more sent" "$before" "- -" "$z" "$stop_result"
+}
+
+row_slowloris() {
+  standard_row slowloris "" "" no_fault "--seconds $slow_s --concurrency 8 --slowloris $slow" "$slow slow header senders, client_header 5 s"
+}
+
+row_fd-limit() {
+  local row=fd-limit
+  read -r gw_port <<<"$(free_ports 1)"
+  { engine e1 1 64; engine e2 2 64; engine e3 3 64; engine e4 4 64; } |
+    fleet_config "$gw_port" "$timeouts_short" "$health_fast" >"$work/$row.yaml"
+  gw_start "$work/$row.yaml" 1024
+  warm_up
+  local before; before=$(gw_state)
+  drive "$row" --requests 1500 --concurrency 1500 --max-tokens 16
+  drive_wait
+  local after z; after=$(gw_state); z=$(zombies)
+  gw_stop
+  record "$row" "ulimit -n 1024, 1,500 at once" "$before" "$after" "$z" "$stop_result"
+}
+
+row_idle-streams() {
+  # A sim has at most 1,024 slots; each slot gets 256 tokens of context.
+  local row=idle-streams n_eng=$(( (idle + 999) / 1000 < 4 ? 4 : (idle + 999) / 1000 ))
+  local per=$(( (idle + n_eng - 1) / n_eng )) i
+  read -r gw_port <<<"$(free_ports 1)"
+  for i in $(seq "$n_eng"); do engine "e$i" "$i" "$per" --ctx-size $((per * 256)) --stall-after-tokens 1; done |
+    fleet_config "$gw_port" "timeouts: {stream_idle: 10m, startup: 60s, stop: 5s}" "max_connections: $((idle + 1000))" \
+      "queue: {max_length: $idle}" >"$work/$row.yaml"
+  gw_start "$work/$row.yaml"
+  local before; before=$(gw_state)
+  drive "$row" --mode idle --streams "$idle" --rounds "$idle_rounds" --gateway-pid "$gw_pid" --max-tokens 64
+  drive_wait
+  local after z; after=$(gw_state); z=$(zombies)
+  gw_stop
+  record "$row" "$idle streams held, closed; $idle_rounds rounds" "$before" "$after" "$z" "$stop_result"
+}
+
+row_soak() {
+  local row=soak
+  read -r gw_port <<<"$(free_ports 1)"
+  four_engines | fleet_config "$gw_port" "$timeouts_short" "$health_fast" >"$work/$row.yaml"
+  gw_start "$work/$row.yaml"
+  warm_up
+  local before; before=$(gw_state)
+  drive "$row" --seconds "$soak_seconds" --concurrency 8 --stream-share 0.5
+  local max=0 r
+  while kill -0 "$drv_pid" 2>/dev/null; do
+    r=$(gw_state | cut -d' ' -f1)
+    max=$(awk -v a="$max" -v b="$r" 'BEGIN{print (b > a) ? b : a}')
+    sleep 1
+  done
+  drive_wait
+  local after z; after=$(gw_state); z=$(zombies)
+  gw_stop
+  record "$row" "${soak_seconds} s, half streamed; RSS max $max MiB" "$before" "$after" "$z" "$stop_result"
+}
+
+# ---------------------------------------------------------------------------
+
+wait_for_quiet
+echo "fault matrix: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at start" >&2
+for r in ${rows//,/ }; do
+  echo "row $r ..." >&2
+  "row_$r"
+done
+
+python3 - "$results" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "$work/table.md"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("| row | fault | sent | ok | clean error | lost | hung | RSS MiB before → after | fds before → after | zombies | engines left | gateway exit | not ok, by cause |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    rb, fb = r["before"].split(); ra, fa = r["after"].split()
+    rc, secs, left = r["stop"].split()
+    causes = ", ".join(f"{k} ×{v}" for k, v in sorted(r["detail"].items())) or "—"
+    note = r["note"]
+    if "slowloris" in r:
+        s = r["slowloris"]
+        note += f"; {s['closed_by_gateway']}/{s['held']} cut after {s['held_ms_min']}–{s['held_ms_max']} ms"
+    if r.get("rounds"):
+        peaks = " / ".join(f"{x['open']['rss_mib']:.0f}→{x['after']['rss_mib']:.0f}" for x in r["rounds"])
+        note += f"; per round RSS open→closed MiB: {peaks}"
+    print(f"| {r['row']} | {note} | {r['sent']} | {r['ok']} | {r['clean']} | {r['lost']} | {r['hung']} | "
+          f"{rb} → {ra} | {fb} → {fa} | {r['zombies']} | {left} | {rc} in {secs} s | {causes} |")
+print(f"\nload average at the end: {sys.argv[2]}")
+PY

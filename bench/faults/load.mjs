@@ -1,0 +1,263 @@
+#!/usr/bin/env node
+// The client side of bench/faults.sh: sends chat completions to a gateway and
+// counts what became of every one of them, so a fault row can say how many
+// requests were answered, refused cleanly, lost or left hanging.
+//
+//   ok     200 and a whole answer (a stream up to `data: [DONE]`, no error event)
+//   clean  an answer that says it failed: an HTTP error status with an OpenAI
+//          error body, a stream that ends with an error event and [DONE], or a
+//          connection refused at once (a gateway that stopped listening)
+//   lost   anything else: a reset or close with no answer or mid-answer, a
+//          malformed body, a truncated stream
+//   hung   no end within --deadline-ms (the request is then aborted)
+//
+// Modes:
+//   load       --requests N (or --seconds S) at --concurrency C; --stream-share
+//              of them streamed (default 1). --slowloris K also holds K
+//              connections that send their headers a byte a second, and counts
+//              how long the gateway let them stay.
+//   idle       opens --streams N streams to an engine that stalls after one
+//              token, waits until each has its first token, records the
+//              gateway's RSS and descriptors (--gateway-pid), closes them all,
+//              waits until the gateway has closed its side, records again;
+//              --rounds times.
+// Progress (requests ended so far, streams with a first token) is written to
+// --progress FILE every 100 ms so the shell can time its fault on it. The
+// summary is one JSON object on stdout.
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+
+function parseArgs(argv) {
+  const o = {
+    mode: 'load', url: '', model: '', requests: 0, seconds: 0, concurrency: 8, maxTokens: 32,
+    streamShare: 1, deadlineMs: 60_000, progress: '', slowloris: 0, streams: 0, rounds: 1,
+    gatewayPid: 0, openBatch: 250, settleMs: 20_000,
+  };
+  const names = {
+    '--mode': ['mode', String], '--url': ['url', String], '--model': ['model', String],
+    '--requests': ['requests', Number], '--seconds': ['seconds', Number],
+    '--concurrency': ['concurrency', Number], '--max-tokens': ['maxTokens', Number],
+    '--stream-share': ['streamShare', Number], '--deadline-ms': ['deadlineMs', Number],
+    '--progress': ['progress', String], '--slowloris': ['slowloris', Number],
+    '--streams': ['streams', Number], '--rounds': ['rounds', Number],
+    '--gateway-pid': ['gatewayPid', Number], '--open-batch': ['openBatch', Number],
+    '--settle-ms': ['settleMs', Number],
+  };
+  for (let i = 2; i < argv.length; i += 2) {
+    const spec = names[argv[i]];
+    if (!spec || i + 1 >= argv.length) throw new Error(`load.mjs: unknown or incomplete option '${argv[i]}'`);
+    const v = spec[1](argv[i + 1]);
+    if (spec[1] === Number && !Number.isFinite(v)) throw new Error(`load.mjs: ${argv[i]}: not a number`);
+    o[spec[0]] = v;
+  }
+  if (!o.url || !o.model) throw new Error('load.mjs: --url and --model are required');
+  return o;
+}
+
+const opts = parseArgs(process.argv);
+const target = new URL(opts.url);
+// One keep-alive connection per concurrent request, as a client library keeps.
+const agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(opts.concurrency, opts.streams, 1) });
+
+const counts = { sent: 0, ok: 0, clean: 0, lost: 0, hung: 0 };
+// Why requests were not ok, e.g. {"503": 4, "stream-error-mid": 2, "ECONNRESET": 1}.
+const detail = {};
+let firstTokens = 0;
+const note = (kind, why) => {
+  counts[kind] += 1;
+  if (kind !== 'ok') detail[`${kind}:${why}`] = (detail[`${kind}:${why}`] ?? 0) + 1;
+};
+
+function writeProgress() {
+  if (!opts.progress) return;
+  const ended = counts.ok + counts.clean + counts.lost + counts.hung;
+  fs.writeFileSync(opts.progress, `${ended} ${firstTokens} ${counts.sent}\n`);
+}
+const progressTimer = opts.progress ? setInterval(writeProgress, 100) : null;
+
+// One request to its end; resolves with [kind, why]. `onFirstToken` runs once
+// a stream has delivered its first content chunk.
+function oneRequest(stream, { onFirstToken, signal } = {}) {
+  const body = JSON.stringify({
+    model: opts.model, stream, max_tokens: opts.maxTokens,
+    messages: [{ role: 'user', content: 'Count to a hundred, slowly.' }],
+  });
+  return new Promise((resolve) => {
+    let settled = false;
+    const finish = (kind, why) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve([kind, why]);
+    };
+    const req = http.request({
+      agent, host: target.hostname, port: target.port, method: 'POST', path: '/v1/chat/completions',
+      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    });
+    const timer = setTimeout(() => { finish('hung', 'deadline'); req.destroy(); }, opts.deadlineMs);
+    if (signal) signal.addEventListener('abort', () => { finish('aborted', 'closed by us'); req.destroy(); }, { once: true });
+    req.on('error', (e) => {
+      finish(e.code === 'ECONNREFUSED' ? 'clean' : 'lost', e.code ?? e.message);
+    });
+    req.on('response', (res) => {
+      let text = '';
+      let sawContent = false;
+      let sawError = false;
+      let sawDone = false;
+      let pending = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => {
+        if (res.statusCode !== 200 || !stream) { text += d; return; }
+        pending += d;
+        let cut;
+        while ((cut = pending.indexOf('\n\n')) >= 0) {
+          const event = pending.slice(0, cut);
+          pending = pending.slice(cut + 2);
+          for (const line of event.split('\n')) {
+            if (!line.startsWith('data: ')) continue;
+            const data = line.slice(6);
+            if (data === '[DONE]') { sawDone = true; continue; }
+            if (data.includes('"error"')) { sawError = true; continue; }
+            if (!sawContent && data.includes('"content"')) {
+              sawContent = true;
+              firstTokens += 1;
+              if (onFirstToken) onFirstToken();
+            }
+          }
+        }
+      });
+      res.on('error', (e) => finish('lost', `mid-body ${e.code ?? e.message}`));
+      res.on('aborted', () => finish('lost', 'aborted mid-body'));
+      res.on('end', () => {
+        if (res.statusCode !== 200) {
+          let isError = false;
+          try { isError = typeof JSON.parse(text).error === 'object'; } catch { /* not JSON: lost */ }
+          finish(isError ? 'clean' : 'lost', isError ? String(res.statusCode) : `${res.statusCode} without an error body`);
+        } else if (!stream) {
+          let whole = false;
+          try { whole = Array.isArray(JSON.parse(text).choices); } catch { /* truncated: lost */ }
+          finish(whole ? 'ok' : 'lost', 'truncated body');
+        } else if (sawError && sawDone) {
+          finish('clean', sawContent ? 'stream-error-after-first-token' : 'stream-error-before-first-token');
+        } else if (sawDone) {
+          finish('ok', '');
+        } else {
+          finish('lost', 'stream ended without [DONE]');
+        }
+      });
+    });
+    req.end(body);
+  });
+}
+
+// --slowloris: K connections that send a request's headers a byte a second
+// and never finish; how long until the gateway closed each.
+function slowloris(k, stop) {
+  const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: ${target.host}\r\nContent-Type: application/json\r\nX-Pad: ${'a'.repeat(4000)}`;
+  const held = [];
+  for (let i = 0; i < k; i++) {
+    held.push(new Promise((resolve) => {
+      const t0 = Date.now();
+      const sock = net.connect(Number(target.port), target.hostname);
+      let at = 0;
+      let tick;
+      const done = (how) => { clearInterval(tick); sock.destroy(); resolve([how, Date.now() - t0]); };
+      sock.on('connect', () => {
+        tick = setInterval(() => {
+          if (stop.aborted) return done('still open at the end');
+          if (at < head.length) sock.write(head[at++]);
+        }, 1000);
+      });
+      sock.on('data', () => {});
+      sock.on('close', () => done('closed by the gateway'));
+      sock.on('error', () => {});
+    }));
+  }
+  return Promise.all(held);
+}
+
+async function loadMode() {
+  const streamEvery = opts.streamShare >= 1 ? 1 : opts.streamShare <= 0 ? 0 : 1 / opts.streamShare;
+  const until = opts.seconds > 0 ? Date.now() + opts.seconds * 1000 : Infinity;
+  const stopSlow = { aborted: false };
+  const slow = opts.slowloris > 0 ? slowloris(opts.slowloris, stopSlow) : null;
+  let next = 0;
+  const more = () => (opts.seconds > 0 ? Date.now() < until : next < opts.requests);
+  const worker = async () => {
+    while (more()) {
+      const i = next++;
+      const stream = streamEvery === 1 || (streamEvery > 0 && i % Math.round(streamEvery) === 0);
+      counts.sent += 1;
+      const [kind, why] = await oneRequest(stream);
+      note(kind, why);
+    }
+  };
+  const t0 = Date.now();
+  await Promise.all(Array.from({ length: opts.concurrency }, worker));
+  const wallS = (Date.now() - t0) / 1000;
+  const out = { mode: 'load', ...counts, detail, wall_s: wallS };
+  if (slow) {
+    stopSlow.aborted = true;
+    const ends = await slow;
+    const cut = ends.filter(([how]) => how === 'closed by the gateway').map(([, ms]) => ms);
+    out.slowloris = {
+      held: opts.slowloris, closed_by_gateway: cut.length,
+      held_ms_min: cut.length ? Math.min(...cut) : null, held_ms_max: cut.length ? Math.max(...cut) : null,
+    };
+  }
+  return out;
+}
+
+function gatewayState(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field) => Number((status.match(new RegExp(`^${field}:\\s+(\\d+)`, 'm')) ?? [0, 0])[1]);
+  return { rss_mib: kb('VmRSS') / 1024, hwm_mib: kb('VmHWM') / 1024, fds: fs.readdirSync(`/proc/${pid}/fd`).length };
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function idleMode() {
+  if (!opts.gatewayPid) throw new Error('load.mjs: --mode idle needs --gateway-pid');
+  const rounds = [];
+  const base = gatewayState(opts.gatewayPid);
+  for (let round = 1; round <= opts.rounds; round++) {
+    firstTokens = 0;
+    const ctl = new AbortController();
+    const ends = [];
+    // Opened in batches, each waiting for its first tokens, so the listen
+    // backlog never overflows (a SYN retried after 1 s is not a lost stream).
+    for (let at = 0; at < opts.streams; at += opts.openBatch) {
+      const batch = [];
+      for (let i = at; i < Math.min(opts.streams, at + opts.openBatch); i++) {
+        counts.sent += 1;
+        batch.push(new Promise((first) => {
+          ends.push(oneRequest(true, { onFirstToken: first, signal: ctl.signal }).then((r) => { first(); return r; }));
+        }));
+      }
+      await Promise.all(batch);
+    }
+    const open = gatewayState(opts.gatewayPid);
+    const openStreams = firstTokens;
+    ctl.abort();
+    const results = await Promise.all(ends);
+    for (const [kind, why] of results) if (kind !== 'aborted') note(kind, why);
+    counts.ok += results.filter(([kind]) => kind === 'aborted').length;
+    // Wait until the gateway has closed its side of every stream (bounded).
+    const deadline = Date.now() + opts.settleMs;
+    let after = gatewayState(opts.gatewayPid);
+    while (after.fds > base.fds + 8 && Date.now() < deadline) {
+      await sleep(100);
+      after = gatewayState(opts.gatewayPid);
+    }
+    rounds.push({ round, open_streams: openStreams, open, after });
+  }
+  agent.destroy();
+  return { mode: 'idle', ...counts, detail, base, rounds };
+}
+
+const result = opts.mode === 'idle' ? await idleMode() : await loadMode();
+if (progressTimer) clearInterval(progressTimer);
+writeProgress();
+agent.destroy();
+process.stdout.write(JSON.stringify(result) + '\n');
