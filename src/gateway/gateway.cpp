@@ -12,6 +12,7 @@
 #include "gateway/accounting.h"
 #include "gateway/admission.h"
 #include "gateway/api_keys.h"
+#include "gateway/console_status.h"
 #include "gateway/forwarder.h"
 #include "gateway/info_routes.h"
 #include "gateway/model_catalog.h"
@@ -67,7 +68,8 @@ struct Gateway::Impl {
                   route, forward_options, metrics),
         accounting(metrics),
         pipeline({&resolve, &admit, &route, &forwarder}),
-        rng(std::random_device{}()) {
+        rng(std::random_device{}()),
+        scraper(executor, fleet.instances(), c.health.metrics_interval) {
     // A freed slot goes to the next waiter of its model; a removed instance
     // is stopped once its last request is done.
     router.on_release([this](std::size_t index, const std::string& model) {
@@ -80,6 +82,12 @@ struct Gateway::Impl {
       if (inst.routable()) queue.dispatch(inst.model());
       if (inst.state == fleet::InstanceState::ejected) forwarder.abandon_unanswered(inst.index);
     });
+    // The advisor checks each engine's scrapes as they come.
+    scraper.on_scrape([this](const fleet::Instance& inst, const fleet::EngineMetrics& m) {
+      advisor.observe(inst.name(), m.text, m.at);
+    });
+    scraper.on_forget([this](const std::string& name) { advisor.forget(name); });
+    scraper.start();
   }
 
   ~Impl() {
@@ -87,12 +95,15 @@ struct Gateway::Impl {
     // queue they would wake is gone.
     router.on_release(nullptr);
     fleet.on_change(nullptr);
+    scraper.stop();
   }
   void stop_instance(std::size_t index) {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
   }
   obs::StatusSnapshot snapshot() const {
-    return take_snapshot(fleet.instances(), router, queue, catalog, draining);
+    auto s = take_snapshot(fleet.instances(), router, queue, catalog, draining);
+    add_console_status(s, metrics.generation(), advisor);
+    return s;
   }
   // Whether the request may see instance detail (names, URLs) in /health.
   bool sees_detail(const http::RequestHead& head) const {
@@ -120,6 +131,8 @@ struct Gateway::Impl {
   Pipeline pipeline;
   std::mt19937_64 rng;
   std::set<std::size_t> retiring;  // removed by a reload, still finishing requests
+  fleet::MetricsScraper scraper;   // each ready engine's /metrics
+  advisor::LiveAdvisor advisor;    // doctor's backend checks on those scrapes
 };
 
 Gateway::Gateway(net::any_io_executor executor, const fleet::FleetConfig& config,
@@ -229,7 +242,8 @@ http::Response Gateway::Impl::local_response(const Route& route,
     case RouteKind::health:
       return health_response(snapshot(), sees_detail(head));
     case RouteKind::metrics: {
-      http::Response reply = http::json_response(200, metrics.render(snapshot()));
+      http::Response reply =
+          http::json_response(200, metrics.render(snapshot()) + engine_metrics_text(scraper));
       reply.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
       return reply;
     }
