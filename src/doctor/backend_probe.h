@@ -10,11 +10,19 @@
 #include <string>
 #include <vector>
 
+#include "advisor/backend_checks.h"
 #include "common/result.h"
-#include "doctor/backend_checks.h"
 #include "http/fetch.h"
 
 namespace switchyard::doctor {
+
+// The checks themselves live in advisor/, which the gateway runs on its scrapes.
+using advisor::analyze_backend;
+using advisor::BackendObservation;
+using advisor::BackendReport;
+using advisor::Engine;
+using advisor::Scrape;
+using advisor::Severity;
 
 using Fetcher = std::function<Result<http::FetchResponse>(const http::FetchRequest&)>;
 

@@ -5,10 +5,15 @@
 
 #include <vector>
 
+#include "advisor/finding.h"
 #include "doctor/box_scan.h"
-#include "doctor/finding.h"
 
 namespace switchyard::doctor {
+
+// Findings are the advisor's type: the gateway reports them too.
+using advisor::count_findings;
+using advisor::Finding;
+using advisor::Severity;
 
 // Severity rules (docs/doctor.md): missing or unverifiable atomics are
 // warnings when two or more AMD GPUs share the box (tensor parallel is

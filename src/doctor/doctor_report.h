@@ -9,11 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "doctor/backend_checks.h"
+#include "advisor/backend_checks.h"
+#include "advisor/finding.h"
 #include "doctor/box_scan.h"
-#include "doctor/finding.h"
 
 namespace switchyard::doctor {
+
+using advisor::BackendReport;
+using advisor::count_findings;
+using advisor::Engine;
+using advisor::Finding;
+using advisor::Measurement;
+using advisor::Severity;
 
 struct DoctorReport {
   BoxScan box;

@@ -8,10 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "advisor/finding.h"
 #include "common/result.h"
-#include "doctor/finding.h"
 
 namespace switchyard::doctor {
+
+using advisor::Finding;
+using advisor::Severity;
 
 struct FleetTargets {
   std::vector<std::string> urls;  // without a trailing '/', duplicates removed

@@ -35,6 +35,20 @@ bool forces_usage(const RequestContext& ctx) {
   return ctx.facts.stream && (e == Endpoint::chat_completions || e == Endpoint::completions);
 }
 
+// Whether an SSE event carries generated text (a chat or completion delta,
+// an Anthropic text delta): engines stream one token per such event by
+// default, so counting them measures generation as it happens.
+bool carries_output(std::string_view event) {
+  for (std::string_view key : {"content\":", "\"text\":"}) {
+    for (auto at = event.find(key); at != std::string_view::npos; at = event.find(key, at + 1)) {
+      auto rest = event.substr(at + key.size());
+      while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+      if (rest.size() >= 2 && rest[0] == '"' && rest[1] != '"') return true;
+    }
+  }
+  return false;
+}
+
 // Request headers an engine may need that the gateway passes on.
 constexpr std::string_view kPassedHeaders[] = {"accept", "anthropic-version", "anthropic-beta"};
 
@@ -159,6 +173,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       answering();
       if (content_type.starts_with("application/json")) rewriter.rewrite_body(*body);
       record.usage = rewriter.usage();
+      if (record.usage) metrics_.generation().add(inst.name(), record.usage->completion_tokens);
       http::Response reply;
       reply.status = reply_head->status;
       reply.headers.add("Content-Type", content_type);
@@ -206,7 +221,12 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       } else if (!piece->empty()) {
         splitter.feed(*piece);
         out.clear();
-        while (auto event = splitter.next()) rewriter.rewrite_event(*event, out);
+        std::int64_t outputs = 0;
+        while (auto event = splitter.next()) {
+          outputs += carries_output(*event);
+          rewriter.rewrite_event(*event, out);
+        }
+        metrics_.generation().add(inst.name(), outputs);
         if (splitter.overflowed()) {
           // An event that never ends cannot be relayed event by event.
           call.abort();

@@ -10,8 +10,12 @@
 #include <spdlog/spdlog.h>
 
 #include "gateway/accounting.h"
+#include "gateway/admin_access.h"
 #include "gateway/admission.h"
 #include "gateway/api_keys.h"
+#include "gateway/console_feed.h"
+#include "gateway/console_routes.h"
+#include "gateway/console_status.h"
 #include "gateway/forwarder.h"
 #include "gateway/info_routes.h"
 #include "gateway/model_catalog.h"
@@ -67,7 +71,15 @@ struct Gateway::Impl {
                   route, forward_options, metrics),
         accounting(metrics),
         pipeline({&resolve, &admit, &route, &forwarder}),
-        rng(std::random_device{}()) {
+        rng(std::random_device{}()),
+        scraper(executor, fleet.instances(), c.health.metrics_interval),
+        feed(executor, [this] {
+          const auto s = snapshot();
+          ConsoleFeed::Gauges g;
+          for (const auto& i : s.instances) g.tokens_per_second += i.tokens_per_second;
+          for (const auto& m : s.models) g.queued += m.queued;
+          return g;
+        }) {
     // A freed slot goes to the next waiter of its model; a removed instance
     // is stopped once its last request is done.
     router.on_release([this](std::size_t index, const std::string& model) {
@@ -80,6 +92,12 @@ struct Gateway::Impl {
       if (inst.routable()) queue.dispatch(inst.model());
       if (inst.state == fleet::InstanceState::ejected) forwarder.abandon_unanswered(inst.index);
     });
+    // The advisor checks each engine's scrapes as they come.
+    scraper.on_scrape([this](const fleet::Instance& inst, const fleet::EngineMetrics& m) {
+      advisor.observe(inst.name(), m.text, m.at);
+    });
+    scraper.on_forget([this](const std::string& name) { advisor.forget(name); });
+    scraper.start();
   }
 
   ~Impl() {
@@ -87,12 +105,15 @@ struct Gateway::Impl {
     // queue they would wake is gone.
     router.on_release(nullptr);
     fleet.on_change(nullptr);
+    scraper.stop();
   }
   void stop_instance(std::size_t index) {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
   }
   obs::StatusSnapshot snapshot() const {
-    return take_snapshot(fleet.instances(), router, queue, catalog, draining);
+    auto s = take_snapshot(fleet.instances(), router, queue, catalog, draining);
+    add_console_status(s, metrics.generation(), advisor);
+    return s;
   }
   // Whether the request may see instance detail (names, URLs) in /health.
   bool sees_detail(const http::RequestHead& head) const {
@@ -120,6 +141,9 @@ struct Gateway::Impl {
   Pipeline pipeline;
   std::mt19937_64 rng;
   std::set<std::size_t> retiring;  // removed by a reload, still finishing requests
+  fleet::MetricsScraper scraper;   // each ready engine's /metrics
+  advisor::LiveAdvisor advisor;    // doctor's backend checks on those scrapes
+  ConsoleFeed feed;                // the dashboard's requests and charts
 };
 
 Gateway::Gateway(net::any_io_executor executor, const fleet::FleetConfig& config,
@@ -170,6 +194,13 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
                                    "{} takes {}, not {}", route->path, route->method, head.method)),
                                dialect);
     refusal->headers.add("Allow", std::string(route->method));
+  } else if (route->kind == RouteKind::ui || route->kind == RouteKind::events) {
+    // The page holds no data: with an admin key anyone may load it (it asks
+    // for the key); the events need the key, in the query for EventSource.
+    const bool events = route->kind == RouteKind::events;
+    if (auto e = admin_refusal(head, events ? impl_->config.admin_key : std::string_view(), events);
+        e && (events || impl_->config.admin_key.empty()))
+      refusal = openai::error_response(*e);
   } else if (route->needs_key && !impl_->keys.allows(head.headers)) {
     refusal = openai::error_response(
         ApiError::unauthorized(ApiKeys::presented(head.headers)
@@ -207,8 +238,16 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   RequestContext ctx(request, exchange, route);
   ctx.record.id = request_id(request.head.headers, rng);
   ctx.record.bytes_in = request.body.size();
+  // The dashboard lists the API's requests, not its own polls.
+  const bool listed = route.kind == RouteKind::proxy;
+  if (listed) feed.begin(ctx.record, ctx.key_name);
   if (route.kind == RouteKind::proxy) {
     co_await pipeline.run(ctx);
+  } else if (route.kind == RouteKind::events) {
+    ctx.record.status = 200;
+    co_await stream_events(
+        exchange, [this](bool first) { return console_json(snapshot(), catalog, feed, first); },
+        [this] { return draining; });
   } else {
     http::Response reply = local_response(route, request.head);
     reply.headers.add("X-Request-Id", ctx.record.id);
@@ -216,6 +255,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
     ctx.record.bytes_out = reply.body.size();
     if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
   }
+  if (listed) feed.finish(ctx.record, ctx.key_name);
   accounting.finish(request.head, ctx.record);
 }
 
@@ -229,11 +269,15 @@ http::Response Gateway::Impl::local_response(const Route& route,
     case RouteKind::health:
       return health_response(snapshot(), sees_detail(head));
     case RouteKind::metrics: {
-      http::Response reply = http::json_response(200, metrics.render(snapshot()));
+      http::Response reply =
+          http::json_response(200, metrics.render(snapshot()) + engine_metrics_text(scraper));
       reply.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
       return reply;
     }
+    case RouteKind::ui:
+      return ui_response(head.path());
     case RouteKind::proxy:
+    case RouteKind::events:
       break;
   }
   return openai::error_response(ApiError::internal("no local handler for this route"));

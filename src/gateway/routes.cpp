@@ -29,6 +29,10 @@ constexpr Route kRoutes[] = {
     {"/v1/models/", "GET", RouteKind::model, std::nullopt, true, Dialect::openai, true},
     {"/health", "GET", RouteKind::health, std::nullopt, false},
     {"/metrics", "GET", RouteKind::metrics, std::nullopt, false},
+    // The console: admin access is checked in Gateway::screen.
+    {"/ui", "GET", RouteKind::ui, std::nullopt, false},
+    {"/ui/", "GET", RouteKind::ui, std::nullopt, false, Dialect::openai, true},
+    {"/admin/events", "GET", RouteKind::events, std::nullopt, false},
 };
 
 }  // namespace

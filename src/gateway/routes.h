@@ -17,6 +17,8 @@ enum class RouteKind {
   model,    // GET /v1/models/{id}
   health,   // GET /health
   metrics,  // GET /metrics
+  ui,       // GET /ui and /ui/<file>: the dashboard
+  events,   // GET /admin/events: the dashboard's live status (SSE)
 };
 
 struct Route {

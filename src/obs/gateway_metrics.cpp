@@ -95,6 +95,22 @@ struct GatewayMetrics::Impl {
           .Name("switchyard_tokens_total")
           .Help("Tokens engines reported in usage, by model and kind (prompt, completion).")
           .Register(registry);
+
+  // The console's block: measured generation and the live advisor.
+  GenerationMeter generation;
+  prometheus::Family<prometheus::Gauge>& generation_rate =
+      prometheus::BuildGauge()
+          .Name("switchyard_generation_tokens_per_second")
+          .Help(
+              "Output tokens per second streamed through the gateway from each instance, over "
+              "the last 10 s.")
+          .Register(registry);
+  prometheus::Family<prometheus::Gauge>& findings =
+      prometheus::BuildGauge()
+          .Name("switchyard_advisor_finding")
+          .Help("1 for each finding of the live advisor in force, by check, instance, severity.")
+          .Register(registry);
+  std::vector<prometheus::Gauge*> finding_series;  // removed and re-added per render
 };
 
 GatewayMetrics::GatewayMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -144,6 +160,13 @@ void GatewayMetrics::add_tokens(const std::string& model, long prompt_tokens,
   if (completion_tokens > 0) it->second.completion->Increment(completion_tokens);
 }
 
+GenerationMeter& GatewayMetrics::generation() {
+  return impl_->generation;
+}
+const GenerationMeter& GatewayMetrics::generation() const {
+  return impl_->generation;
+}
+
 std::string GatewayMetrics::render(const StatusSnapshot& status) const {
   auto& m = *impl_;
   for (const auto& inst : status.instances) {
@@ -153,6 +176,14 @@ std::string GatewayMetrics::render(const StatusSnapshot& status) const {
   }
   for (const auto& model : status.models)
     m.queue_depth.Add({{"model", model.name}}).Set(model.queued);
+  for (const auto& inst : status.instances)
+    m.generation_rate.Add({{"instance", inst.name}}).Set(inst.tokens_per_second);
+  for (auto* series : m.finding_series) m.findings.Remove(series);
+  m.finding_series.clear();
+  for (const auto& f : status.findings)
+    m.finding_series.push_back(
+        &m.findings.Add({{"check", f.check}, {"instance", f.instance}, {"severity", f.severity}}));
+  for (auto* series : m.finding_series) series->Set(1);
   return prometheus::TextSerializer().Serialize(m.registry.Collect());
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "obs/generation_meter.h"
 #include "obs/status.h"
 
 namespace switchyard::obs {
@@ -30,6 +31,10 @@ class GatewayMetrics {
   void add_retry(const std::string& model, const std::string& instance);
   // Tokens reported by engines in `usage`.
   void add_tokens(const std::string& model, long prompt_tokens, long completion_tokens);
+
+  // Output tokens relayed, per instance, for the measured generation rate.
+  GenerationMeter& generation();
+  const GenerationMeter& generation() const;
 
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.

@@ -19,6 +19,20 @@ struct InstanceStatus {
   int slots = 0;
   int in_flight = 0;
   bool routable = false;  // takes new requests now (ready and active)
+  // Output tokens per second streamed through the gateway from it over the
+  // last kGenerationWindow (obs/generation_meter.h).
+  double tokens_per_second = 0;
+  // Prefix-cache hits per token queried over the advisor's last window
+  // (vLLM); negative when the engine does not say.
+  double prefix_cache_hit_ratio = -1;
+};
+
+// A finding of the live advisor (advisor/live_advisor.h) in force now.
+struct FindingStatus {
+  std::string instance;
+  std::string check;     // e.g. "backend.kv_full"
+  std::string severity;  // "note" or "warning"
+  std::string message;
 };
 
 struct ModelStatus {
@@ -30,6 +44,7 @@ struct StatusSnapshot {
   bool draining = false;  // the gateway is shutting down
   std::vector<InstanceStatus> instances;
   std::vector<ModelStatus> models;
+  std::vector<FindingStatus> findings;
 };
 
 }  // namespace switchyard::obs

@@ -1,4 +1,4 @@
-#include "doctor/backend_checks.h"
+#include "advisor/backend_checks.h"
 
 #include <fmt/format.h>
 #include <boost/json.hpp>
@@ -7,9 +7,9 @@
 #include <cmath>
 #include <tuple>
 
-#include "doctor/prometheus_text.h"
+#include "advisor/prometheus_text.h"
 
-namespace switchyard::doctor {
+namespace switchyard::advisor {
 namespace {
 
 namespace json = boost::json;
@@ -534,4 +534,4 @@ BackendReport analyze_backend(const BackendObservation& obs) {
   return report;
 }
 
-}  // namespace switchyard::doctor
+}  // namespace switchyard::advisor

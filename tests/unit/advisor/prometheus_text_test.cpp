@@ -1,4 +1,4 @@
-#include "doctor/prometheus_text.h"
+#include "advisor/prometheus_text.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace switchyard::doctor {
+namespace switchyard::advisor {
 namespace {
 
 TEST(PrometheusText, ParsesNamesLabelsValuesAndTypes) {
@@ -110,4 +110,4 @@ TEST(PrometheusText, ParsesARealLlamaServerScrape) {
 }
 
 }  // namespace
-}  // namespace switchyard::doctor
+}  // namespace switchyard::advisor

@@ -1,4 +1,4 @@
-#include "doctor/backend_checks.h"
+#include "advisor/backend_checks.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-namespace switchyard::doctor {
+namespace switchyard::advisor {
 namespace {
 
 // A vLLM (V1) /metrics page in the shape vLLM serves it: every series labelled
@@ -443,4 +443,4 @@ TEST(BackendChecks, MissingOrForeignMetrics) {
 }
 
 }  // namespace
-}  // namespace switchyard::doctor
+}  // namespace switchyard::advisor

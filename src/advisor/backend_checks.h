@@ -1,16 +1,17 @@
 // Backend checks as pure functions over what two scrapes of an engine
 // returned: /metrics (Prometheus text), /props and /slots (llama-server) and
 // /v1/models (vLLM's max_model_len), a known wall time apart. No I/O here, so
-// tests run them on canned texts; backend_probe.h does the fetching.
+// tests run them on canned texts; doctor/backend_probe.h fetches for doctor, obs/engine_scraper for
+// the gateway.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "doctor/finding.h"
+#include "advisor/finding.h"
 
-namespace switchyard::doctor {
+namespace switchyard::advisor {
 
 enum class Engine { vllm, llama_cpp, unknown };
 const char* to_string(Engine engine);
@@ -53,4 +54,4 @@ struct BackendReport {
 // flagged below 50% acceptance.
 BackendReport analyze_backend(const BackendObservation& observation);
 
-}  // namespace switchyard::doctor
+}  // namespace switchyard::advisor

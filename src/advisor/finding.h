@@ -1,11 +1,11 @@
-// A finding: one thing doctor has to say, in plain words, with how serious it is.
+// A finding: one thing doctor or the advisor has to say, in plain words, with how serious it is.
 #pragma once
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-namespace switchyard::doctor {
+namespace switchyard::advisor {
 
 // A note informs; a warning means something is wrong or could not be checked
 // and makes doctor exit 1.
@@ -27,4 +27,4 @@ inline long count_findings(const std::vector<Finding>& findings, Severity severi
                        [severity](const Finding& f) { return f.severity == severity; });
 }
 
-}  // namespace switchyard::doctor
+}  // namespace switchyard::advisor

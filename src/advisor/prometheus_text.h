@@ -11,7 +11,7 @@
 
 #include "common/result.h"
 
-namespace switchyard::doctor {
+namespace switchyard::advisor {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
@@ -66,4 +66,4 @@ class MetricsText {
   std::vector<std::pair<std::string, std::string>> types_;  // family, type
 };
 
-}  // namespace switchyard::doctor
+}  // namespace switchyard::advisor

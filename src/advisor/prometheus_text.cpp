@@ -1,4 +1,4 @@
-#include "doctor/prometheus_text.h"
+#include "advisor/prometheus_text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-namespace switchyard::doctor {
+namespace switchyard::advisor {
 namespace {
 
 bool name_start(char c) {
@@ -240,4 +240,4 @@ bool MetricsText::has_prefix(std::string_view prefix) const {
                      [&](const Sample& s) { return s.name.rfind(prefix, 0) == 0; });
 }
 
-}  // namespace switchyard::doctor
+}  // namespace switchyard::advisor
