@@ -24,6 +24,7 @@
 // Progress (requests ended so far, streams with a first token) is written to
 // --progress FILE every 100 ms so the shell can time its fault on it. The
 // summary is one JSON object on stdout.
+import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -224,6 +225,7 @@ async function idleMode() {
   for (let round = 1; round <= opts.rounds; round++) {
     firstTokens = 0;
     const ctl = new AbortController();
+    setMaxListeners(0, ctl.signal);  // one listener per stream
     const ends = [];
     // Opened in batches, each waiting for its first tokens, so the listen
     // backlog never overflows (a SYN retried after 1 s is not a lost stream).

@@ -16,6 +16,7 @@
 
 #include "http/beast_glue.h"
 #include "http/client_watch.h"
+#include "http/heap_trim.h"
 #include "http/parsers.h"
 #include "http/socket_deadline.h"
 #include "http/wire.h"
@@ -32,7 +33,8 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
         options(std::move(o)),
         keep_alive_value(keep_alive_header(options)),
         acceptor(ex),
-        watches(ex, kWatchTick) {}
+        watches(ex, kWatchTick),
+        heap_trimmer(ex) {}
 
   ~State() {
     if (spare_fd >= 0) ::close(spare_fd);
@@ -62,6 +64,8 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   // On the executor's thread. Client connections open (sessions and
   // refusals still lingering).
   std::size_t connections = 0;
+  // Returns the buffers of a burst of closed connections to the kernel.
+  HeapTrimmer heap_trimmer;
   std::size_t lingering_refusals = 0;
   std::size_t refused = 0;          // in this episode at the cap; 0: not at the cap
   std::size_t accept_failures = 0;  // in a row; the first one is logged
@@ -331,6 +335,7 @@ awaitable<void> Server::State::accept_loop() {
       accept_failures = 0;
     }
     ++connections;
+    heap_trimmer.opened(connections);
     if (options.max_connections > 0 && connections > options.max_connections) {
       net::co_spawn(executor, refuse(std::move(socket)), net::detached);
       continue;
@@ -411,6 +416,7 @@ awaitable<void> Server::State::refuse(tcp::socket socket) {
 
 void Server::State::connection_closed() {
   --connections;
+  heap_trimmer.closed(connections);
   if (refused > 0 && connections < options.max_connections) {
     spdlog::info("below max_connections again; {} connection(s) were refused", refused);
     refused = 0;
