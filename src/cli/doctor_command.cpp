@@ -18,6 +18,7 @@ struct DoctorFlags {
   std::string sysfs_root = "/sys";
   std::vector<std::string> urls;
   std::string fleet_config;
+  std::string key;
   double interval_s = 3.0;
   double timeout_s = 5.0;
   int max_num_seqs = 0;
@@ -42,12 +43,17 @@ Command add_doctor_command(CLI::App& app) {
   sub->add_option("--sysfs-root", flags->sysfs_root,
                   "Directory standing in for /sys (e.g. a copy of another machine's)")
       ->capture_default_str();
-  CLI::Option* url =
-      sub->add_option("--url", flags->urls, "Backend to check, http://host:port (repeatable)");
+  CLI::Option* url = sub->add_option(
+      "--url", flags->urls,
+      "Backend to check, http://host:port (repeatable); a Switchyard gateway stands for its "
+      "instances");
   CLI::Option* config = sub->add_option(
       "-c,--config", flags->fleet_config,
-      "Fleet config: check every instance url in it (supervised instances are skipped)");
+      "Fleet config: check every instance in it (supervised ones through the running gateway "
+      "at its listen address)");
   url->excludes(config);
+  sub->add_option("--key", flags->key,
+                  "API key of a Switchyard gateway, for the instances its /health lists");
   sub->add_option("--interval", flags->interval_s,
                   "Seconds between the two scrapes of each backend")
       ->capture_default_str();
@@ -64,6 +70,7 @@ Command add_doctor_command(CLI::App& app) {
                    options.sysfs_root = flags->sysfs_root;
                    options.urls = flags->urls;
                    options.fleet_config = flags->fleet_config;
+                   if (!flags->key.empty()) options.key = flags->key;
                    options.interval = to_ms(flags->interval_s);
                    options.timeout = to_ms(flags->timeout_s);
                    if (flags->max_num_seqs_option->count() > 0) {

@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "doctor/gpu_models.h"
+#include "plan/gpu_cards.h"
 #include "plan/plan.h"
 
 namespace switchyard::cli {
@@ -39,11 +41,30 @@ Command add_plan_command(CLI::App& app) {
                   "vLLM's share of each card (default 0.9)");
   sub->add_option("--overhead", options->overhead,
                   "Per-card memory before any KV cache (default 1G for llama.cpp, 0 for vLLM)");
+  sub->add_option("--gpu", options->gpu_model,
+                  "The card model (r9700, 7900xtx, 7900xt, 3090, 4090, 5090): its memory for a "
+                  "bare --gpus count, and doctor's known issues for it in the advice");
+  sub->add_option("--ngl", options->gpu_layers,
+                  "llama.cpp -ngl: layers on the GPUs, the output layer counting as one (default "
+                  "all); the rest and their KV stay in RAM");
+  sub->add_option("--ubatch", options->n_ubatch,
+                  "llama.cpp -ub: the micro-batch the compute buffers are sized for (default 512)");
   sub->add_option("--weights-size", options->weights_size,
                   "The weights' total size, e.g. 54GB (overrides the model file; needed for a "
                   "config.json without safetensors)");
 
-  return Command{sub, [options] { return plan::run_plan(*options, std::cout, std::cerr); }};
+  return Command{sub, [options] {
+                   // doctor keeps the known issues per ROCm target; plan applies them.
+                   if (const auto* card = plan::find_gpu_card(options->gpu_model)) {
+                     for (const auto* issue : doctor::known_issues_for(card->gfx)) {
+                       options->card_issues.push_back(plan::CardIssue{
+                           std::string(issue->id), static_cast<uint32_t>(issue->min_gpus),
+                           std::string(issue->summary), std::string(issue->advice),
+                           std::string(issue->sources)});
+                     }
+                   }
+                   return plan::run_plan(*options, std::cout, std::cerr);
+                 }};
 }
 
 }  // namespace switchyard::cli

@@ -21,7 +21,8 @@ constexpr std::uint16_t vendor_amd_gpu = 0x1002;
 constexpr const char* tp_consequence =
     "ROCm tensor parallel across it will fail at the first collective (HIP error 401, "
     "hipErrorIllegalState: RCCL's kernels carry a hostcall buffer whose doorbell is a PCIe "
-    "atomic write; ROCm/legacy-rocm-build#6520). Run one instance per card, or a layer split.";
+    "atomic write; ROCm/legacy-rocm-build#6520). Run one instance per card, or llama.cpp's "
+    "--split-mode layer (vLLM's pipeline parallel runs RCCL collectives too).";
 
 constexpr const char* single_gpu_consequence =
     "ROCm kernels that need a hostcall (printf, RCCL collectives) are refused on it (HIP error "

@@ -1,5 +1,7 @@
 #include "doctor/doctor.h"
 
+#include <fmt/format.h>
+
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include "doctor/box_verdicts.h"
 #include "doctor/doctor_report.h"
 #include "doctor/fleet_targets.h"
+#include "doctor/gateway_targets.h"
 #include "doctor/nvidia_smi.h"
 
 namespace switchyard::doctor {
@@ -31,6 +34,87 @@ bool plausible_http_url(const std::string& url) {
 bool is_real_sys(const std::filesystem::path& root) {
   std::error_code ec;
   return std::filesystem::equivalent(root, "/sys", ec);
+}
+
+void add_unique(std::vector<std::string>& urls, std::string url) {
+  url = trim_slash(std::move(url));
+  if (std::find(urls.begin(), urls.end(), url) == urls.end()) urls.push_back(std::move(url));
+}
+
+// A --url that is a Switchyard gateway stands for the instances behind it; anything else (an
+// engine, an unreachable address) is checked as it is.
+void expand_gateway(const std::string& url, const DoctorOptions& options, const Fetcher& fetch,
+                    std::vector<std::string>& urls, std::vector<Finding>& notes) {
+  const GatewayLookup gateway = lookup_gateway(url, options.key, fetch, options.timeout);
+  if (!gateway.gateway) {
+    add_unique(urls, url);
+    return;
+  }
+  notes.push_back(gateway_finding(url, gateway, options.key.has_value()));
+  for (const auto& inst : gateway.instances) {
+    if (!inst.url.empty()) add_unique(urls, inst.url);
+  }
+}
+
+// Supervised instances have no url in the file: the gateway running the config knows them.
+void add_supervised(const FleetTargets& targets, const DoctorOptions& options, const Fetcher& fetch,
+                    std::vector<std::string>& urls, std::vector<Finding>& notes) {
+  if (targets.supervised.empty()) return;
+  const std::string gateway_url = listen_url(targets.listen);
+  const GatewayLookup gateway = lookup_gateway(gateway_url, options.key, fetch, options.timeout);
+  if (gateway.gateway)
+    notes.push_back(gateway_finding(gateway_url, gateway, options.key.has_value()));
+  for (std::size_t i = 0; i < targets.supervised.size(); ++i) {
+    const std::string& name = targets.supervised[i];
+    const auto inst = std::find_if(gateway.instances.begin(), gateway.instances.end(),
+                                   [&](const GatewayInstance& g) { return g.name == name; });
+    if (inst != gateway.instances.end() && !inst->url.empty()) {
+      add_unique(urls, inst->url);
+      continue;
+    }
+    Finding skipped = targets.skipped[i];
+    if (!gateway.reachable) {
+      skipped.message += fmt::format(
+          " No gateway answered at {} ({}): start it with switchyard "
+          "serve -c {}, or pass the instance's address with --url.",
+          gateway_url, gateway.error, options.fleet_config.string());
+    } else if (!gateway.gateway) {
+      skipped.message +=
+          fmt::format(" {} (the config's listen) is not a Switchyard gateway.", gateway_url);
+    } else if (gateway.detail) {
+      skipped.message +=
+          fmt::format(" The gateway at {} {}.", gateway_url,
+                      inst == gateway.instances.end() ? "does not list it (a different config?)"
+                                                      : "has not started it yet");
+    }
+    notes.push_back(std::move(skipped));
+  }
+}
+
+std::optional<double> measured(const BackendReport& b, std::string_view name) {
+  for (const auto& m : b.measurements) {
+    if (m.name == name) return m.value;
+  }
+  return std::nullopt;
+}
+
+// A mean above the p90 is no arithmetic slip: a few requests far slower than the rest (a long
+// prefill, a wait in the queue) pull the mean up, while the p90, interpolated inside the
+// histogram's buckets, is what nine requests in ten saw. Say so where it happens.
+void explain_skew(BackendReport& b) {
+  for (const auto& [key, what] :
+       {std::pair{"ttft", "TTFT"}, std::pair{"queue_time", "queue time"}}) {
+    const auto mean = measured(b, std::string(key) + "_mean_s");
+    const auto p90 = measured(b, std::string(key) + "_p90_s");
+    if (!mean || !p90 || *mean <= *p90) continue;
+    b.findings.push_back(
+        {Severity::note, "backend.latency_skew", b.url,
+         fmt::format("{} mean {:.2f} s is above its p90 {:.2f} s: the slowest tenth of the "
+                     "requests took far longer than the rest (long prompts or queueing) and pulls "
+                     "the mean up; the p90 (interpolated in vLLM's histogram buckets) is what "
+                     "most requests saw.",
+                     what, *mean, *p90)});
+  }
 }
 
 }  // namespace
@@ -67,7 +151,9 @@ int run_doctor(const DoctorOptions& options, const Fetcher& fetch, std::ostream&
 
   DoctorReport report;
   std::vector<std::string> urls;
-  for (const auto& url : options.urls) urls.push_back(trim_slash(url));
+  for (const auto& url : options.urls) {
+    expand_gateway(trim_slash(url), options, fetch, urls, report.fleet_notes);
+  }
   if (!options.fleet_config.empty()) {
     auto targets = read_fleet_targets(options.fleet_config);
     if (!targets) {
@@ -75,7 +161,7 @@ int run_doctor(const DoctorOptions& options, const Fetcher& fetch, std::ostream&
       return exit_bad_input;
     }
     urls = std::move(targets->urls);
-    report.fleet_notes = std::move(targets->skipped);
+    add_supervised(*targets, options, fetch, urls, report.fleet_notes);
   }
 
   auto box = scan_box(options.sysfs_root);
@@ -100,6 +186,7 @@ int run_doctor(const DoctorOptions& options, const Fetcher& fetch, std::ostream&
     probe.timeout = options.timeout;
     probe.max_num_seqs = options.max_num_seqs;
     report.backends = probe_backends(urls, fetch, probe);
+    for (auto& backend : report.backends) explain_skew(backend);
   }
 
   if (options.json) {

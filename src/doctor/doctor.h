@@ -19,10 +19,16 @@ struct DoctorOptions {
   // nvidia-smi only runs when this is the real /sys.
   std::filesystem::path sysfs_root = "/sys";
   // Backends to check, http://host:port (no TLS). Exclusive with fleet_config.
+  // A URL whose /health answers as a Switchyard gateway stands for the
+  // instances it lists.
   std::vector<std::string> urls;
   // A fleet config: every instance `url` in it is checked; supervised
-  // instances (command only) are skipped with a note. Empty: none.
+  // instances (command only) through the running gateway at its `listen`,
+  // else skipped with a note. Empty: none.
   std::filesystem::path fleet_config;
+  // An API key of the gateway (its /health lists instances only to a key
+  // when api_keys are configured). Sent as a bearer token to gateways only.
+  std::optional<std::string> key;
   // Time between the two scrapes of each backend. Default 3 s; must be >= 0.
   std::chrono::milliseconds interval{3000};
   // Per-request timeout for the scrapes. Default 5 s; must be > 0.

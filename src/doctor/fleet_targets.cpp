@@ -30,11 +30,12 @@ Result<bool> collect(const YAML::Node& instances, const std::string& where, Flee
       if (std::find(out.urls.begin(), out.urls.end(), url) == out.urls.end())
         out.urls.push_back(url);
     } else if (instance["command"]) {
+      out.supervised.push_back(name);
       out.skipped.push_back(
           {Severity::note, "fleet.supervised", name,
            fmt::format("Instance {} is supervised (it has a command, no url): doctor can only "
-                       "check running URLs. Start the fleet (switchyard serve) and pass the "
-                       "instance's address with --url.",
+                       "check running URLs, which the gateway at the config's listen address "
+                       "gives once `switchyard serve` runs it.",
                        name)});
     } else {
       return Error{at + " has neither url nor command"};
@@ -55,6 +56,9 @@ Result<FleetTargets> read_fleet_targets(const std::filesystem::path& file) {
   try {
     const YAML::Node root = YAML::Load(text.str());
     bool any = false;
+    if (root.IsMap() && root["listen"] && root["listen"].IsScalar()) {
+      targets.listen = root["listen"].as<std::string>();
+    }
     if (root.IsMap() && root["instances"]) {
       auto ok = collect(root["instances"], "instances", targets);
       if (!ok) return Error{fmt::format("-c {}: {}", file.string(), ok.error().message)};

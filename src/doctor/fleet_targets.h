@@ -1,7 +1,8 @@
 // The backend URLs doctor can check in a fleet config: every instance with a
 // `url` (external instances). Supervised instances have only a `command` and
-// no address until `switchyard serve` starts them, so they are skipped with a
-// note saying so.
+// no address until `switchyard serve` starts them: doctor asks the running
+// gateway at the config's `listen` for them (gateway_targets.h), and names
+// the ones it still cannot reach.
 #pragma once
 
 #include <filesystem>
@@ -17,8 +18,10 @@ using advisor::Finding;
 using advisor::Severity;
 
 struct FleetTargets {
-  std::vector<std::string> urls;  // without a trailing '/', duplicates removed
-  std::vector<Finding> skipped;   // one note per instance doctor cannot check
+  std::vector<std::string> urls;          // without a trailing '/', duplicates removed
+  std::vector<Finding> skipped;           // one note per instance without a url (supervised)
+  std::vector<std::string> supervised;    // their names, in the skipped notes' order
+  std::string listen = "127.0.0.1:8080";  // the gateway's `listen` (FleetConfig's default)
 };
 
 // Reads `instances` at the top level and under each `profiles.<name>`. An

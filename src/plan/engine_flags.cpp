@@ -37,8 +37,10 @@ std::string llamacpp_command(const LaunchInput& in) {
   // llama.cpp can only load a GGUF; a config.json plan still shows the flags.
   const std::string model = in.model->format == "gguf" ? shell_word(in.model_path) : "MODEL.gguf";
   // -c is the whole cache, shared by the -np slots: each slot gets c / np tokens.
-  std::string cmd = fmt::format("llama-server -m {} --port ${{PORT}} -ngl 999 -c {} -np {}", model,
+  std::string cmd = fmt::format("llama-server -m {} --port ${{PORT}} -ngl {} -c {} -np {}", model,
+                                in.gpu_layers ? std::to_string(*in.gpu_layers) : std::string("999"),
                                 in.context * layout.slots_per_instance, layout.slots_per_instance);
+  if (in.n_ubatch != 512) cmd += fmt::format(" -ub {}", in.n_ubatch);
   if (layout.gpus_per_instance == 1) {
     cmd += " --split-mode none";
   } else {
@@ -53,10 +55,12 @@ std::string llamacpp_command(const LaunchInput& in) {
     cmd += " --tensor-split " + split;
   }
   if (in.kv_type == KvType::kQ8_0 || in.kv_type == KvType::kQ4_0) {
-    // A quantized V cache needs flash attention.
     const auto type = kv_type_name(in.kv_type);
-    cmd += fmt::format(" -ctk {} -ctv {} -fa on", type, type);
+    cmd += fmt::format(" -ctk {} -ctv {}", type, type);
   }
+  // The compute buffers are planned with flash attention (a quantized V cache needs it too):
+  // without it llama.cpp materialises the KQ matrix, n_head x n_ctx x n_ubatch x 4 B per card.
+  cmd += " -fa on";
   return cmd;
 }
 

@@ -30,6 +30,8 @@ struct LaunchInput {
   double vllm_memory_fraction = 0.9;
   // Mixed cards: llama.cpp's --tensor-split follows the first instance's card sizes.
   const GpuSpec* gpus = nullptr;
+  std::optional<uint32_t> gpu_layers;  // llama.cpp -ngl when partial; none = all (-ngl 999)
+  uint32_t n_ubatch = 512;             // llama.cpp -ub (written only when not the default)
 };
 
 struct LaunchPlan {

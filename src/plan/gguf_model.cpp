@@ -216,6 +216,47 @@ Result<uint64_t> recurrent_layers(const Metadata& md, const std::string& arch, u
   return elements;
 }
 
+// Adds one file's tensors to where llama.cpp places them: "blk.N." to layer N, "output." and
+// "output_norm." to the output layer, anything else (token_embd, rope tables) to the CPU, where
+// llama.cpp always keeps the input layer.
+void tally_tensors(const GgufFile& file, ModelFacts& facts) {
+  const size_t n_layer = facts.layers.size();
+  facts.layer_weights.resize(n_layer, 0);
+  for (const auto& t : file.tensors) {
+    const std::string_view name = t.name;
+    if (name.starts_with("blk.")) {
+      uint64_t il = 0;
+      size_t i = 4;
+      while (i < name.size() && name[i] >= '0' && name[i] <= '9' && il <= n_layer) {
+        il = il * 10 + static_cast<uint64_t>(name[i++] - '0');
+      }
+      if (i > 4 && i < name.size() && name[i] == '.' && il < n_layer) {
+        facts.layer_weights[il] += t.bytes;
+        continue;
+      }
+    }
+    if (name.starts_with("output.") || name.starts_with("output_norm.")) {
+      facts.output_weights += t.bytes;
+    } else {
+      facts.input_weights += t.bytes;
+    }
+  }
+}
+
+// Tied embeddings: without output.weight llama.cpp loads token_embd a second time as the output
+// matrix, on the output layer's device.
+void tie_output(const std::vector<const GgufFile*>& files, ModelFacts& facts) {
+  bool has_output = false;
+  uint64_t embd = 0;
+  for (const GgufFile* f : files) {
+    for (const auto& t : f->tensors) {
+      has_output = has_output || t.name == "output.weight";
+      if (t.name == "token_embd.weight") embd = t.bytes;
+    }
+  }
+  if (!has_output) facts.output_weights += embd;
+}
+
 }  // namespace
 
 Result<ModelFacts> facts_from_gguf(const GgufFile& file, const std::string& source) {
@@ -248,6 +289,7 @@ Result<ModelFacts> facts_from_gguf(const GgufFile& file, const std::string& sour
   if (n_embd > 0xffffffffu) {
     return Error{"GGUF: " + md.key("embedding_length") + " is out of range"};
   }
+  facts.n_embd = static_cast<uint32_t>(n_embd);
 
   SY_TRY_ASSIGN(head_count, md.per_layer("attention.head_count", n_layer));
   const std::vector<uint64_t> n_head = head_count.value_or(std::vector<uint64_t>(n_layer, 0));
@@ -270,6 +312,31 @@ Result<ModelFacts> facts_from_gguf(const GgufFile& file, const std::string& sour
     }
   }
   const uint64_t derived = head0 != 0 ? n_embd / head0 : 0;
+  facts.n_head = static_cast<uint32_t>(std::min<uint64_t>(head0, 0xffffu));
+  SY_TRY_ASSIGN(ff, md.per_layer("feed_forward_length", n_layer));
+  for (uint64_t v : ff.value_or(std::vector<uint64_t>{})) {
+    facts.n_ff =
+        static_cast<uint32_t>(std::max<uint64_t>(facts.n_ff, std::min<uint64_t>(v, 1u << 24)));
+  }
+  // MoE: each token goes through expert_used_count experts of expert_feed_forward_length.
+  SY_TRY_ASSIGN(expert_ff, md.uint("expert_feed_forward_length"));
+  SY_TRY_ASSIGN(experts_used, md.uint("expert_used_count"));
+  if (expert_ff && experts_used) {
+    const uint64_t moe =
+        std::min<uint64_t>(*expert_ff, 1u << 24) * std::min<uint64_t>(*experts_used, 256);
+    facts.n_ff = static_cast<uint32_t>(std::max<uint64_t>(facts.n_ff, moe));
+  }
+  // The vocabulary: the tokenizer's token list (its length is kept even when the strings are
+  // skipped), else the output matrix's rows.
+  if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens"); tokens && tokens->is_array()) {
+    facts.n_vocab = tokens->array_length;
+  }
+  for (const auto& t : file.tensors) {
+    if (facts.n_vocab == 0 && (t.name == "output.weight" || t.name == "token_embd.weight") &&
+        t.dims.size() == 2) {
+      facts.n_vocab = t.dims[1];
+    }
+  }
   SY_TRY_ASSIGN(key_length, md.uint("attention.key_length"));
   SY_TRY_ASSIGN(value_length, md.uint("attention.value_length"));
   SY_TRY_ASSIGN(k, narrow(md, "attention.key_length", key_length, static_cast<uint32_t>(derived)));
@@ -332,6 +399,8 @@ Result<ModelFacts> facts_from_gguf(const GgufFile& file, const std::string& sour
         std::to_string(no_cache) +
         " layers have head_count_kv 0 and no recurrent state: they keep no cache");
   }
+  tally_tensors(file, facts);
+  tie_output({&file}, facts);
   const bool needs_heads =
       facts.count(LayerKind::kFullAttention) + facts.count(LayerKind::kSlidingAttention) > 0;
   if (needs_heads && !facts.mla && (facts.key_length == 0 || facts.value_length == 0)) {
@@ -366,6 +435,7 @@ Result<ModelFacts> load_gguf_model(const std::filesystem::path& path) {
   std::optional<GgufFile> head;
   uint64_t weights = 0;
   uint64_t tensors = 0;
+  std::vector<GgufFile> shards;
   for (uint64_t i = 1; i <= count; ++i) {
     const auto shard_path = dir / fmt::format("{}-{:05}-of-{:05}.gguf", prefix, i, count);
     auto shard = read_gguf_file(shard_path);
@@ -381,8 +451,9 @@ Result<ModelFacts> load_gguf_model(const std::filesystem::path& path) {
       return Error{"the shards' tensor sizes overflow"};
     }
     tensors += shard->tensors.size();
-    if (i == 1) head = std::move(*shard);
+    shards.push_back(std::move(*shard));
   }
+  head = shards.front();
   const GgufValue* total_tensors = head->find("split.tensors.count");
   if (total_tensors != nullptr && total_tensors->as_uint() != tensors) {
     return Error{path.string() + ": split.tensors.count says " +
@@ -393,6 +464,15 @@ Result<ModelFacts> load_gguf_model(const std::filesystem::path& path) {
   if (!facts) return facts.error();
   facts->weights_bytes = weights;
   facts->files = static_cast<uint32_t>(count);
+  // Placement over every shard, not only the first.
+  facts->layer_weights.clear();
+  facts->input_weights = facts->output_weights = 0;
+  std::vector<const GgufFile*> all;
+  for (const auto& shard : shards) {
+    tally_tensors(shard, *facts);
+    all.push_back(&shard);
+  }
+  tie_output(all, *facts);
   return facts;
 }
 

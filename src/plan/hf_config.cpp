@@ -1,5 +1,7 @@
 #include "plan/hf_config.h"
 
+#include <algorithm>
+
 #include <boost/json.hpp>
 
 #include <fstream>
@@ -146,6 +148,23 @@ Result<ModelFacts> facts_from_hf_config(std::string_view json_text, const std::s
   facts.key_length = facts.value_length = dim32;
   facts.key_length_swa = facts.value_length_swa = dim32;
   SY_TRY_ASSIGN(n_kv, fits_u32("num_key_value_heads", kv_heads.value_or(heads.value_or(0))));
+  SY_TRY_ASSIGN(embd32, fits_u32("hidden_size", hidden.value_or(0)));
+  SY_TRY_ASSIGN(heads32, fits_u32("num_attention_heads", heads.value_or(0)));
+  facts.n_embd = embd32;
+  facts.n_head = heads32;
+  SY_TRY_ASSIGN(vocab, config.uint("vocab_size"));
+  facts.n_vocab = vocab.value_or(0);
+  // FFN width per token: intermediate_size, or for MoE the experts a token passes through.
+  SY_TRY_ASSIGN(ffn, config.uint("intermediate_size"));
+  SY_TRY_ASSIGN(moe_ffn, config.uint("moe_intermediate_size"));
+  SY_TRY_ASSIGN(experts_used, config.uint("num_experts_per_tok"));
+  uint64_t ff = ffn.value_or(0);
+  if (moe_ffn && experts_used) {
+    ff = std::max(ff,
+                  std::min<uint64_t>(*moe_ffn, 1u << 24) * std::min<uint64_t>(*experts_used, 256));
+  }
+  SY_TRY_ASSIGN(ff32, fits_u32("intermediate_size", ff));
+  facts.n_ff = ff32;
 
   // MLA (DeepSeek V2/V3, Kimi K2): one latent of kv_lora_rank + qk_rope_head_dim per token, as
   // vLLM's MLA backends cache it.

@@ -49,9 +49,21 @@ struct ModelFacts {
   // held as f32.
   uint64_t recurrent_state_elements = 0;
 
+  // Graph dimensions for the compute-buffer estimate (compute_buffers.h); 0 when unknown.
+  uint32_t n_embd = 0;  // embedding_length / hidden_size
+  uint32_t n_head = 0;  // query heads of an attention layer
+  uint32_t n_ff = 0;    // FFN width one token passes through (MoE: per-expert width x experts used)
+  uint64_t n_vocab = 0;  // vocabulary: the logits' width
+
   std::optional<uint64_t> weights_bytes;  // unknown for a config.json without safetensors index
-  uint32_t files = 1;                     // shards read (split GGUF)
-  std::vector<std::string> notes;         // assumptions made while reading, for the report
+  // Where the weights sit, from a GGUF's tensor names: blk.N.* per layer, output/output_norm on
+  // the output layer's device, the rest (token_embd, ...) on the CPU as llama.cpp keeps them.
+  // Empty layer_weights when the file has no tensor infos (config.json): spread evenly then.
+  std::vector<uint64_t> layer_weights;
+  uint64_t input_weights = 0;
+  uint64_t output_weights = 0;
+  uint32_t files = 1;              // shards read (split GGUF)
+  std::vector<std::string> notes;  // assumptions made while reading, for the report
 
   uint32_t count(LayerKind kind) const;
 };

@@ -1,14 +1,19 @@
 #include "plan/plan.h"
 
+#include <fmt/format.h>
+
 #include <boost/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <ostream>
 #include <system_error>
 #include <variant>
 
 #include "plan/byte_size.h"
+#include "plan/compute_buffers.h"
+#include "plan/device_breakdown.h"
 #include "plan/gguf_model.h"
 #include "plan/hf_config.h"
 #include "plan/model_catalog.h"
@@ -21,10 +26,17 @@ namespace {
 constexpr uint64_t kDefaultContextCap = 32768;
 constexpr double kVllmDefaultFraction = 0.9;
 // llama.cpp has no utilization knob: it allocates weights, the KV cache it is told to and its
-// compute buffers. The buffers (plus the GPU runtime's own context) are a stated fixed reserve.
+// compute buffers (estimated, compute_buffers.h). Beyond those it is planned with the margin its
+// own --fit leaves free on every device (--fit-target, default 1024 MiB): the GPU runtime's
+// context and what the estimate misses.
 constexpr uint64_t kLlamaCppDefaultOverhead = uint64_t{1} << 30;
+constexpr uint64_t kMaxUbatch = 65536;
 constexpr uint64_t kMaxConcurrency = 1'000'000;
 constexpr uint64_t kMaxContext = uint64_t{1} << 32;
+
+std::string plural_text(uint64_t n, std::string_view word) {
+  return fmt::format("{} {}{}", n, word, n == 1 ? "" : "s");
+}
 
 // A bad-input failure: the flag or field it concerns, and what was wrong.
 struct BadInput {
@@ -61,8 +73,22 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
                                                                   "(f16, q8_0 or q4_0)")};
   }
 
-  if (o.gpus.empty()) return BadInput{"--gpus", "is required, like 4x32G"};
-  auto gpus = parse_gpu_spec(o.gpus);
+  if (!o.gpu_model.empty()) {
+    r.card = find_gpu_card(o.gpu_model);
+    if (r.card == nullptr) {
+      return BadInput{"--gpu", "'" + o.gpu_model + "' is not a card plan knows (" +
+                                   gpu_card_names() + "); give --gpus with sizes instead"};
+    }
+  }
+  if (o.gpus.empty()) {
+    return BadInput{"--gpus", r.card ? "is required, like 4 (cards of the --gpu model) or 4x32G"
+                                     : "is required, like 4x32G"};
+  }
+  std::string gpu_text = o.gpus;
+  if (r.card && o.gpus.find_first_not_of("0123456789") == std::string::npos) {
+    gpu_text = o.gpus + "x" + std::to_string(r.card->memory >> 30) + "G";
+  }
+  auto gpus = parse_gpu_spec(gpu_text);
   if (!gpus) return BadInput{"--gpus", gpus.error().message};
   r.request.gpus = *gpus;
 
@@ -123,7 +149,30 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
                         " does not give the weights' size (no model.safetensors.index.json or "
                         "model.safetensors beside it)"};
   }
+  if (!o.weights_size.empty()) {
+    // The file's placement no longer adds up to the size given: spread it evenly over the layers.
+    r.model.layer_weights.clear();
+    r.model.input_weights = r.model.output_weights = 0;
+  }
   r.request.weights_bytes = *r.model.weights_bytes;
+
+  if (o.n_ubatch == 0 || o.n_ubatch > kMaxUbatch) {
+    return BadInput{"--ubatch", "must be from 1 to " + std::to_string(kMaxUbatch)};
+  }
+  r.n_ubatch = static_cast<uint32_t>(o.n_ubatch);
+  if (o.gpu_layers) {
+    const uint64_t all = r.model.layers.size() + 1;
+    if (r.engine != Engine::kLlamaCpp) {
+      return BadInput{"--ngl",
+                      "is llama.cpp's partial offload; vLLM loads every layer on the GPUs"};
+    }
+    if (*o.gpu_layers == 0 || *o.gpu_layers > all) {
+      return BadInput{"--ngl", "must be from 1 to " + std::to_string(all) + " (" +
+                                   std::to_string(all - 1) +
+                                   " layers + the output layer); leave it out to offload all"};
+    }
+    if (*o.gpu_layers < all) r.gpu_layers = static_cast<uint32_t>(*o.gpu_layers);
+  }
 
   if (o.context) {
     if (*o.context == 0 || *o.context > kMaxContext) {
@@ -161,18 +210,64 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
   return r;
 }
 
-}  // namespace
-
-int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
-  auto prepared = prepare(options);
-  if (auto* bad = std::get_if<BadInput>(&prepared)) {
-    err << "switchyard plan: " << bad->flag << ": " << bad->message << "\n";
-    return 2;
+// Plans the prepared request: topology, the per-device breakdown, commands and notes.
+void finish_plan(PlanReport& r) {
+  // llama.cpp: the cards hold the offloaded layers and the output layer, never the input layer.
+  const uint32_t all_layers = static_cast<uint32_t>(r.model.layers.size()) + 1;
+  const ModelFacts on_gpus = r.engine == Engine::kLlamaCpp
+                                 ? offloaded_part(r.model, r.gpu_layers.value_or(all_layers))
+                                 : r.model;
+  r.kv = kv_footprint(on_gpus, r.kv_type);
+  if (r.engine == Engine::kLlamaCpp) {
+    r.request.weights_bytes = on_gpus.weights_bytes.value_or(0);
+    // The request outlives this report's copies (plan_advice re-plans without --tp): own a copy.
+    r.request.compute_bytes = [model = std::make_shared<const ModelFacts>(r.model),
+                               context = r.request.context, n_ubatch = r.n_ubatch,
+                               layers = on_gpus.layers.size()](Layout layout, uint32_t gpus,
+                                                               uint32_t slots) {
+      const ComputeEstimate c = estimate_compute(
+          ComputeInput{model.get(), context * slots, slots, n_ubatch, /*flash_attention=*/true});
+      // Row split computes on the main GPU only; a layer split on every card holding a layer.
+      const uint32_t busy = layout == Layout::kTensorParallel
+                                ? 1
+                                : static_cast<uint32_t>(std::min<size_t>(gpus, layers));
+      return c.output_card + (busy > 0 ? busy - 1 : 0) * c.layer_card;
+    };
   }
-  PlanReport& r = std::get<PlanReport>(prepared);
-
-  r.kv = kv_footprint(r.model, r.kv_type);
   r.topology = plan_topology(r.request, r.kv);
+
+  const InstanceLayout& chosen = r.topology.chosen;
+  BreakdownInput bi;
+  bi.model = &r.model;
+  bi.kv_type = r.kv_type;
+  bi.engine = r.engine;
+  bi.layout = chosen.layout;
+  for (uint32_t i = 0; i < chosen.gpus_per_instance; ++i) {
+    bi.cards.push_back(r.request.gpus.cards.empty() ? r.request.gpus.bytes_each
+                                                    : r.request.gpus.cards[i]);
+  }
+  bi.context = r.request.context;
+  bi.slots = chosen.slots_per_instance;
+  bi.gpu_layers = r.gpu_layers.value_or(all_layers);
+  bi.n_ubatch = r.n_ubatch;
+  bi.memory_fraction = r.request.memory_fraction;
+  bi.overhead_per_gpu = r.request.overhead_per_gpu;
+  r.breakdown = device_breakdown(bi);
+  // The pool adds up the cards; a card can still overflow on its own (llama.cpp's row split keeps
+  // the whole cache on the main GPU).
+  for (const auto& d : r.breakdown.devices) {
+    if (!d.fits() && r.topology.fits) {
+      r.topology.fits = false;
+      r.topology.chosen.fits = false;
+      r.warnings.push_back(
+          d.name + " needs " + format_bytes(d.total()) + " of its " + format_bytes(d.capacity) +
+          " usable" +
+          (chosen.layout == Layout::kTensorParallel && r.engine == Engine::kLlamaCpp
+               ? ": llama.cpp's row split keeps the whole KV cache and the "
+                 "compute buffers on the main GPU"
+               : std::string()));
+    }
+  }
 
   std::error_code ec;
   const auto absolute = std::filesystem::absolute(r.model.source, ec);
@@ -185,6 +280,8 @@ int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   launch.context = r.request.context;
   launch.layout = &r.topology.chosen;
   launch.gpus = &r.request.gpus;
+  launch.gpu_layers = r.gpu_layers;
+  launch.n_ubatch = r.n_ubatch;
   launch.vllm_memory_fraction =
       r.engine == Engine::kVllm ? r.request.memory_fraction : kVllmDefaultFraction;
   r.launch = launch_plan(launch);
@@ -196,6 +293,61 @@ int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (r.model.format != "gguf" && r.launch.llamacpp) {
     r.notes.push_back("llama.cpp needs a GGUF of this model: replace MODEL.gguf");
   }
+}
+
+// Doctor's known issues and the chipset-slot pitfall, where they change the advice: a layout
+// that runs collectives (vLLM tensor or pipeline parallel: RCCL on ROCm) across cards that
+// cannot run them.
+void apply_card_issues(const PlanOptions& o, PlanReport& r) {
+  if (r.card == nullptr) return;
+  const InstanceLayout& c = r.topology.chosen;
+  const bool collectives = c.gpus_per_instance > 1 && r.engine == Engine::kVllm;
+  if (!collectives) return;
+  for (const auto& issue : o.card_issues) {
+    if (c.gpus_per_instance < issue.min_gpus) continue;
+    r.blocked = true;
+    r.warnings.push_back(fmt::format("{} ({}): {} ({}); known issue {}. {}.", r.card->name,
+                                     r.card->gfx, issue.summary, issue.sources, issue.id,
+                                     issue.advice));
+  }
+  if (r.card->vendor == GpuVendor::kAmd) {
+    r.notes.push_back(
+        "ROCm collectives (RCCL) need PCIe AtomicOps from every card to the CPU: a card in a "
+        "chipset slot has none, and tensor or pipeline parallel across it fails at the first "
+        "collective (HIP error 401). `switchyard doctor` names each card's slot (pcie.atomics); "
+        "llama.cpp's --split-mode layer runs no collectives.");
+  }
+  if (!r.blocked) return;
+  // What llama.cpp's layer split, which runs no collectives, makes of the same request.
+  PlanOptions alt = o;
+  alt.engine = "llamacpp";
+  alt.kv_type = r.kv_type == KvType::kFp8 ? "q8_0" : o.kv_type;
+  alt.gpu_memory_utilization.reset();
+  alt.tensor_parallel.reset();
+  alt.card_issues.clear();
+  auto prepared = prepare(alt);
+  if (auto* other = std::get_if<PlanReport>(&prepared)) {
+    finish_plan(*other);
+    const InstanceLayout& l = other->topology.chosen;
+    r.warnings.push_back(
+        fmt::format("With --engine llamacpp{} the same request {}: {}, {} x {}{}.",
+                    alt.kv_type != o.kv_type ? " --kv-type " + alt.kv_type : std::string(),
+                    other->topology.fits ? "fits" : "does not fit either", layout_name(l.layout),
+                    plural_text(l.instances, "instance"), plural_text(l.gpus_per_instance, "card"),
+                    l.layout == Layout::kLayerSplit ? " (--split-mode layer)" : ""));
+  }
+}
+}  // namespace
+
+int run_plan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
+  auto prepared = prepare(options);
+  if (auto* bad = std::get_if<BadInput>(&prepared)) {
+    err << "switchyard plan: " << bad->flag << ": " << bad->message << "\n";
+    return 2;
+  }
+  PlanReport& r = std::get<PlanReport>(prepared);
+  finish_plan(r);
+  apply_card_issues(options, r);
 
   if (options.json) {
     out << boost::json::serialize(plan_to_json(r)) << "\n";

@@ -6,6 +6,9 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "plan/gpu_cards.h"
 
 namespace switchyard::plan {
 
@@ -35,6 +38,16 @@ struct PlanOptions {
   // --overhead: memory per card taken before any KV (compute buffers, runtime context). Default
   // 1G for llama.cpp, 0 for vLLM (whose utilization fraction already leaves the rest).
   std::string overhead;
+  // --ngl: llama.cpp -ngl, layers offloaded to the GPUs (the output layer counts as one, as in
+  // llama.cpp). Default: all. The rest stay in RAM with their KV cache.
+  std::optional<uint64_t> gpu_layers;
+  // --ubatch: llama.cpp -ub, the micro-batch the compute buffers are sized for. Default 512.
+  uint64_t n_ubatch = 512;
+  // --gpu: the card model (gpu_cards.h). Gives the memory when --gpus is a bare count, and
+  // brings doctor's known issues for it into the advice.
+  std::string gpu_model;
+  // doctor's known issues for that card's target; the CLI fills them (plan does not link doctor).
+  std::vector<CardIssue> card_issues;
   // --weights-size: the weights' total size, overriding what the model file says. Needed for a
   // config.json without safetensors beside it.
   std::string weights_size;

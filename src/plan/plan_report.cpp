@@ -37,7 +37,10 @@ std::string bytes_text(double bytes) {
 std::string per_token_formula(const PlanReport& r) {
   const double element = kv_bytes_per_element(r.kv_type);
   std::map<std::pair<bool, uint32_t>, uint32_t> groups;  // (sliding, heads) -> layers
-  for (const auto& layer : r.model.layers) {
+  // With --ngl the KV figures are the cards' share: the layers kept in RAM are left out.
+  const size_t first = r.model.layers.size() - r.layers_on_gpus();
+  for (size_t il = first; il < r.model.layers.size(); ++il) {
+    const auto& layer = r.model.layers[il];
     if (layer.kind == LayerKind::kFullAttention || layer.kind == LayerKind::kSlidingAttention) {
       ++groups[{layer.kind == LayerKind::kSlidingAttention, r.model.mla ? 1 : layer.n_head_kv}];
     }
@@ -118,6 +121,61 @@ json::value bytes_number(double v) {
   return json::value(v);
 }
 
+// "32 + output", "input", "12 of 32" style layer column.
+std::string layers_text(const DeviceUse& d) {
+  std::vector<std::string> parts;
+  if (d.input_layer) parts.push_back("input");
+  if (d.layers > 0) parts.push_back(std::to_string(d.layers));
+  if (d.output_layer) parts.push_back("output");
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : " + ") + p;
+  return out.empty() ? "-" : out;
+}
+
+void write_breakdown(const PlanReport& r, std::ostream& out) {
+  const InstanceLayout& c = r.topology.chosen;
+  const bool llama = r.engine == Engine::kLlamaCpp;
+  out << fmt::format("\nPer device (one instance: {} x {} tokens{})\n",
+                     plural(c.slots_per_instance, "slot"), grouped(r.request.context),
+                     llama ? fmt::format(", -ub {}", r.n_ubatch) : std::string());
+  out << fmt::format("  {:<6} {:<18} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "device", "layers",
+                     "weights", "KV", "compute", "total", "usable");
+  for (const auto& d : r.breakdown.devices) {
+    const bool cpu = d.name == "CPU";
+    if (cpu && d.total() == 0) continue;
+    out << fmt::format("  {:<6} {:<18} {:>11} {:>11} {:>11} {:>11} {:>11}{}\n", d.name,
+                       layers_text(d), bytes_text(d.weights), d.kv > 0 ? bytes_text(d.kv) : "-",
+                       llama ? bytes_text(d.compute) : "in fraction", bytes_text(d.total()),
+                       cpu ? "RAM" : bytes_text(d.capacity), d.fits() ? "" : "  OVER");
+  }
+  if (llama) {
+    const ComputeEstimate& e = r.breakdown.compute;
+    out << fmt::format(
+        "  compute      llama.cpp's worst-case graph at {} tokens (-ub), flash attention on: {} "
+        "per layer card, {} on the output card (logits {} x {} x f32), {} pinned host + {} "
+        "output buffer\n",
+        e.n_tokens, bytes_text(e.layer_card), bytes_text(e.output_card), grouped(r.model.n_vocab),
+        e.n_tokens, bytes_text(e.host), bytes_text(e.host_output));
+    out << fmt::format(
+        "  accuracy     the formula gives llama-server's logged buffers exactly for a dense model "
+        "without flash attention; other graphs (flash attention, MoE, MLA, recurrent) are not "
+        "checked: if flash attention is unavailable a layer card needs {} (the KQ matrix); "
+        "--overhead ({}) is the margin for the rest\n",
+        bytes_text(e.layer_card_without_fa),
+        bytes_text(static_cast<double>(r.request.overhead_per_gpu)));
+  }
+  if (r.gpu_layers) {
+    out << fmt::format(
+        "  offload      -ngl {}: {} and their KV stay in RAM and run on the CPU (much slower "
+        "per token than the cards)\n",
+        *r.gpu_layers, plural(r.breakdown.devices.front().layers, "layer"));
+  }
+  if (r.model.layer_weights.empty()) {
+    out << "  weights      spread evenly over the layers (no tensor list: config.json, catalog "
+           "or --weights-size)\n";
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> plan_advice(const PlanReport& r) {
@@ -164,9 +222,12 @@ std::vector<std::string> plan_advice(const PlanReport& r) {
         advice.push_back(fmt::format(
             "Tensor parallel over {} cards costs two all-reduces per layer per token ({} sync "
             "points per token for {} layers) over PCIe. It pays off for bursts of many requests "
-            "and huge cold prefills, not as the daily default. On AMD, RCCL needs PCIe atomics on "
-            "every card's root port: run `switchyard doctor` first.",
-            c.gpus_per_instance, 2 * n_layer, n_layer));
+            "and huge cold prefills, not as the daily default.{}",
+            c.gpus_per_instance, 2 * n_layer, n_layer,
+            r.card && r.card->vendor == GpuVendor::kNvidia
+                ? std::string()
+                : std::string(" On AMD, RCCL needs PCIe atomics on every card's root port: run "
+                              "`switchyard doctor` first.")));
         CapacityRequest without_tp = req;
         without_tp.tensor_parallel.reset();
         const TopologyPlan alt = plan_topology(without_tp, r.kv);
@@ -237,10 +298,18 @@ void write_plan_text(const PlanReport& r, std::ostream& out) {
   }
   out << fmt::format("  trained ctx  {}\n", m.context_length ? grouped(m.context_length) + " tokens"
                                                              : std::string("unknown"));
-  out << fmt::format("  weights      {}{}\n", bytes_text(static_cast<double>(req.weights_bytes)),
-                     m.files > 1 ? fmt::format(" ({} files)", m.files) : std::string());
+  const double total_weights = static_cast<double>(m.weights_bytes.value_or(req.weights_bytes));
+  out << fmt::format("  weights      {}{}{}\n", bytes_text(total_weights),
+                     m.files > 1 ? fmt::format(" ({} files)", m.files) : std::string(),
+                     static_cast<double>(req.weights_bytes) != total_weights
+                         ? fmt::format(", {} of it on the GPUs",
+                                       bytes_text(static_cast<double>(req.weights_bytes)))
+                         : std::string());
 
-  out << fmt::format("\nKV cache ({})\n", kv_type_name(r.kv_type));
+  out << fmt::format("\nKV cache ({}{})\n", kv_type_name(r.kv_type),
+                     r.gpu_layers ? fmt::format(", on the GPUs: the {} offloaded",
+                                                plural(r.layers_on_gpus(), "layer"))
+                                  : std::string());
   out << fmt::format("  per token    {} = {}\n", bytes_text(r.kv.bytes_per_token()),
                      per_token_formula(r));
   if (r.kv.sliding_window > 0 && r.kv.sliding_bytes_per_token > 0) {
@@ -296,6 +365,7 @@ void write_plan_text(const PlanReport& r, std::ostream& out) {
                        *c.max_concurrency_per_instance, grouped(req.context));
   }
   out << fmt::format("  verdict      {}\n", r.topology.fits ? "FITS" : "DOES NOT FIT");
+  write_breakdown(r, out);
 
   if (!r.warnings.empty()) {
     out << "\nWarnings\n";
@@ -307,10 +377,14 @@ void write_plan_text(const PlanReport& r, std::ostream& out) {
 
   // The commands of a plan that does not fit would fail as they stand: say so where they start.
   const std::string unfit = r.topology.fits ? "" : " - DOES NOT FIT as planned: not ready to paste";
+  // A known issue of the card breaks the vLLM layout however well it fits.
+  const std::string fails =
+      r.blocked ? fmt::format(" - WILL FAIL on {} (see Warnings): not ready to paste", r.card->name)
+                : unfit;
   if (r.launch.llamacpp)
     out << "\nllama.cpp, per instance" << unfit << "\n  " << *r.launch.llamacpp << "\n";
-  if (r.launch.vllm) out << "\nvLLM, per instance" << unfit << "\n  " << *r.launch.vllm << "\n";
-  out << "\nFleet config (" << engine_name(r.engine) << ")" << unfit << "\n" << r.launch.fleet_yaml;
+  if (r.launch.vllm) out << "\nvLLM, per instance" << fails << "\n  " << *r.launch.vllm << "\n";
+  out << "\nFleet config (" << engine_name(r.engine) << ")" << fails << "\n" << r.launch.fleet_yaml;
 
   std::vector<std::string> notes = m.notes;
   notes.insert(notes.end(), r.notes.begin(), r.notes.end());
@@ -346,7 +420,8 @@ json::object plan_to_json(const PlanReport& r) {
       {"rope_dim", m.rope_dim},
       {"recurrent_state_elements", m.recurrent_state_elements},
       {"trained_context", m.context_length},
-      {"weights_bytes", req.weights_bytes},
+      {"weights_bytes", m.weights_bytes.value_or(req.weights_bytes)},
+      {"gpu_weights_bytes", req.weights_bytes},
       {"files", m.files},
   };
 
@@ -379,8 +454,43 @@ json::object plan_to_json(const PlanReport& r) {
   for (const auto& note : m.notes) notes.push_back(json::string(note));
   for (const auto& note : r.notes) notes.push_back(json::string(note));
 
+  json::array devices;
+  for (const auto& d : r.breakdown.devices) {
+    devices.push_back(json::object{
+        {"name", d.name},
+        {"layers", d.layers},
+        {"input_layer", d.input_layer},
+        {"output_layer", d.output_layer},
+        {"weights_bytes", bytes_number(std::round(d.weights))},
+        {"kv_bytes", bytes_number(std::round(d.kv))},
+        {"compute_bytes", bytes_number(std::round(d.compute))},
+        {"total_bytes", bytes_number(std::round(d.total()))},
+        {"usable_bytes",
+         d.name == "CPU" ? json::value(nullptr) : bytes_number(std::floor(d.capacity))},
+        {"fits", d.fits()},
+    });
+  }
+  const ComputeEstimate& e = r.breakdown.compute;
+  json::value compute = nullptr;
+  if (r.engine == Engine::kLlamaCpp) {
+    compute = json::object{
+        {"n_ubatch", r.n_ubatch},
+        {"n_tokens", e.n_tokens},
+        {"flash_attention", true},
+        {"layer_card_bytes", bytes_number(std::round(e.layer_card))},
+        {"output_card_bytes", bytes_number(std::round(e.output_card))},
+        {"host_bytes", bytes_number(std::round(e.host))},
+        {"host_output_bytes", bytes_number(std::round(e.host_output))},
+        {"layer_card_bytes_without_flash_attention",
+         bytes_number(std::round(e.layer_card_without_fa))},
+    };
+  }
+
   return json::object{
       {"fits", r.topology.fits},
+      {"devices", std::move(devices)},
+      {"compute", std::move(compute)},
+      {"gpu_layers", r.gpu_layers ? json::value(*r.gpu_layers) : json::value(nullptr)},
       {"engine", engine_name(r.engine)},
       {"kv_type", kv_type_name(r.kv_type)},
       {"context", req.context},
@@ -410,7 +520,8 @@ json::object plan_to_json(const PlanReport& r) {
       {"advice", std::move(advice)},
       {"warnings", std::move(warnings)},
       // The commands below are ready to paste only when the plan fits.
-      {"commands_ready", r.topology.fits},
+      {"commands_ready", r.topology.fits && !r.blocked},
+      {"gpu_model", r.card ? json::value(r.card->key) : json::value(nullptr)},
       {"notes", std::move(notes)},
   };
 }

@@ -29,7 +29,9 @@ InstanceLayout evaluate(const CapacityRequest& request, const KvFootprint& kv, u
       sum += usable(card);
       smallest = std::min(smallest, usable(card));
     }
-    const double memory = request.even_split ? smallest * group : sum;
+    double memory = request.even_split ? smallest * group : sum;
+    if (request.compute_bytes)
+      memory -= request.compute_bytes(layout, group, result.slots_per_instance);
     const double instance_pool = memory - static_cast<double>(request.weights_bytes);
     pool = i == 0 ? instance_pool : std::min(pool, instance_pool);
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -30,7 +31,11 @@ struct CapacityRequest {
   // Mixed cards: vLLM splits the weights evenly over an instance's cards, so its smallest card
   // bounds each one; llama.cpp's layer split follows each card's free memory.
   bool even_split = false;
-  uint64_t overhead_per_gpu = 0;  // per card, before any KV: compute buffers, runtime context
+  uint64_t overhead_per_gpu = 0;  // per card, before any KV: a margin for the runtime context
+  // The compute buffers of one instance of `gpus` cards in `layout` holding `slots` sequences,
+  // over all its cards (llama.cpp sizes them by -c, so by the slots); empty when the engine's
+  // fraction already leaves room for them (vLLM).
+  std::function<double(Layout layout, uint32_t gpus, uint32_t slots)> compute_bytes;
   uint64_t weights_bytes = 0;
 };
 

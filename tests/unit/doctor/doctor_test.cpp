@@ -1,5 +1,6 @@
 #include "doctor/doctor.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <boost/json.hpp>
@@ -187,6 +188,36 @@ TEST(Doctor, FleetConfigChecksUrlsAndNamesWhatItSkips) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(contains(r.out, "http://127.0.0.1:8080  llama.cpp")) << r.out;
   EXPECT_TRUE(contains(r.out, "Instance card1 is supervised")) << r.out;
+}
+
+// Nine requests at 0.1 s and one at 30 s in the window: mean 3.09 s, p90 0.10 s (rank 9 of 10
+// lands at the top of the 0.1 s bucket). Doctor says why the mean is above the p90.
+TEST(Doctor, TtftMeanAboveP90IsExplained) {
+  fixture::SysfsTree tree;
+  fixture::FakeFetch fake;
+  const std::string url = "http://127.0.0.1:8000";
+  auto histogram = [](int fast, int slow, double sum) {
+    return fmt::format(
+        "vllm:num_requests_running{{model_name=\"m\"}} 0\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"0.1\"}} {}\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"1.0\"}} {}\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"40.0\"}} {}\n"
+        "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {}\n"
+        "vllm:time_to_first_token_seconds_sum {}\n"
+        "vllm:time_to_first_token_seconds_count {}\n",
+        fast, fast, fast + slow, fast + slow, sum, fast + slow);
+  };
+  fake.answer(url + "/metrics", 200, histogram(0, 0, 0));
+  fake.answer(url + "/metrics", 200, histogram(9, 1, 30.9));
+  DoctorOptions options;
+  options.sysfs_root = tree.root();
+  options.urls = {url};
+  options.interval = 0ms;
+  const Outcome r = run(options, &fake);
+  EXPECT_TRUE(contains(r.out, "TTFT mean 3.09 s")) << r.out;
+  EXPECT_TRUE(contains(r.out, "TTFT p90 0.10 s")) << r.out;
+  EXPECT_TRUE(contains(r.out, "TTFT mean 3.09 s is above its p90 0.10 s: the slowest tenth"))
+      << r.out;
 }
 
 }  // namespace

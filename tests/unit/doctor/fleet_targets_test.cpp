@@ -50,6 +50,8 @@ profiles:
   EXPECT_EQ(targets->skipped[0].severity, Severity::note);
   EXPECT_NE(targets->skipped[0].message.find("doctor can only check running URLs"),
             std::string::npos);
+  EXPECT_EQ(targets->supervised, std::vector<std::string>{"card1"});
+  EXPECT_EQ(targets->listen, "127.0.0.1:8080");  // FleetConfig's default
 }
 
 TEST(FleetTargets, BadInputIsOneLineNamingTheFile) {

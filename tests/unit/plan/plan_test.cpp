@@ -307,23 +307,35 @@ TEST(PlanRun, WeightsBeyondTheBoxNameTheExcessAndMarkTheCommands) {
 TEST(PlanRun, MixedCards) {
   PlanOptions o = stories();
   o.gpus = "24G,32G";
-  o.weights_size = "40G";
+  o.weights_size = "30G";
   o.overhead = "0";
   const json::object j = run_json(o, 0);
   EXPECT_EQ(j.at("gpus").to_number<uint64_t>(), 2u);
   ASSERT_EQ(j.at("gpu_bytes_each").as_array().size(), 2u);
   EXPECT_EQ(j.at("topology").at("layout").as_string(), "layer_split");
-  // llama.cpp's layer split follows each card's memory: 56 - 40 GiB of KV.
-  EXPECT_NEAR(number(j.at("topology").at("pool_bytes_per_instance")) / kGiB, 16, 1e-9);
+  // llama.cpp's layer split follows each card's memory: 56 - 30 GiB, less the compute buffers of
+  // the two cards (one holds the output layer).
+  const auto& compute = j.at("compute").as_object();
+  const double buffers =
+      number(compute.at("output_card_bytes")) + number(compute.at("layer_card_bytes"));
+  EXPECT_NEAR(number(j.at("topology").at("pool_bytes_per_instance")), 26 * kGiB - buffers, 1);
+  // 6 GiB per layer (no tensor list with --weights-size); split points 32/56 = 0.571 and 1:
+  // layer il goes where il / 6 falls, so layers 0-3 (0, 0.17, 0.33, 0.5) take 24 GiB of the
+  // 32 GiB card, layer 4 (0.67) and the output slot (0.83) the 24 GiB one.
+  const auto& devices = j.at("devices").as_array();
+  EXPECT_EQ(devices[1].at("layers").to_number<uint64_t>(), 4u);
+  EXPECT_EQ(devices[2].at("layers").to_number<uint64_t>(), 1u);
+  EXPECT_TRUE(devices[2].at("output_layer").as_bool());
+  EXPECT_NEAR(number(devices[1].at("weights_bytes")), 24 * kGiB, 1);
   const Outcome r = run(o);
   EXPECT_NE(r.out.find("Memory (llamacpp, 1 x 32.0 GiB + 1 x 24.0 GiB)"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("--split-mode layer --tensor-split 32,24"), std::string::npos) << r.out;
-  // vLLM splits evenly: the 24 GiB card bounds both.
+  // vLLM splits evenly: the 24 GiB card bounds both, 48 - 30 GiB.
   o.engine = "vllm";
   o.gpu_memory_utilization = 1.0;
   const json::object v = run_json(o, 0);
-  EXPECT_NEAR(number(v.at("topology").at("pool_bytes_per_instance")) / kGiB, 8, 1e-9);
+  EXPECT_NEAR(number(v.at("topology").at("pool_bytes_per_instance")) / kGiB, 18, 1e-9);
 }
 
 TEST(PlanRun, CatalogModelsNeedNoFile) {
