@@ -58,9 +58,10 @@ GatewayLookup lookup_gateway(const std::string& url, const std::optional<std::st
   return out;
 }
 
-Finding gateway_finding(const std::string& url, const GatewayLookup& lookup, bool key_given) {
+advisor::Finding gateway_finding(const std::string& url, const GatewayLookup& lookup,
+                                 bool key_given) {
   if (!lookup.detail) {
-    return {Severity::warning, "gateway.detail", url,
+    return {advisor::Severity::warning, "gateway.detail", url,
             key_given ? fmt::format("{} is a Switchyard gateway, but its /health did not list the "
                                     "instances for this --key: the key is not one of its "
                                     "api_keys.",
@@ -75,7 +76,7 @@ Finding gateway_finding(const std::string& url, const GatewayLookup& lookup, boo
     list += fmt::format("{}{} ({}, {})", list.empty() ? "" : "; ", inst.name, inst.state,
                         inst.url.empty() ? "no address yet" : inst.url);
   }
-  return {Severity::note, "gateway.instances", url,
+  return {advisor::Severity::note, "gateway.instances", url,
           fmt::format("{} is a Switchyard gateway with {} instance{}: {}. Each is checked below.",
                       url, lookup.instances.size(), lookup.instances.size() == 1 ? "" : "s",
                       list.empty() ? "none" : list)};

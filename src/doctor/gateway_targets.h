@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "advisor/finding.h"
 #include "doctor/backend_probe.h"
-#include "doctor/finding.h"
 
 namespace switchyard::doctor {
 
@@ -34,7 +34,8 @@ GatewayLookup lookup_gateway(const std::string& url, const std::optional<std::st
 
 // What doctor says about a gateway it looked behind: a note listing the instances it will check,
 // or a warning when /health hid them (no key, or a key it refused).
-Finding gateway_finding(const std::string& url, const GatewayLookup& lookup, bool key_given);
+advisor::Finding gateway_finding(const std::string& url, const GatewayLookup& lookup,
+                                 bool key_given);
 
 // "0.0.0.0:8080" -> "http://127.0.0.1:8080": the address a local client reaches a `listen` at.
 std::string listen_url(const std::string& listen);
