@@ -148,6 +148,7 @@ int run_serve(const ServeFlags& flags) {
   const std::string base = host.find(':') == std::string::npos
                                ? fmt::format("http://{}:{}", host, *port)
                                : fmt::format("http://[{}]:{}", host, *port);
+  spdlog::info("dashboard: {}/ui", base);
   spdlog::info(
       "try: curl -s {}/v1/chat/completions -H 'Content-Type: application/json' -d "
       "'{{\"model\":\"{}\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'",

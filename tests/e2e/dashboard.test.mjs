@@ -72,7 +72,7 @@ describe('dashboard', () => {
 
     // A long stream (65 tok/s in the demo) appears among the running requests.
     const stream = await postStream(`${gw.url}/v1/chat/completions`,
-      { model: 'qwen-27b', max_tokens: 200, messages: [{ role: 'user', content: 'tell me a story' }] },
+      { model: 'qwen-27b', max_tokens: 100, ignore_eos: true, messages: [{ role: 'user', content: 'tell me a story' }] },
       { headers: { 'x-request-id': 'dashboard-live-1' } });
     assert.equal(stream.status, 200);
     const reading = readSse(stream);
@@ -85,7 +85,7 @@ describe('dashboard', () => {
 
     if (process.env.SWITCHYARD_SCREENSHOT) {
       const streams = [0, 1, 2].map((i) => postStream(`${gw.url}/v1/chat/completions`,
-        { model: 'qwen-27b', max_tokens: 400, messages: [{ role: 'user', content: `story ${i}` }] }));
+        { model: 'qwen-27b', max_tokens: 400, ignore_eos: true, messages: [{ role: 'user', content: `story ${i}` }] }));
       await waitUntil(async () => (await page.$$eval('#running tr', (r) => r.length)) >= 3, { timeoutMs: 5000, what: 'three running' });
       await page.waitForFunction(() => document.querySelector('#summary').textContent.match(/[1-9][\d.]* tok\/s/), { timeout: 15_000 });
       gw.killEngine('gpu3');

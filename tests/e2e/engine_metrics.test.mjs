@@ -66,7 +66,7 @@ describe('engine metrics and the advisor', () => {
     gw.killEngine('tp2');
     await waitUntil(async () => metricValue(await metrics(gw), 'switchyard_advisor_finding', labels) === undefined,
       { timeoutMs: 10_000, what: 'the finding gone with its instance' });
-    assert.match(gw.output(), /advisor: instance tp2: backend\.prefix_cache cleared/);
+    await gw.proc.waitForOutput(/advisor: instance tp2: backend\.prefix_cache cleared/, 5000);
     await gw.stop();
   });
 

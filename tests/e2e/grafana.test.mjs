@@ -62,7 +62,7 @@ describe('Grafana dashboard', () => {
       health: { metrics_interval: '200ms' },
     });
     const ask = (model, n = 4) => fetchJson(`${gw.url}/v1/chat/completions`,
-      { body: { model, max_tokens: n, messages: [{ role: 'user', content: 'a few words' }] } });
+      { body: { model, max_tokens: n, ignore_eos: true, messages: [{ role: 'user', content: 'a few words' }] } });
     // Traffic that makes every family have samples: requests, retries, a
     // queue (three at once on two slots), usage tokens, an advisor finding
     // (the vLLM sim's prefix cache queried with no hits).
@@ -71,8 +71,13 @@ describe('Grafana dashboard', () => {
       return metricValue((await fetchJson(`${gw.url}/metrics`)).text, 'switchyard_retries_total', { instance: 'gpu1' }) >= 1;
     }, { timeoutMs: 20_000, what: 'a retry off gpu1' });
     await gw.waitForState('gpu1', 'ready', 20_000);
-    const burst = await Promise.all([ask('qwen-27b', 30), ask('qwen-27b', 30), ask('qwen-27b', 30), ask('qwen-vl')]);
-    for (const r of burst) assert.equal(r.status, 200, r.text);
+    assert.equal((await ask('qwen-vl')).status, 200);
+    // More requests at once than qwen-27b has slots, until one has waited.
+    await waitUntil(async () => {
+      const burst = await Promise.all([1, 2, 3, 4].map(() => ask('qwen-27b', 60)));
+      for (const r of burst) assert.equal(r.status, 200, r.text);
+      return metricValue((await fetchJson(`${gw.url}/metrics`)).text, 'switchyard_queue_wait_seconds_count', { model: 'qwen-27b' }) > 0;
+    }, { timeoutMs: 20_000, what: 'a request that queued' });
 
     const missing = await waitUntil(async () => {
       const names = seriesNames((await fetchJson(`${gw.url}/metrics`)).text);

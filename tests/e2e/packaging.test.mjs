@@ -118,6 +118,9 @@ describe('packaging', () => {
     const line = gw.output().match(/try: curl -s (\S+) -H '([^']+)' -d '([^']+)'/);
     assert.ok(line, gw.output());
     assert.equal(line[1], `${gw.url}/v1/chat/completions`);
+    const dashboard = gw.output().match(/dashboard: (\S+)/);
+    assert.equal(dashboard?.[1], `${gw.url}/ui`);
+    assert.equal((await fetchJson(dashboard[1])).status, 200);
     const res = await fetchJson(line[1], { body: line[3], headers: { 'content-type': 'application/json' } });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.body.object, 'chat.completion');

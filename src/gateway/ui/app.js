@@ -51,7 +51,9 @@ function makeChart(id, series) {
     legend: { show: series.length > 1 },
     cursor: { drag: { x: false, y: false } },
     scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
-    series: [{}, ...series.map(([label, stroke]) => ({ label, stroke, width: 2, spanGaps: false, points: { show: false } }))],
+    // Seconds without a value (no first byte that second) stay gaps; a lone
+    // value shows as a point.
+    series: [{}, ...series.map(([label, stroke]) => ({ label, stroke, width: 2, spanGaps: false, points: { size: 5 } }))],
     axes: [{}, { size: 46 }],
   };
   charts[id] = new uPlot(opts, [[]].concat(series.map(() => [])), $(id));
