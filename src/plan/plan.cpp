@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <memory>
 #include <ostream>
@@ -306,9 +307,10 @@ void apply_card_issues(const PlanOptions& o, PlanReport& r) {
   for (const auto& issue : o.card_issues) {
     if (c.gpus_per_instance < issue.min_gpus) continue;
     r.blocked = true;
+    std::string advice = issue.advice;
+    if (!advice.empty()) advice[0] = static_cast<char>(std::toupper(advice[0]));
     r.warnings.push_back(fmt::format("{} ({}): {} ({}); known issue {}. {}.", r.card->name,
-                                     r.card->gfx, issue.summary, issue.sources, issue.id,
-                                     issue.advice));
+                                     r.card->gfx, issue.summary, issue.sources, issue.id, advice));
   }
   if (r.card->vendor == GpuVendor::kAmd) {
     r.notes.push_back(
