@@ -201,16 +201,17 @@ engine_pid() {
 # The client
 
 drv_pid=""
+drv_name=""
 # drive NAME ARGS...: load.mjs in the background, its JSON in NAME.json.
 drive() {
   local name="$1"; shift
   : >"$work/$name.progress"
   node "$here/faults/load.mjs" --url "http://127.0.0.1:$gw_port" --model "$model" \
     --deadline-ms "$deadline_ms" --progress "$work/$name.progress" "$@" >"$work/$name.json" 2>"$work/$name.err" &
-  drv_pid=$!; pids+=("$drv_pid")
+  drv_pid=$!; pids+=("$drv_pid"); drv_name="$name"
 }
 drive_wait() {
-  wait "$drv_pid" || die "the load driver failed: $(tail -3 "$work/"*.err | tail -3)"
+  wait "$drv_pid" || die "the load driver of row $drv_name failed: $(tail -3 "$work/$drv_name.err")"
   local keep_pids=() q
   for q in "${pids[@]}"; do [[ "$q" != "$drv_pid" ]] && keep_pids+=("$q"); done
   pids=("${keep_pids[@]}")

@@ -44,6 +44,8 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
 
   awaitable<void> accept_loop();
   awaitable<void> session(tcp::socket socket);
+  awaitable<void> answer_error(tcp::socket& socket, SocketDeadline& deadline, int status,
+                               std::string message, unsigned version);
   awaitable<void> refuse(tcp::socket socket);
   awaitable<void> accept_failed(const boost::system::error_code& ec);
   void shed_pending();
@@ -423,6 +425,16 @@ void Server::State::connection_closed() {
   }
 }
 
+// The error's Response (its Headers alone are some 450 bytes) lives in this
+// coroutine's frame while it is written, not in the session's: every local
+// of the session coroutine is in its frame for as long as the connection is
+// open, and 5,000 idle streams must fit in 150 MiB (docs/reliability.md).
+awaitable<void> Server::State::answer_error(tcp::socket& socket, SocketDeadline& deadline,
+                                            int status, std::string message, unsigned version) {
+  co_await write_response(socket, deadline, watches, options,
+                          handler.protocol_error(status, std::move(message)), version);
+}
+
 awaitable<void> Server::State::session(tcp::socket socket) {
   auto self = shared_from_this();
   struct Open {
@@ -469,11 +481,11 @@ awaitable<void> Server::State::session(tcp::socket socket) {
       // Only a client that started a request and stalled is owed an answer.
       if (header_timed_out && buffer.size() == 0) break;
       if (!header_timed_out && client_left(read_ec)) break;
-      Response error =
-          header_timed_out
-              ? handler.protocol_error(408, "timed out reading request headers")
-              : handler.protocol_error(400, "malformed HTTP request: " + read_ec.message());
-      co_await write_response(socket, deadline, watches, options, std::move(error), 11);
+      // Named, not a conditional inside the co_await: GCC 12 destroys such a
+      // temporary twice in a coroutine.
+      std::string message = header_timed_out ? std::string("timed out reading request headers")
+                                             : "malformed HTTP request: " + read_ec.message();
+      co_await answer_error(socket, deadline, header_timed_out ? 408 : 400, std::move(message), 11);
       errored = true;
       break;
     }
@@ -487,16 +499,14 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     const unsigned version = parser.version;
 
     if (auto bad = check_request_framing(head.headers, version)) {
-      Response error = handler.protocol_error(bad->status, std::move(bad->message));
-      co_await write_response(socket, deadline, watches, options, std::move(error), version);
+      co_await answer_error(socket, deadline, bad->status, std::move(bad->message), version);
       errored = true;
       break;
     }
     if (head.content_length && *head.content_length > options.body_limit) {
-      Response error =
-          handler.protocol_error(413, fmt::format("request body is {} bytes; the limit is {} bytes",
-                                                  *head.content_length, options.body_limit));
-      co_await write_response(socket, deadline, watches, options, std::move(error), version);
+      std::string message = fmt::format("request body is {} bytes; the limit is {} bytes",
+                                        *head.content_length, options.body_limit);
+      co_await answer_error(socket, deadline, 413, std::move(message), version);
       errored = true;
       break;
     }
@@ -524,16 +534,20 @@ awaitable<void> Server::State::session(tcp::socket socket) {
       body_timed_out = deadline.expired();
     }
     if (body_ec) {
-      std::optional<Response> error;
-      if (body_ec == beast_http::error::body_limit)
-        error = handler.protocol_error(
-            413, fmt::format("request body exceeds the limit of {} bytes", options.body_limit));
-      else if (body_timed_out)
-        error = handler.protocol_error(408, "timed out reading the request body");
-      else if (!client_left(body_ec) && body_ec != beast_http::error::partial_message)
-        error = handler.protocol_error(400, "malformed request body: " + body_ec.message());
-      if (error) {
-        co_await write_response(socket, deadline, watches, options, std::move(*error), version);
+      int status = 0;
+      std::string message;
+      if (body_ec == beast_http::error::body_limit) {
+        status = 413;
+        message = fmt::format("request body exceeds the limit of {} bytes", options.body_limit);
+      } else if (body_timed_out) {
+        status = 408;
+        message = "timed out reading the request body";
+      } else if (!client_left(body_ec) && body_ec != beast_http::error::partial_message) {
+        status = 400;
+        message = "malformed request body: " + body_ec.message();
+      }
+      if (status != 0) {
+        co_await answer_error(socket, deadline, status, std::move(message), version);
         errored = true;
       }
       break;
