@@ -20,6 +20,7 @@
 #include "gateway/gateway.h"
 #include "http/server.h"
 #include "obs/gateway_metrics.h"
+#include "tenancy/key_store.h"
 
 namespace switchyard::cli {
 
@@ -80,6 +81,12 @@ int run_serve(const ServeFlags& flags) {
   auto listen = split_listen(config->listen);
   if (!listen) {
     std::cerr << "switchyard serve: " << listen.error().message << "\n";
+    return 2;
+  }
+
+  // The keys and the usage ledger: created or upgraded before the first request.
+  if (auto state = tenancy::open_state_db(config->state_db); !state) {
+    std::cerr << "switchyard serve: state_db: " << state.error().message << "\n";
     return 2;
   }
 
