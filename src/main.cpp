@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   const Command commands[] = {
 
       add_serve_command(app),  add_sim_command(app),   add_plan_command(app),
-      add_doctor_command(app), add_bench_command(app),
+      add_doctor_command(app), add_bench_command(app), add_keys_command(app),
+      add_usage_command(app),
   };
 
   try {

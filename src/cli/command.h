@@ -19,5 +19,7 @@ Command add_sim_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_doctor_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_keys_command(CLI::App& app);
+Command add_usage_command(CLI::App& app);
 
 }  // namespace switchyard::cli

@@ -21,6 +21,7 @@
 #include "gateway/gateway.h"
 #include "http/server.h"
 #include "obs/gateway_metrics.h"
+#include "tenancy/key_store.h"
 
 namespace switchyard::cli {
 
@@ -95,6 +96,12 @@ int run_serve(const ServeFlags& flags) {
     return 2;
   }
   if (flags.check) return check_config(*config, flags.config_path);
+
+  // The keys and the usage ledger: created or upgraded before the first request.
+  if (auto state = tenancy::open_state_db(config->state_db); !state) {
+    std::cerr << "switchyard serve: state_db: " << state.error().message << "\n";
+    return 2;
+  }
 
   net::io_context io(1);  // one I/O thread: the router, queue and pools are not locked
   // A terminal gets each line as it is logged; a file or pipe gets them in

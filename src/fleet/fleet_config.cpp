@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -203,6 +204,86 @@ void parse_queue(const YAML::Node& node, QueueOptions& q) {
   if (node["max_wait"]) q.max_wait = duration(node["max_wait"], "queue.max_wait");
 }
 
+std::int64_t positive_int64(const YAML::Node& node, const std::string& field) {
+  const auto s = scalar(node, field);
+  std::int64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size() || value < 1)
+    fail(node, fmt::format("{}: expected a positive integer, got '{}'", field, s));
+  return value;
+}
+
+// The limit fields of one api_keys entry (the same names as the keys CLI's
+// flags, with underscores).
+KeyLimits parse_key_limits(const YAML::Node& node, const std::string& where) {
+  KeyLimits l;
+  if (node["models"]) l.models = string_list(node["models"], where + ".models");
+  if (node["rpm"]) l.rpm = positive_int64(node["rpm"], where + ".rpm");
+  if (node["tpm"]) l.tpm = positive_int64(node["tpm"], where + ".tpm");
+  if (node["tokens_per_day"])
+    l.tokens_per_day = positive_int64(node["tokens_per_day"], where + ".tokens_per_day");
+  if (node["max_concurrency"])
+    l.max_concurrency = positive_int(node["max_concurrency"], where + ".max_concurrency");
+  if (node["max_sessions"])
+    l.max_sessions = positive_int(node["max_sessions"], where + ".max_sessions");
+  if (node["session_idle"]) {
+    l.session_idle = duration(node["session_idle"], where + ".session_idle");
+    if (l.session_idle.count() == 0)
+      fail(node["session_idle"], where + ".session_idle: must be above 0");
+  }
+  if (node["priority"]) {
+    const auto s = scalar(node["priority"], where + ".priority");
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), l.priority);
+    if (ec != std::errc() || end != s.data() + s.size())
+      fail(node["priority"], fmt::format("{}.priority: expected an integer, got '{}'", where, s));
+  }
+  if (node["weight"]) {
+    const auto s = scalar(node["weight"], where + ".weight");
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), l.weight);
+    if (ec != std::errc() || end != s.data() + s.size() || !(l.weight > 0) ||
+        !std::isfinite(l.weight))
+      fail(node["weight"], fmt::format("{}.weight: expected a number above 0, got '{}'", where, s));
+  }
+  return l;
+}
+
+// api_keys: a list of keys, each a plain string or a mapping with the key,
+// an optional name and limits.
+void parse_api_keys(const YAML::Node& node, FleetConfig& c) {
+  if (!node.IsSequence())
+    fail(node, fmt::format("api_keys: expected a list of keys, got {}", describe(node)));
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const auto where = fmt::format("api_keys[{}]", i);
+    const YAML::Node entry = node[i];
+    StaticKey k;
+    k.name = where;
+    if (entry.IsMap()) {
+      check_keys(entry, where,
+                 {"key", "name", "models", "rpm", "tpm", "tokens_per_day", "max_concurrency",
+                  "max_sessions", "session_idle", "priority", "weight"});
+      if (!entry["key"]) fail(entry, where + ".key: required (the secret clients send)");
+      k.key = non_empty(entry["key"], where + ".key");
+      if (entry["name"]) k.name = non_empty(entry["name"], where + ".name");
+      k.limits = parse_key_limits(entry, where);
+    } else {
+      k.key = non_empty(entry, where);
+    }
+    if (!names.insert(k.name).second)
+      fail(entry, fmt::format("{}.name: '{}' is used twice", where, k.name));
+    c.api_keys.push_back(k.key);
+    c.static_keys.push_back(std::move(k));
+  }
+}
+
+// state_db, relative to the config file's directory.
+void parse_state_db(const YAML::Node& root, FleetConfig& c) {
+  std::filesystem::path db = "switchyard.db";
+  if (const auto node = root["state_db"]) db = non_empty(node, "state_db");
+  if (db.is_relative()) db = std::filesystem::path(c.source).parent_path() / db;
+  c.state_db = db.lexically_normal().string();
+}
+
 // Cross-field rules: unique names, aliases that do not collide, instances
 // that name a known model.
 void validate(const YAML::Node& root, FleetConfig& c) {
@@ -285,7 +366,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     check_keys(root, "",
                {"listen", "models", "instances", "api_keys", "admin_key", "routing", "body_limit",
                 "max_connections", "attempts", "retry_budget", "health_detail", "timeouts",
-                "health", "queue"});
+                "health", "queue", "state_db"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -304,7 +385,8 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
           c.models.push_back({inst.model, {}});
       }
     }
-    if (const auto keys = root["api_keys"]) c.api_keys = string_list(keys, "api_keys");
+    if (const auto keys = root["api_keys"]) parse_api_keys(keys, c);
+    parse_state_db(root, c);
     if (const auto admin = root["admin_key"]) c.admin_key = non_empty(admin, "admin_key");
     if (const auto routing = root["routing"]) {
       const auto policy = scalar(routing, "routing");
@@ -373,6 +455,7 @@ std::vector<std::string> restart_only_changes(const FleetConfig& running, const 
   check(h.metrics_interval != k.metrics_interval, "health.metrics_interval");
   check(running.queue.max_length != next.queue.max_length, "queue.max_length");
   check(running.queue.max_wait != next.queue.max_wait, "queue.max_wait");
+  check(running.state_db != next.state_db, "state_db");
   return changed;
 }
 
@@ -384,6 +467,7 @@ FleetConfig keep_restart_only_settings(const FleetConfig& running, FleetConfig n
   next.timeouts = running.timeouts;
   next.health = running.health;
   next.queue = running.queue;
+  next.state_db = running.state_db;
   return next;
 }
 

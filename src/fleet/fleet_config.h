@@ -90,12 +90,50 @@ struct QueueOptions {
 
 enum class RoutingPolicy { least_outstanding, round_robin };
 
+// What one API key may use (docs/keys.md). Unset limits do not apply.
+struct KeyLimits {
+  std::vector<std::string> models;  // models (canonical names) the key may use; empty: all
+  // Requests per minute and tokens (prompt + completion) per minute, as
+  // GCRA: a whole minute's worth may come at once, then it refills evenly.
+  std::optional<std::int64_t> rpm;
+  std::optional<std::int64_t> tpm;
+  std::optional<std::int64_t> tokens_per_day;  // per UTC day
+  // Requests in flight at once; the excess waits (up to queue.max_wait).
+  std::optional<int> max_concurrency;
+  // Agent sessions active at once; a session is active from its first
+  // request until session_idle after its last. New sessions beyond the cap
+  // wait for a seat (up to queue.max_wait).
+  std::optional<int> max_sessions;
+  std::chrono::milliseconds session_idle{std::chrono::minutes(5)};
+  // Queue order: higher priority bands are served first; within a band, keys
+  // share slots in proportion to weight (in estimated tokens).
+  int priority = 0;
+  double weight = 1;
+
+  bool operator==(const KeyLimits&) const = default;
+};
+
+// A key from the config file's api_keys (the database holds the others).
+struct StaticKey {
+  std::string name;  // what logs and metrics say; "api_keys[i]" when not given
+  std::string key;
+  KeyLimits limits;
+
+  bool operator==(const StaticKey&) const = default;
+};
+
 struct FleetConfig {
   std::string source;  // file name, for messages
   std::string listen = "127.0.0.1:8080";
   std::vector<ModelConfig> models;
   std::vector<InstanceConfig> instances;
-  std::vector<std::string> api_keys;  // empty: no authentication
+  std::vector<std::string> api_keys;   // the static keys' secrets; empty: none
+  std::vector<StaticKey> static_keys;  // the same keys with their names and limits
+  // SQLite file with the keys `switchyard keys` manages and the usage ledger.
+  // Default: switchyard.db beside the config file; a relative path is taken
+  // from the config file's directory. Authentication is on when api_keys
+  // lists a key or the database has ever held one.
+  std::string state_db;
   // The admin routes' key (gateway/admin_access.h); empty: loopback clients only.
   std::string admin_key;
   RoutingPolicy policy = RoutingPolicy::least_outstanding;

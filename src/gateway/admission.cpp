@@ -1,16 +1,396 @@
 #include "gateway/admission.h"
 
+#include <boost/asio.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "openai/json_scan.h"
+
 namespace switchyard::gateway {
 
+namespace net = boost::asio;
+using net::awaitable;
+using namespace net::experimental::awaitable_operators;
 using openai::ApiError;
+using tenancy::Clock;
+using tenancy::Duration;
 
-boost::asio::awaitable<Verdict> Admit::run(RequestContext& ctx) {
-  if (!draining_) co_return Verdict::next;
-  // Requests already in flight or queued finish; new ones go elsewhere.
-  const ApiError error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
-  co_await ctx.answer(error,
-                      /*close=*/true);
+struct KeyWaiter {
+  explicit KeyWaiter(net::any_io_executor ex) : timer(ex) {}
+  enum class State { waiting, granted, revoked, closed };
+  net::steady_timer timer;  // expires at the wait bound or a seat's idle-out; cancelled to wake
+  std::string seat;         // the session it needs a seat for; empty: none
+  State state = State::waiting;
+};
+
+namespace {
+
+// Whether the key has room now for a request of `session` (empty: one that
+// needs no seat).
+bool has_room(KeyState& s, const std::string& session, tenancy::Time now) {
+  if (s.limits.max_concurrency && s.running >= *s.limits.max_concurrency) return false;
+  if (session.empty()) return true;
+  return s.seats.seated(session, now) || s.seats.active(now) < s.seats.cap();
+}
+
+void take_room(KeyState& s, const std::string& session, tenancy::Time now) {
+  ++s.running;
+  if (!session.empty()) s.seats.enter(session, now);
+}
+
+int whole_seconds_up(Duration d) {
+  return static_cast<int>(
+      std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(d).count()));
+}
+
+std::string seconds_text(Duration d) {
+  return fmt::format("{} s", whole_seconds_up(d));
+}
+
+ApiError limit_error(std::string message, std::string code, Duration retry_after) {
+  ApiError e = ApiError::rate_limited(std::move(message), std::move(code));
+  e.retry_after = whole_seconds_up(retry_after);
+  return e;
+}
+
+void add_rate_headers(RequestContext& ctx, const KeyState& s, tenancy::Time now) {
+  auto& h = ctx.response_headers;
+  if (s.rpm) {
+    h.set("x-ratelimit-limit-requests", std::to_string(s.rpm->limit()));
+    h.set("x-ratelimit-remaining-requests", std::to_string(s.rpm->remaining(now)));
+    h.set("x-ratelimit-reset-requests", reset_text(s.rpm->reset(now)));
+  }
+  if (s.tpm) {
+    h.set("x-ratelimit-limit-tokens", std::to_string(s.tpm->limit()));
+    h.set("x-ratelimit-remaining-tokens", std::to_string(s.tpm->remaining(now)));
+    h.set("x-ratelimit-reset-tokens", reset_text(s.tpm->reset(now)));
+  }
+}
+
+// The first limit of rpm, tpm and tokens per day that `cost` does not fit.
+std::optional<ApiError> rate_refusal(const KeyState& s, std::int64_t cost, tenancy::Time now) {
+  if (s.rpm) {
+    if (auto t = s.rpm->peek(now, 1); !t.ok)
+      return limit_error(fmt::format("the key '{}' is over its limit of {} requests per minute; "
+                                     "retry in {}",
+                                     s.name, s.rpm->limit(), seconds_text(t.retry_after)),
+                         "rate_limit_exceeded", t.retry_after);
+  }
+  if (s.tpm) {
+    if (cost > s.tpm->limit())
+      return limit_error(
+          fmt::format("the request may use {} tokens (prompt estimate + max_tokens), more than the "
+                      "key '{}' may use per minute ({}); lower max_tokens",
+                      cost, s.name, s.tpm->limit()),
+          "rate_limit_exceeded", std::chrono::minutes(1));
+    if (auto t = s.tpm->peek(now, cost); !t.ok)
+      return limit_error(fmt::format("the key '{}' is over its limit of {} tokens per minute "
+                                     "(this request reserves {}); retry in {}",
+                                     s.name, s.tpm->limit(), cost, seconds_text(t.retry_after)),
+                         "rate_limit_exceeded", t.retry_after);
+  }
+  if (s.day) {
+    if (auto t = s.day->peek(now, cost); !t.ok)
+      return limit_error(
+          fmt::format("the key '{}' has used {} of its {} tokens for today (UTC; this request "
+                      "reserves {}); the budget renews in {}",
+                      s.name, s.day->used(now), s.day->limit(), cost, seconds_text(t.retry_after)),
+          "budget_exceeded", t.retry_after);
+  }
+  return std::nullopt;
+}
+
+bool generates(openai::Endpoint e) {
+  using E = openai::Endpoint;
+  return e == E::chat_completions || e == E::completions || e == E::native_completion ||
+         e == E::infill || e == E::messages;
+}
+
+}  // namespace
+
+KeyState::KeyState(std::string name_, const fleet::KeyLimits& limits_)
+    : name(std::move(name_)), seats(1, limits_.session_idle) {
+  set_limits(limits_);
+}
+
+void KeyState::set_limits(const fleet::KeyLimits& next) {
+  const bool fresh = !rpm && !tpm && !day && running == 0;
+  if (fresh || next.rpm != limits.rpm)
+    rpm =
+        next.rpm ? std::optional(tenancy::Gcra(*next.rpm, std::chrono::minutes(1))) : std::nullopt;
+  if (fresh || next.tpm != limits.tpm)
+    tpm =
+        next.tpm ? std::optional(tenancy::Gcra(*next.tpm, std::chrono::minutes(1))) : std::nullopt;
+  if (fresh || next.tokens_per_day != limits.tokens_per_day)
+    day = next.tokens_per_day ? std::optional(tenancy::DayBudget(*next.tokens_per_day))
+                              : std::nullopt;
+  seats.set(next.max_sessions.value_or(1), next.session_idle);
+  limits = next;
+}
+
+KeyTicket& KeyTicket::operator=(KeyTicket&& o) noexcept {
+  if (this != &o) {
+    release();
+    state_ = std::move(o.state_);
+    session_ = std::move(o.session_);
+    reserved_ = o.reserved_;
+    o.state_.reset();
+  }
+  return *this;
+}
+
+void KeyTicket::correct(std::int64_t used, tenancy::Time now) {
+  auto s = state_.lock();
+  if (!s) return;
+  const std::int64_t delta = used - reserved_;
+  if (s->tpm) s->tpm->adjust(delta);
+  if (s->day) s->day->adjust(now, delta);
+  reserved_ = used;
+}
+
+void KeyTicket::release() {
+  auto s = state_.lock();
+  state_.reset();
+  if (!s) return;
+  --s->running;
+  if (!session_.empty()) s->seats.leave(session_, Clock::now());
+  serve_waiters(*s);
+}
+
+void serve_waiters(KeyState& s) {
+  const auto now = Clock::now();
+  for (KeyWaiter* w : s.waiters) {
+    if (w->state != KeyWaiter::State::waiting) continue;
+    if (s.revoked) {
+      w->state = KeyWaiter::State::revoked;
+    } else if (has_room(s, w->seat, now)) {
+      take_room(s, w->seat, now);
+      w->state = KeyWaiter::State::granted;
+    } else {
+      continue;
+    }
+    w->timer.cancel();
+  }
+}
+
+std::optional<std::int64_t> requested_max_tokens(std::string_view body) {
+  static constexpr std::string_view names[] = {"max_tokens", "max_completion_tokens", "n_predict"};
+  std::optional<std::string_view> found[std::size(names)];
+  openai::member_texts(body, names, found);
+  for (const auto& text : found) {
+    if (!text) continue;
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+    if (ec == std::errc() && end == text->data() + text->size() && n >= 0) return n;
+  }
+  return std::nullopt;
+}
+
+std::int64_t estimated_tokens(const RequestContext& ctx) {
+  const auto prompt = static_cast<std::int64_t>(ctx.facts.prompt.length / 4);
+  const bool generating = ctx.route.endpoint && generates(*ctx.route.endpoint);
+  const std::int64_t output =
+      generating ? requested_max_tokens(ctx.request.body).value_or(1024) : 0;
+  return std::max<std::int64_t>(1, prompt + output);
+}
+
+std::string reset_text(Duration d) {
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
+  if (ms < 1000) return fmt::format("{}ms", ms);
+  const auto s = (ms + 999) / 1000;
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{}s", s / 60, s % 60);
+  return fmt::format("{}h{}m{}s", s / 3600, s % 3600 / 60, s % 60);
+}
+
+awaitable<Verdict> Authenticate::run(RequestContext& ctx) {
+  if (!keys_.enabled()) co_return Verdict::next;
+  if (const KeyEntry* key = keys_.find(ctx.request.head.headers)) {
+    ctx.key_name = key->name;
+    co_return Verdict::next;
+  }
+  const ApiError error = ApiError::unauthorized("the API key is not valid");
+  co_await ctx.answer(error);
   co_return Verdict::answered;
+}
+
+Admit::Admit(net::any_io_executor executor, const bool& draining, const ApiKeys& keys,
+             const fleet::QueueOptions& queue)
+    : executor_(executor), draining_(draining), keys_(keys), queue_(queue) {}
+
+std::shared_ptr<KeyState> Admit::state_for(const KeyEntry& key) {
+  auto it = states_.find(key.name);
+  if (it == states_.end())
+    it = states_.emplace(key.name, std::make_shared<KeyState>(key.name, key.limits)).first;
+  return it->second;
+}
+
+awaitable<Verdict> Admit::run(RequestContext& ctx) {
+  if (draining_) {
+    // Requests already in flight or queued finish; new ones go elsewhere.
+    const ApiError error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
+    co_await ctx.answer(error, /*close=*/true);
+    co_return Verdict::answered;
+  }
+  if (ctx.key_name.empty()) co_return Verdict::next;
+  const KeyEntry* key = keys_.by_name(ctx.key_name);
+  if (!key) {
+    const ApiError error = ApiError::unauthorized("the API key was revoked");
+    co_await ctx.answer(error);
+    co_return Verdict::answered;
+  }
+  const auto& models = key->limits.models;
+  if (!models.empty() && std::find(models.begin(), models.end(), ctx.model) == models.end()) {
+    ApiError error = ApiError::forbidden(
+        fmt::format("the key '{}' may not use the model '{}'", key->name, ctx.client_model));
+    error.code = "model_not_allowed";
+    co_await ctx.answer(error);
+    co_return Verdict::answered;
+  }
+  std::shared_ptr<KeyState> state = state_for(*key);
+  const std::int64_t cost = estimated_tokens(ctx);
+  ctx.share = QueueShare{key->limits.priority, key->limits.weight, cost};
+  auto now = Clock::now();
+  if (auto refusal = rate_refusal(*state, cost, now)) {
+    add_rate_headers(ctx, *state, now);
+    co_await ctx.answer(*refusal);
+    co_return Verdict::answered;
+  }
+
+  // A session needs a seat only when the key caps sessions.
+  const std::string seat = key->limits.max_sessions ? ctx.session : std::string();
+  if (state->waiters.empty() && has_room(*state, seat, now)) {
+    take_room(*state, seat, now);
+  } else {
+    KeyWaiter waiter(executor_);
+    waiter.seat = seat;
+    const auto place = state->waiters.insert(state->waiters.end(), &waiter);
+    serve_waiters(*state);  // a seated session's request may go ahead of those waiting for seats
+    const auto deadline = std::chrono::steady_clock::now() + queue_.max_wait;
+    bool client_gone = false;
+    while (waiter.state == KeyWaiter::State::waiting && !closed_) {
+      // Wake at the bound, or when the first idle seat frees.
+      auto wake = deadline;
+      if (!seat.empty()) {
+        if (auto frees = state->seats.next_free(Clock::now()))
+          wake = std::min(wake,
+                          std::chrono::steady_clock::now() +
+                              std::chrono::ceil<std::chrono::milliseconds>(*frees - Clock::now()));
+      }
+      waiter.timer.expires_at(wake);
+      auto woken = co_await (waiter.timer.async_wait(net::as_tuple(net::use_awaitable)) ||
+                             ctx.exchange.until_client_gone());
+      if (woken.index() == 1) {
+        client_gone = true;
+        break;
+      }
+      if (waiter.state != KeyWaiter::State::waiting) break;
+      serve_waiters(*state);  // an idle seat may have freed
+      if (waiter.state == KeyWaiter::State::waiting && std::chrono::steady_clock::now() >= deadline)
+        break;
+    }
+    state->waiters.erase(place);
+    if (closed_ && waiter.state == KeyWaiter::State::waiting)
+      waiter.state = KeyWaiter::State::closed;
+    // From here what was granted is the ticket's to give back.
+    if (waiter.state == KeyWaiter::State::granted) ctx.ticket = KeyTicket(state, seat, 0);
+    if (client_gone) {
+      ctx.record.client_gone = true;
+      co_return Verdict::answered;
+    }
+    now = Clock::now();
+    std::optional<ApiError> error;
+    switch (waiter.state) {
+      case KeyWaiter::State::granted:
+        break;
+      case KeyWaiter::State::revoked:
+        error = ApiError::unauthorized("the API key was revoked");
+        break;
+      case KeyWaiter::State::closed:
+        error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
+        break;
+      case KeyWaiter::State::waiting:
+        if (!seat.empty() && !has_room(*state, seat, now) &&
+            (!state->limits.max_concurrency || state->running < *state->limits.max_concurrency)) {
+          const auto frees = state->seats.next_free(now);
+          const Duration until =
+              frees ? Duration(*frees - now) : Duration(state->limits.session_idle);
+          error = limit_error(
+              fmt::format("the key '{}' has {} active session(s), its max_sessions; the oldest "
+                          "seat frees in {}{} (a session idles out {} after its last request)",
+                          state->name, state->seats.cap(), seconds_text(until),
+                          frees ? "" : " after its running request ends",
+                          seconds_text(state->limits.session_idle)),
+              "session_limit_exceeded", until);
+        } else {
+          error = limit_error(
+              fmt::format("the key '{}' has {} request(s) running, its max_concurrency, and none "
+                          "finished within {}",
+                          state->name, state->limits.max_concurrency.value_or(0),
+                          seconds_text(queue_.max_wait)),
+              "concurrency_limit_exceeded", std::chrono::seconds(1));
+        }
+        break;
+    }
+    if (error) {
+      add_rate_headers(ctx, *state, now);
+      co_await ctx.answer(*error);
+      co_return Verdict::answered;
+    }
+  }
+  if (!ctx.ticket) ctx.ticket = KeyTicket(state, seat, 0);
+  // The rates again: the wait may have used them up.
+  if (auto refusal = rate_refusal(*state, cost, now)) {
+    ctx.ticket.release();
+    add_rate_headers(ctx, *state, now);
+    co_await ctx.answer(*refusal);
+    co_return Verdict::answered;
+  }
+  if (state->rpm) state->rpm->take(now, 1);
+  if (state->tpm) state->tpm->take(now, cost);
+  if (state->day) state->day->take(now, cost);
+  ctx.ticket.set_reserved(cost);  // corrected to the usage at the end
+  add_rate_headers(ctx, *state, now);
+  co_return Verdict::next;
+}
+
+void Admit::finish(RequestContext& ctx) {
+  if (!ctx.ticket) return;
+  // Without a usage report, a request that sent nothing to the client used
+  // nothing worth counting; one that did keeps its reservation.
+  const auto& r = ctx.record;
+  if (r.usage)
+    ctx.ticket.correct(r.usage->prompt_tokens + r.usage->completion_tokens, Clock::now());
+  else if (r.ttfb < 0)
+    ctx.ticket.correct(0, Clock::now());
+  ctx.ticket.release();
+}
+
+void Admit::keys_changed() {
+  for (auto it = states_.begin(); it != states_.end();) {
+    auto& s = *it->second;
+    if (const KeyEntry* key = keys_.by_name(it->first)) {
+      s.set_limits(key->limits);
+      serve_waiters(s);
+      ++it;
+    } else {
+      s.revoked = true;
+      serve_waiters(s);
+      it = states_.erase(it);
+    }
+  }
+}
+
+void Admit::release_all() {
+  closed_ = true;
+  for (auto& [name, s] : states_)
+    for (KeyWaiter* w : s->waiters) w->timer.cancel();
 }
 
 }  // namespace switchyard::gateway

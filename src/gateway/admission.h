@@ -1,19 +1,76 @@
-// The admit stage: whether the gateway takes the request at all. Today: not
-// while shutting down. Per-key limits and session seats belong here.
+// Who may go ahead, and when. Two stages:
+//
+// * authenticate (body stage, first): the request's key by name into
+//   ctx.key_name (the head stage already refused requests without a valid
+//   key; a key revoked since is refused here).
+// * admit (after resolve, where ctx.model and ctx.session are set): not
+//   while draining; then the key's limits (docs/keys.md): the models it may
+//   use, rpm / tpm / tokens per day (429 at once, with Retry-After), and
+//   max_concurrency / max_sessions, whose excess waits in the key's lane up
+//   to queue.max_wait. Tokens are reserved on admission (the estimated
+//   prompt plus max_tokens) and corrected to the usage at the end
+//   (finish()). Every answer past this stage carries the x-ratelimit-*
+//   headers of the key's rpm and tpm.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "fleet/fleet_config.h"
+#include "gateway/api_keys.h"
+#include "gateway/key_state.h"
 #include "gateway/pipeline.h"
 
 namespace switchyard::gateway {
 
-class Admit final : public Stage {
+class Authenticate final : public Stage {
  public:
-  // `draining` is the gateway's flag and must outlive the stage.
-  explicit Admit(const bool& draining) : draining_(draining) {}
+  // `keys` must outlive the stage (it may be reassigned).
+  explicit Authenticate(const ApiKeys& keys) : keys_(keys) {}
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
 
  private:
-  const bool& draining_;
+  const ApiKeys& keys_;
 };
+
+class Admit final : public Stage {
+ public:
+  // All references must outlive the stage. Single-threaded (the I/O thread).
+  Admit(boost::asio::any_io_executor executor, const bool& draining, const ApiKeys& keys,
+        const fleet::QueueOptions& queue);
+  boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
+
+  // The key table changed: new limits apply now; a revoked or removed key's
+  // waiting requests are refused at once.
+  void keys_changed();
+  // The request ended: its token reservation corrected to its usage, its
+  // slot and seat given back.
+  void finish(RequestContext& ctx);
+  // Shutdown: every wait ends with 503.
+  void release_all();
+
+ private:
+  std::shared_ptr<KeyState> state_for(const KeyEntry& key);
+
+  boost::asio::any_io_executor executor_;
+  const bool& draining_;
+  const ApiKeys& keys_;
+  const fleet::QueueOptions& queue_;
+  bool closed_ = false;
+  std::map<std::string, std::shared_ptr<KeyState>, std::less<>> states_;
+};
+
+// Tokens a request may use at most, for the reservation and the queue's
+// charge: its prompt (a byte count / 4) plus its max_tokens (or
+// max_completion_tokens, n_predict; 1024 when absent on a generating route).
+std::int64_t estimated_tokens(const RequestContext& ctx);
+// The max_tokens the body asks for, if any.
+std::optional<std::int64_t> requested_max_tokens(std::string_view body);
+
+// "250ms", "1s", "6m0s", "1h2m3s": how OpenAI writes x-ratelimit-reset-*.
+std::string reset_text(tenancy::Duration d);
 
 }  // namespace switchyard::gateway

@@ -27,6 +27,8 @@
 #include "gateway/status.h"
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
+#include "tenancy/key_watcher.h"
+#include "tenancy/usage_ledger.h"
 
 namespace switchyard::gateway {
 
@@ -55,13 +57,15 @@ struct Gateway::Impl {
         config(c),
         fleet(f),
         metrics(m),
-        keys(c.api_keys),
+        stored_keys(load_keys(c.state_db)),
+        keys(c.static_keys, stored_keys, !stored_keys.empty()),
         catalog(c.models),
         forward_options{c.attempts, c.retry_budget},
         router(fleet.instances(), make_routing_policy(c.policy)),
         queue(executor, router, c.queue),
+        authenticate(keys),
         resolve(catalog),
-        admit(draining),
+        admit(executor, draining, keys, config.queue),
         route(router, queue, config.queue, metrics),
         forwarder(Upstreams{fleet.instances(),
                             [this](std::size_t i, const std::string& why) {
@@ -70,7 +74,7 @@ struct Gateway::Impl {
                             [this](std::size_t i) { fleet.report_success(i); }},
                   route, forward_options, metrics),
         accounting(metrics),
-        pipeline({&resolve, &admit, &route, &forwarder}),
+        pipeline({&authenticate, &resolve, &admit, &route, &forwarder}),
         rng(std::random_device{}()),
         scraper(executor, fleet.instances(), c.health.metrics_interval),
         feed(executor, [this] {
@@ -79,7 +83,14 @@ struct Gateway::Impl {
           for (const auto& i : s.instances) g.tokens_per_second += i.tokens_per_second;
           for (const auto& m : s.models) g.queued += m.queued;
           return g;
-        }) {
+        }),
+        ledger(c.state_db),
+        key_watcher(c.state_db, stored_version, std::chrono::milliseconds(200),
+                    [this, alive = std::weak_ptr<char>(alive)](tenancy::StoredKeys next) {
+                      net::post(this->executor, [this, alive, next = std::move(next)]() mutable {
+                        if (alive.lock()) apply_stored_keys(std::move(next.keys));
+                      });
+                    }) {
     // A freed slot goes to the next waiter of its model; a removed instance
     // is stopped once its last request is done.
     router.on_release([this](std::size_t index, const std::string& model) {
@@ -107,6 +118,37 @@ struct Gateway::Impl {
     fleet.on_change(nullptr);
     scraper.stop();
   }
+  // The keys in the state database, at start-up (the watcher keeps them
+  // current from then on).
+  std::vector<tenancy::KeyRecord> load_keys(const std::string& path) {
+    auto loaded = tenancy::load_stored_keys(path);
+    if (!loaded) {
+      spdlog::error("keys: {}", loaded.error().message);
+      return {};
+    }
+    stored_version = loaded->version;
+    return std::move(loaded->keys);
+  }
+  // A new key table (static keys or stored ones changed): limits apply at
+  // once; requests of a key that is gone or revoked are refused, queued
+  // ones included.
+  void set_keys(ApiKeys next) {
+    std::vector<std::string> gone;
+    for (const auto& e : keys.entries())
+      if (!e.revoked && !next.by_name(e.name)) gone.push_back(e.name);
+    keys = std::move(next);
+    admit.keys_changed();
+    for (const auto& name : gone) {
+      spdlog::info("keys: '{}' revoked or removed; its waiting requests are refused", name);
+      queue.refuse_key(name);
+    }
+  }
+  void apply_stored_keys(std::vector<tenancy::KeyRecord> next) {
+    stored_keys = std::move(next);
+    set_keys(ApiKeys(config.static_keys, stored_keys, !stored_keys.empty()));
+    spdlog::info("keys: {} stored key(s) loaded from {}", stored_keys.size(), config.state_db);
+  }
+  void record_usage(const RequestContext& ctx);
   void stop_instance(std::size_t index) {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
   }
@@ -126,6 +168,8 @@ struct Gateway::Impl {
   fleet::FleetConfig config;  // replaced field by field on reload()
   fleet::Fleet& fleet;
   obs::GatewayMetrics& metrics;
+  std::int64_t stored_version = 0;  // set by load_keys()
+  std::vector<tenancy::KeyRecord> stored_keys;
   ApiKeys keys;
   ModelCatalog catalog;
   ForwardOptions forward_options;
@@ -133,6 +177,7 @@ struct Gateway::Impl {
   Router router;
   WaitQueue queue;
   // The stages, in the order the pipeline runs them.
+  Authenticate authenticate;
   Resolve resolve;
   Admit admit;
   RouteStage route;
@@ -144,6 +189,11 @@ struct Gateway::Impl {
   fleet::MetricsScraper scraper;   // each ready engine's /metrics
   advisor::LiveAdvisor advisor;    // doctor's backend checks on those scrapes
   ConsoleFeed feed;                // the dashboard's requests and charts
+  tenancy::UsageLedger ledger;
+  // Last: its thread posts key changes here until it is joined. Posted
+  // changes that run after the gateway is gone find `alive` expired.
+  std::shared_ptr<char> alive = std::make_shared<char>();
+  tenancy::KeyWatcher key_watcher;
 };
 
 Gateway::Gateway(net::any_io_executor executor, const fleet::FleetConfig& config,
@@ -161,9 +211,10 @@ std::string Gateway::reload(const fleet::FleetConfig& next) {
       g.retiring.insert(i);
   }
   g.catalog = ModelCatalog(next.models);
-  g.keys = ApiKeys(next.api_keys);
   g.config.models = next.models;
   g.config.api_keys = next.api_keys;
+  g.config.static_keys = next.static_keys;
+  g.set_keys(ApiKeys(next.static_keys, g.stored_keys, !g.stored_keys.empty()));
   g.config.attempts = next.attempts;
   g.config.retry_budget = next.retry_budget;
   g.config.health_detail_public = next.health_detail_public;
@@ -177,6 +228,7 @@ void Gateway::begin_drain() {
   impl_->draining = true;
 }
 void Gateway::stop_waiting() {
+  impl_->admit.release_all();
   impl_->queue.release_all();
 }
 
@@ -243,6 +295,8 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   if (listed) feed.begin(ctx.record, ctx.key_name);
   if (route.kind == RouteKind::proxy) {
     co_await pipeline.run(ctx);
+    admit.finish(ctx);
+    record_usage(ctx);
   } else if (route.kind == RouteKind::events) {
     ctx.record.status = 200;
     co_await stream_events(
@@ -257,6 +311,33 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   }
   if (listed) feed.finish(ctx.record, ctx.key_name);
   accounting.finish(request.head, ctx.record);
+}
+
+void Gateway::Impl::record_usage(const RequestContext& ctx) {
+  const auto& r = ctx.record;
+  tenancy::UsageRow row;
+  const auto arrival = std::chrono::system_clock::now() -
+                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                           std::chrono::duration<double>(r.seconds_since_start()));
+  row.time_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(arrival.time_since_epoch()).count();
+  row.request_id = r.id;
+  row.key = ctx.key_name;
+  row.model = r.model.empty() ? ctx.model : r.model;
+  row.instance = r.instance;
+  row.endpoint = std::string(ctx.route.path);
+  row.outcome = to_string(r.outcome());
+  row.status = r.logged_status();
+  if (r.usage) {
+    row.prompt_tokens = r.usage->prompt_tokens;
+    row.cached_tokens = r.usage->cached_tokens;
+    row.completion_tokens = r.usage->completion_tokens;
+  }
+  row.max_tokens = requested_max_tokens(ctx.request.body);
+  row.ttft_ms = r.ttfb < 0 ? -1 : r.ttfb * 1000;
+  row.duration_ms = r.seconds_since_start() * 1000;
+  row.session = ctx.session;
+  ledger.submit(std::move(row));
 }
 
 http::Response Gateway::Impl::local_response(const Route& route,

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "gateway/key_state.h"
+#include "gateway/queue_share.h"
 #include "gateway/request_record.h"
 #include "gateway/route_query.h"
 #include "gateway/router.h"
@@ -47,6 +49,11 @@ struct RequestContext {
   std::string model;         // the canonical model the request runs on
   std::string client_model;  // the name the client asked for (what responses say)
   std::string session;       // the agent session (gateway/session_id.h); empty when none
+
+  // Set by admit: the key's place in the queue, and what it took of the
+  // key's limits (given back when the request ends).
+  QueueShare share;
+  KeyTicket ticket;
 
   // Set by route, and again by forward for each retry.
   RouteLease lease;                   // the slot, for calls that take one

@@ -57,8 +57,8 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
     }
     if (why == Router::Refusal::no_instance_ready) co_return Routed::none_left;
   }
-  auto waited =
-      co_await (queue_.acquire(query, retry, max_wait) || ctx.exchange.until_client_gone());
+  auto waited = co_await (queue_.acquire(query, retry, max_wait, ctx.share) ||
+                          ctx.exchange.until_client_gone());
   if (waited.index() == 1) {
     ctx.record.client_gone = true;
     co_return Routed::answered;
@@ -85,6 +85,11 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
     }
     case Admission::Outcome::shutting_down: {
       const ApiError error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
+      co_await ctx.answer(error);
+      co_return Routed::answered;
+    }
+    case Admission::Outcome::key_revoked: {
+      const ApiError error = ApiError::unauthorized("the API key was revoked");
       co_await ctx.answer(error);
       co_return Routed::answered;
     }

@@ -79,7 +79,8 @@ std::string error_body(const ApiError& e, Dialect dialect) {
 
 http::Response error_response(const ApiError& e, Dialect dialect) {
   http::Response r = http::json_response(e.status, error_body(e, dialect));
-  if (e.status == 503 || e.status == 429) r.headers.add("Retry-After", "1");
+  if (e.status == 503 || e.status == 429)
+    r.headers.add("Retry-After", std::to_string(e.retry_after));
   return r;
 }
 

@@ -15,6 +15,7 @@ struct ApiError {
   std::string type;     // invalid_request_error, authentication_error, ...
   std::string param;    // the offending field, or empty
   std::string code;     // a stable machine-readable code, or empty
+  int retry_after = 1;  // seconds, sent as Retry-After with a 429 or 503
 
   static ApiError bad_request(std::string message, std::string param = {});
   static ApiError unauthorized(std::string message);

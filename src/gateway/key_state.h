@@ -1,0 +1,63 @@
+// What the gateway tracks per API key while it runs (gateway/admission):
+// the rate and budget counters, the requests running, the session seats,
+// and the requests waiting in the key's lane for a slot or a seat.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "fleet/fleet_config.h"
+#include "tenancy/limits.h"
+
+namespace switchyard::gateway {
+
+struct KeyWaiter;  // gateway/admission.cpp
+
+struct KeyState {
+  explicit KeyState(std::string name_, const fleet::KeyLimits& limits_);
+  // New limits; counters of the limits that stay the same carry on.
+  void set_limits(const fleet::KeyLimits& next);
+
+  std::string name;
+  fleet::KeyLimits limits;
+  std::optional<tenancy::Gcra> rpm, tpm;
+  std::optional<tenancy::DayBudget> day;
+  tenancy::SessionSeats seats;
+  int running = 0;
+  bool revoked = false;
+  std::list<KeyWaiter*> waiters;  // in arrival order; owned by their coroutines
+};
+
+// What admission took for one request: a running slot, a session's seat,
+// reserved tokens. Given back when destroyed. Like RouteLease it may outlive
+// the gateway (frames destroyed at shutdown): it then gives back nothing.
+class KeyTicket {
+ public:
+  KeyTicket() = default;
+  KeyTicket(std::weak_ptr<KeyState> state, std::string session, std::int64_t reserved)
+      : state_(std::move(state)), session_(std::move(session)), reserved_(reserved) {}
+  KeyTicket(KeyTicket&& o) noexcept = default;
+  KeyTicket& operator=(KeyTicket&& o) noexcept;
+  ~KeyTicket() { release(); }
+
+  explicit operator bool() const { return !state_.expired(); }
+  // The tokens admission charged for the request.
+  void set_reserved(std::int64_t tokens) { reserved_ = tokens; }
+  // The reservation corrected to `used` tokens (the request's usage).
+  void correct(std::int64_t used, tenancy::Time now);
+  // Gives everything back now (as destruction would).
+  void release();
+
+ private:
+  std::weak_ptr<KeyState> state_;
+  std::string session_;  // empty: no seat held
+  std::int64_t reserved_ = 0;
+};
+
+// Hands freed slots and seats to the key's waiters in order (admission.cpp).
+void serve_waiters(KeyState& state);
+
+}  // namespace switchyard::gateway

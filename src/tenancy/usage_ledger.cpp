@@ -1,0 +1,148 @@
+#include "tenancy/usage_ledger.h"
+
+#include <chrono>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "tenancy/key_store.h"
+
+namespace switchyard::tenancy {
+
+namespace {
+
+// Batches are written at most this often, so a burst is one transaction.
+constexpr auto batch_interval = std::chrono::milliseconds(100);
+
+Result<Done> write_batch(Database& db, Statement& insert, Statement& touch,
+                         const std::vector<UsageRow>& rows) {
+  if (auto ok = db.exec("BEGIN IMMEDIATE"); !ok) return ok.error();
+  std::map<std::string, std::int64_t> last_used;  // seconds, by key
+  for (const auto& r : rows) {
+    insert.bind(1, r.time_ms)
+        .bind(2, r.request_id)
+        .bind(3, r.key)
+        .bind(4, r.model)
+        .bind(5, r.instance)
+        .bind(6, r.endpoint)
+        .bind(7, r.outcome)
+        .bind(8, std::int64_t{r.status})
+        .bind(9, r.prompt_tokens)
+        .bind(10, r.cached_tokens)
+        .bind(11, r.completion_tokens)
+        .bind(12, r.max_tokens)
+        .bind(14, r.duration_ms)
+        .bind(15, r.session);
+    r.ttft_ms >= 0 ? insert.bind(13, r.ttft_ms) : insert.bind_null(13);
+    if (auto ok = insert.run(); !ok) {
+      (void)db.exec("ROLLBACK");
+      return ok.error();
+    }
+    if (!r.key.empty()) last_used[r.key] = std::max(last_used[r.key], r.time_ms / 1000);
+  }
+  for (const auto& [key, seconds] : last_used) {
+    touch.bind(1, key).bind(2, seconds);
+    if (auto ok = touch.run(); !ok) {
+      (void)db.exec("ROLLBACK");
+      return ok.error();
+    }
+  }
+  return db.exec("COMMIT");
+}
+
+}  // namespace
+
+UsageLedger::UsageLedger(std::string path, std::size_t capacity)
+    : path_(std::move(path)), capacity_(capacity), thread_([this] { run(); }) {}
+
+UsageLedger::~UsageLedger() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+bool UsageLedger::submit(UsageRow row) {
+  std::lock_guard lock(mutex_);
+  if (pending_.size() >= capacity_) {
+    if (dropped_++ % 1000 == 0)
+      spdlog::warn("usage ledger: buffer full ({} rows), {} row(s) dropped so far", capacity_,
+                   dropped_);
+    return false;
+  }
+  pending_.push_back(std::move(row));
+  ++submitted_;
+  return true;
+}
+
+void UsageLedger::flush() {
+  std::unique_lock lock(mutex_);
+  const auto target = submitted_;
+  wake_.notify_all();
+  written_.wait(lock, [&] { return done_ >= target || stop_; });
+}
+
+std::uint64_t UsageLedger::dropped() const {
+  std::lock_guard lock(mutex_);
+  return dropped_;
+}
+
+void UsageLedger::run() {
+  std::optional<Database> db;
+  std::optional<Statement> insert, touch;
+  bool failing = false;
+  std::vector<UsageRow> batch;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait_for(lock, batch_interval, [this] { return stop_ || !pending_.empty(); });
+    batch.clear();
+    batch.swap(pending_);
+    const bool stopping = stop_;
+    lock.unlock();
+    if (!batch.empty()) {
+      if (!db) {
+        auto opened = open_state_db(path_);
+        if (opened) {
+          db.emplace(std::move(*opened));
+          auto i = db->prepare(
+              "INSERT INTO usage (time_ms, request_id, key, model, instance, endpoint, outcome, "
+              "status, prompt_tokens, cached_tokens, completion_tokens, max_tokens, ttft_ms, "
+              "duration_ms, session) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+              "?13, ?14, ?15)");
+          auto t = db->prepare(
+              "UPDATE keys SET last_used = max(coalesce(last_used, 0), ?2) WHERE name = ?1");
+          if (i && t) {
+            insert.emplace(std::move(*i));
+            touch.emplace(std::move(*t));
+          } else {
+            spdlog::error("usage ledger: {}", (i ? t.error() : i.error()).message);
+            db.reset();
+          }
+        } else if (!failing) {
+          spdlog::error("usage ledger: {}", opened.error().message);
+        }
+      }
+      auto written = db ? write_batch(*db, *insert, *touch, batch)
+                        : Result<Done>(Error{"the state database is not open"});
+      if (!written) {
+        if (!failing)
+          spdlog::error("usage ledger: {} row(s) not written: {}", batch.size(),
+                        written.error().message);
+        failing = true;
+        insert.reset();
+        touch.reset();
+        db.reset();
+      } else {
+        failing = false;
+      }
+    }
+    lock.lock();
+    done_ += batch.size();
+    written_.notify_all();
+    if (stopping && pending_.empty()) break;
+  }
+}
+
+}  // namespace switchyard::tenancy

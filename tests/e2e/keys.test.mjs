@@ -1,0 +1,186 @@
+// Keys, limits, sessions, the fair queue and the usage ledger (issue 14),
+// against the real binary: `switchyard keys` changes a running gateway's
+// keys without a reload; every limit answers 429 with its code, Retry-After
+// and the x-ratelimit-* headers; a session cap holds a new agent; one key's
+// flood does not starve another's lone request; the ledger matches what the
+// clients received.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import {
+  USER_MESSAGES, expectError, fetchJson, queueDepth, runSwitchyard, scrapeMetric, simInstance, startGateway, stopAll, waitUntil,
+} from './harness.mjs';
+
+const TIMEOUT = { timeout: 30_000 };
+const MODEL = 'qwen-27b';
+const STATIC = 'sk-static-admin';
+const bearer = (key) => ({ authorization: `Bearer ${key}` });
+const chat = (url, key, { maxTokens = 4, headers = {}, content = 'Say something.' } = {}) => fetchJson(`${url}/v1/chat/completions`, {
+  headers: { ...bearer(key), ...headers },
+  body: { model: MODEL, max_tokens: maxTokens, messages: [{ role: 'user', content }] },
+  timeoutMs: 20_000,
+});
+
+async function createKey(gw, name, flags = []) {
+  const r = await runSwitchyard(['keys', '-c', gw.configFile, 'create', name, ...flags]);
+  assert.equal(r.code, 0, r.output);
+  const key = r.output.match(/^(sy-\S+)$/m)?.[1];
+  assert.ok(key, `a key printed: ${r.output}`);
+  return key;
+}
+
+describe('keys CLI and limits', () => {
+  let gw;
+  before(async () => {
+    gw = await startGateway({
+      models: [{ name: MODEL, aliases: ['default'] }, { name: 'slow', aliases: [] }],
+      instances: [simInstance('gpu0', MODEL, { slots: 4, speedFactor: 50 }),
+        simInstance('slow0', 'slow', { slots: 1, speedFactor: 1, tokensPerSecond: 10 })],
+      api_keys: [STATIC],
+      queue: { max_wait: '1s' },
+    });
+  });
+  after(stopAll);
+
+  test('a created key works within a second, is listed without its secret, and is refused once revoked', TIMEOUT, async () => {
+    const key = await createKey(gw, 'alice');
+    await waitUntil(async () => (await chat(gw.url, key)).status === 200, { timeoutMs: 2000, what: 'the new key accepted' });
+    const list = await runSwitchyard(['keys', '-c', gw.configFile, 'list']);
+    assert.equal(list.code, 0);
+    assert.match(list.output, /alice\s+sy-\S{7}…/);
+    assert.ok(!list.output.includes(key), 'the key itself is never listed');
+    assert.ok(!gw.output().includes(key), 'the key is never logged');
+    const revoke = await runSwitchyard(['keys', '-c', gw.configFile, 'revoke', 'alice']);
+    assert.equal(revoke.code, 0, revoke.output);
+    await waitUntil(async () => (await chat(gw.url, key)).status === 401, { timeoutMs: 2000, what: 'the revoked key refused' });
+    assert.equal((await chat(gw.url, STATIC)).status, 200, 'static keys keep working');
+    const again = await runSwitchyard(['keys', '-c', gw.configFile, 'create', 'alice']);
+    assert.equal(again.code, 2);
+    assert.match(again.output, /exists already \(revoked\)/);
+  });
+
+  test('rpm: 429 rate_limit_exceeded with Retry-After; x-ratelimit headers on every answer', TIMEOUT, async () => {
+    const key = await createKey(gw, 'rpm-key', ['--rpm', '2', '--tpm', '100000']);
+    await waitUntil(async () => (await chat(gw.url, key)).status === 200, { timeoutMs: 2000, what: 'the key accepted' });
+    const second = await chat(gw.url, key);
+    assert.equal(second.status, 200);
+    assert.equal(second.headers.get('x-ratelimit-limit-requests'), '2');
+    assert.equal(second.headers.get('x-ratelimit-remaining-requests'), '0');
+    assert.match(second.headers.get('x-ratelimit-reset-requests'), /^\d+(ms|s|m\d+s)$/);
+    assert.equal(second.headers.get('x-ratelimit-limit-tokens'), '100000');
+    assert.ok(Number(second.headers.get('x-ratelimit-remaining-tokens')) < 100000);
+    const third = await chat(gw.url, key);
+    expectError(assert, third, 429, { code: 'rate_limit_exceeded', messageIncludes: ['rpm-key', '2 requests per minute'] });
+    assert.ok(Number(third.headers.get('retry-after')) >= 20, `Retry-After ${third.headers.get('retry-after')}`);
+    assert.equal(third.headers.get('x-ratelimit-remaining-requests'), '0');
+  });
+
+  test('tpm and tokens per day: the reservation (prompt + max_tokens) is checked up front', TIMEOUT, async () => {
+    const tpm = await createKey(gw, 'tpm-key', ['--tpm', '100']);
+    await waitUntil(async () => (await chat(gw.url, tpm, { maxTokens: 20 })).status === 200, { timeoutMs: 2000, what: 'the key accepted' });
+    expectError(assert, await chat(gw.url, tpm, { maxTokens: 500 }), 429, { code: 'rate_limit_exceeded', messageIncludes: 'lower max_tokens' });
+    const day = await createKey(gw, 'day-key', ['--tokens-per-day', '60']);
+    await waitUntil(async () => (await chat(gw.url, day, { maxTokens: 20 })).status === 200, { timeoutMs: 2000, what: 'the key accepted' });
+    const over = await chat(gw.url, day, { maxTokens: 59 });
+    expectError(assert, over, 429, { code: 'budget_exceeded', messageIncludes: 'for today' });
+    assert.ok(Number(over.headers.get('retry-after')) >= 1);
+  });
+
+  test('max_concurrency: the excess waits in the key\'s lane, then 429 concurrency_limit_exceeded', TIMEOUT, async () => {
+    const key = await createKey(gw, 'one-at-a-time', ['--max-concurrency', '1']);
+    await waitUntil(async () => (await chat(gw.url, key)).status === 200, { timeoutMs: 2000, what: 'the key accepted' });
+    // The first runs until the test lets it go; the second waits out queue.max_wait (1 s).
+    const leave = new AbortController();
+    const long = fetchJson(`${gw.url}/v1/chat/completions`, {
+      headers: bearer(key), signal: leave.signal, timeoutMs: 20_000,
+      body: { model: 'slow', max_tokens: 1000, ignore_eos: true, messages: USER_MESSAGES },
+    }).catch(() => 'left');
+    await waitUntil(async () => (await scrapeMetric(gw.url, 'switchyard_instance_in_flight', { instance: 'slow0' })) === 1, { what: 'the long request running' });
+    const waited = await chat(gw.url, key);
+    expectError(assert, waited, 429, { code: 'concurrency_limit_exceeded', messageIncludes: 'max_concurrency' });
+    assert.equal((await chat(gw.url, STATIC)).status, 200, 'other keys are not held');
+    leave.abort();
+    assert.equal(await long, 'left');
+    // Its slot is given back when it ends.
+    await waitUntil(async () => (await chat(gw.url, key)).status === 200, { what: 'the key\'s slot given back' });
+  });
+
+  test('max_sessions 1: a seated session goes ahead, a second waits for the seat, then 429 naming the cap', TIMEOUT, async () => {
+    const key = await createKey(gw, 'one-agent', ['--max-sessions', '1', '--session-idle', '1h']);
+    const agent = (id) => chat(gw.url, key, { headers: { 'x-session-id': id } });
+    await waitUntil(async () => (await agent('agent-a')).status === 200, { timeoutMs: 2000, what: 'the key accepted' });
+    assert.equal((await agent('agent-a')).status, 200, 'the seated session goes ahead');
+    const second = await agent('agent-b');
+    expectError(assert, second, 429, { code: 'session_limit_exceeded', messageIncludes: ['1 active session', 'max_sessions', 'frees in'] });
+    assert.ok(Number(second.headers.get('retry-after')) > 3000, 'Retry-After: when the oldest seat frees');
+
+    const idle = await createKey(gw, 'short-idle', ['--max-sessions', '1', '--session-idle', '300ms']);
+    const a = (id) => chat(gw.url, idle, { headers: { 'x-session-id': id } });
+    await waitUntil(async () => (await a('first')).status === 200, { timeoutMs: 2000, what: 'the key accepted' });
+    // Held until the first idles out (well within queue.max_wait), then seated.
+    assert.equal((await a('second')).status, 200);
+  });
+
+  test('a key limited to some models gets 403 model_not_allowed for others', TIMEOUT, async () => {
+    const key = await createKey(gw, 'other-models', ['--models', 'some-other-model']);
+    await waitUntil(async () => (await chat(gw.url, key)).status === 403, { timeoutMs: 2000, what: 'the key known' });
+    expectError(assert, await chat(gw.url, key), 403, { code: 'model_not_allowed' });
+  });
+});
+
+describe('fair queue and ledger', () => {
+  let gw;
+  before(async () => {
+    gw = await startGateway({
+      models: [{ name: MODEL, aliases: ['default'] }],
+      instances: [simInstance('gpu0', MODEL, { slots: 1, speedFactor: 2 })],
+      api_keys: [STATIC, { key: 'sk-flood', name: 'flood' }, { key: 'sk-lone', name: 'lone' }],
+      queue: { max_wait: '60s' },
+    });
+  });
+  after(stopAll);
+
+  test('one key flooding 50 requests delays another key\'s lone request by about one request', { timeout: 60_000 }, async () => {
+    const done = [];
+    const flood = Array.from({ length: 50 }, (_, i) => chat(gw.url, 'sk-flood', { maxTokens: 8, content: `flood ${i}` })
+      .then((r) => { assert.equal(r.status, 200); done.push('flood'); }));
+    await waitUntil(async () => (await queueDepth(gw.url, MODEL)) >= 30, { timeoutMs: 10_000, what: 'the flood queued' });
+    const before = done.length;
+    await chat(gw.url, 'sk-lone', { maxTokens: 8 }).then((r) => { assert.equal(r.status, 200); done.push('lone'); });
+    const floodServedMeanwhile = done.indexOf('lone') - before;
+    // FIFO would serve every queued flood request first (30 or more). Round
+    // robin: the one running, the flood's turn of this round, and one that
+    // may finish while the lone request is on its way.
+    assert.ok(floodServedMeanwhile <= 3, `${floodServedMeanwhile} flood requests went ahead of the lone one`);
+    await Promise.all(flood);
+  });
+
+  test('the ledger\'s rows match what the clients received', TIMEOUT, async () => {
+    const received = { prompt: 0, completion: 0, requests: 0 };
+    for (let i = 0; i < 5; ++i) {
+      const r = await chat(gw.url, 'sk-lone', { maxTokens: 6, content: `count me ${i}`, headers: { 'x-session-id': 'ledger-session' } });
+      assert.equal(r.status, 200);
+      received.prompt += r.body.usage.prompt_tokens;
+      received.completion += r.body.usage.completion_tokens;
+      received.requests += 1;
+    }
+    const usage = async () => {
+      const r = await runSwitchyard(['usage', '-c', gw.configFile, '--by', 'session', '--json']);
+      assert.equal(r.code, 0, r.output);
+      return JSON.parse(r.output).find((row) => row.session === 'ledger-session');
+    };
+    const row = await waitUntil(async () => { const u = await usage(); return u?.requests === 5 && u; }, { what: 'the ledger rows' });
+    assert.equal(row.prompt_tokens, received.prompt);
+    assert.equal(row.completion_tokens, received.completion);
+    assert.equal(row.errors, 0);
+    const byKey = await runSwitchyard(['usage', '-c', gw.configFile, '--by', 'key', '--csv']);
+    assert.match(byKey.output, /^key,requests,errors,prompt_tokens/);
+    assert.match(byKey.output, /^flood,50,0,/m);
+    const trace = await runSwitchyard(['usage', '-c', gw.configFile, '--trace']);
+    const lines = trace.output.trim().split('\n').map((l) => JSON.parse(l));
+    const mine = lines.filter((l) => l.session === 'ledger-session');
+    assert.equal(mine.length, 5);
+    assert.equal(mine[0].max_tokens, 6);
+    assert.equal(mine[0].model, MODEL);
+  });
+});

@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include "gateway/admission.h"
+#include "gateway/api_keys.h"
+
+namespace switchyard::gateway {
+namespace {
+
+http::Headers bearer(std::string_view key) {
+  http::Headers h;
+  h.add("Authorization", "Bearer " + std::string(key));
+  return h;
+}
+
+TEST(KeyTable, StaticAndStoredKeysByDigest) {
+  fleet::StaticKey ops{"ops", "sk-ops", {}};
+  tenancy::KeyRecord alice;
+  alice.name = "alice";
+  alice.hash = tenancy::sha256("sy-alice");
+  tenancy::KeyRecord gone;
+  gone.name = "gone";
+  gone.hash = tenancy::sha256("sy-gone");
+  gone.revoked = 5;
+  ApiKeys keys({ops}, {alice, gone}, true);
+  ASSERT_TRUE(keys.enabled());
+  ASSERT_NE(keys.find(bearer("sk-ops")), nullptr);
+  EXPECT_EQ(keys.find(bearer("sk-ops"))->name, "ops");
+  EXPECT_EQ(keys.find(bearer("sy-alice"))->name, "alice");
+  EXPECT_EQ(keys.find(bearer("sy-gone")), nullptr);  // revoked
+  EXPECT_EQ(keys.find(bearer("sy-alic")), nullptr);
+  EXPECT_EQ(keys.by_name("gone"), nullptr);
+  EXPECT_NE(keys.by_name("alice"), nullptr);
+}
+
+TEST(KeyTable, RevokingTheLastStoredKeyKeepsAuthenticationOn) {
+  tenancy::KeyRecord gone;
+  gone.name = "gone";
+  gone.revoked = 1;
+  EXPECT_TRUE(ApiKeys({}, {gone}, true).enabled());
+  EXPECT_FALSE(ApiKeys({}, {}, false).enabled());
+}
+
+TEST(Admission, ResetTextLikeOpenAI) {
+  using namespace std::chrono_literals;
+  EXPECT_EQ(reset_text(250ms), "250ms");
+  EXPECT_EQ(reset_text(6s), "6s");
+  EXPECT_EQ(reset_text(90s), "1m30s");
+  EXPECT_EQ(reset_text(3723s), "1h2m3s");
+}
+
+TEST(Admission, MaxTokensFromAnyOfItsNames) {
+  EXPECT_EQ(requested_max_tokens(R"({"max_tokens": 12, "messages": []})"), 12);
+  EXPECT_EQ(requested_max_tokens(R"({"max_completion_tokens": 7})"), 7);
+  EXPECT_EQ(requested_max_tokens(R"({"n_predict": 3})"), 3);
+  EXPECT_EQ(requested_max_tokens(R"({"messages": [{"max_tokens": 5}]})"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace switchyard::gateway

@@ -1,0 +1,72 @@
+// The config's api_keys entries with names and limits, and state_db.
+#include <gtest/gtest.h>
+
+#include "fleet/fleet_config.h"
+
+namespace switchyard::fleet {
+namespace {
+
+constexpr const char* base = R"(
+instances:
+  - {name: a, model: m, url: "http://127.0.0.1:1"}
+)";
+
+Result<FleetConfig> parse(const std::string& extra) {
+  return parse_fleet_config(std::string(base) + extra, "/etc/switchyard/fleet.yaml");
+}
+
+TEST(KeyConfig, PlainAndNamedKeysWithLimits) {
+  auto c = parse(R"(api_keys:
+  - sk-plain
+  - key: sk-alice
+    name: alice
+    rpm: 10
+    tpm: 5000
+    tokens_per_day: 100000
+    max_concurrency: 2
+    max_sessions: 1
+    session_idle: 10m
+    priority: 2
+    weight: 0.5
+    models: [m]
+)");
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->static_keys.size(), 2u);
+  EXPECT_EQ(c->api_keys, (std::vector<std::string>{"sk-plain", "sk-alice"}));
+  EXPECT_EQ(c->static_keys[0].name, "api_keys[0]");
+  const auto& l = c->static_keys[1].limits;
+  EXPECT_EQ(c->static_keys[1].name, "alice");
+  EXPECT_EQ(l.rpm, 10);
+  EXPECT_EQ(l.tpm, 5000);
+  EXPECT_EQ(l.tokens_per_day, 100000);
+  EXPECT_EQ(l.max_concurrency, 2);
+  EXPECT_EQ(l.max_sessions, 1);
+  EXPECT_EQ(l.session_idle, std::chrono::minutes(10));
+  EXPECT_EQ(l.priority, 2);
+  EXPECT_EQ(l.weight, 0.5);
+  EXPECT_EQ(l.models, std::vector<std::string>{"m"});
+}
+
+TEST(KeyConfig, ErrorsNameTheField) {
+  auto bad_rpm = parse("api_keys: [{key: k, rpm: -1}]\n");
+  ASSERT_FALSE(bad_rpm);
+  EXPECT_NE(bad_rpm.error().message.find("api_keys[0].rpm"), std::string::npos);
+  auto no_key = parse("api_keys: [{name: x}]\n");
+  ASSERT_FALSE(no_key);
+  EXPECT_NE(no_key.error().message.find("api_keys[0].key: required"), std::string::npos);
+  auto twice = parse("api_keys: [{key: a, name: x}, {key: b, name: x}]\n");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message.find("used twice"), std::string::npos);
+  auto weight = parse("api_keys: [{key: a, weight: 0}]\n");
+  ASSERT_FALSE(weight);
+  EXPECT_NE(weight.error().message.find("api_keys[0].weight"), std::string::npos);
+}
+
+TEST(KeyConfig, StateDbBesideTheConfigByDefault) {
+  EXPECT_EQ(parse("")->state_db, "/etc/switchyard/switchyard.db");
+  EXPECT_EQ(parse("state_db: state/keys.db\n")->state_db, "/etc/switchyard/state/keys.db");
+  EXPECT_EQ(parse("state_db: /var/lib/sy.db\n")->state_db, "/var/lib/sy.db");
+}
+
+}  // namespace
+}  // namespace switchyard::fleet

@@ -1,0 +1,90 @@
+#include "tenancy/usage_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tenancy/key_store.h"
+#include "tenancy/usage_report.h"
+
+namespace switchyard::tenancy {
+namespace {
+
+struct LedgerTest : testing::Test {
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path() /
+          ("switchyard-ledger-" + std::to_string(::getpid()) + "-" +
+           testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    path = (dir / "state.db").string();
+    ASSERT_TRUE(open_state_db(path));
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  static UsageRow row(std::int64_t t, std::string key, std::string model, int prompt,
+                      int completion, int status = 200) {
+    UsageRow r;
+    r.time_ms = t;
+    r.request_id = "r" + std::to_string(t);
+    r.key = std::move(key);
+    r.model = std::move(model);
+    r.endpoint = "/v1/chat/completions";
+    r.outcome = status < 400 ? "ok" : "error";
+    r.status = status;
+    r.prompt_tokens = prompt;
+    r.completion_tokens = completion;
+    r.duration_ms = 10;
+    return r;
+  }
+  std::filesystem::path dir;
+  std::string path;
+};
+
+TEST_F(LedgerTest, RowsAreWrittenInBatchesAndTotalled) {
+  {
+    UsageLedger ledger(path);
+    EXPECT_TRUE(ledger.submit(row(1000, "alice", "m", 10, 5)));
+    EXPECT_TRUE(ledger.submit(row(2000, "alice", "n", 20, 5)));
+    EXPECT_TRUE(ledger.submit(row(3000, "bob", "m", 1, 1, 429)));
+    ledger.flush();
+    auto db = Database::open(path, true);
+    ASSERT_TRUE(db);
+    auto by_key = usage_totals(*db, 0, GroupBy::key);
+    ASSERT_TRUE(by_key) << by_key.error().message;
+    ASSERT_EQ(by_key->size(), 2u);
+    EXPECT_EQ((*by_key)[0].group, "alice");
+    EXPECT_EQ((*by_key)[0].requests, 2);
+    EXPECT_EQ((*by_key)[0].prompt_tokens, 30);
+    EXPECT_EQ((*by_key)[1].errors, 1);
+    auto since = usage_rows(*db, 2000);
+    ASSERT_TRUE(since);
+    ASSERT_EQ(since->size(), 2u);
+    EXPECT_EQ((*since)[0].model, "n");
+    EXPECT_TRUE(ledger.submit(row(4000, "carol", "m", 1, 1)));
+  }  // the destructor writes what is left
+  auto db = Database::open(path, true);
+  auto rows = usage_rows(*db, 0);
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->size(), 4u);
+}
+
+TEST_F(LedgerTest, AFullBufferDropsAndCountsNeverBlocks) {
+  UsageLedger ledger(path, /*capacity=*/2);
+  int accepted = 0;
+  for (int i = 0; i < 1000; ++i) accepted += ledger.submit(row(i, "k", "m", 1, 1));
+  EXPECT_GE(accepted, 2);
+  EXPECT_EQ(ledger.dropped(), static_cast<std::uint64_t>(1000 - accepted));
+}
+
+TEST_F(LedgerTest, LastUsedFollowsTheLedger) {
+  auto store = KeyStore::open(path);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->create("alice", {}, 1));
+  UsageLedger ledger(path);
+  ledger.submit(row(5'000'000, "alice", "m", 1, 1));
+  ledger.flush();
+  EXPECT_EQ(store->find("alice")->last_used, 5000);
+}
+
+}  // namespace
+}  // namespace switchyard::tenancy
