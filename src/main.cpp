@@ -17,11 +17,8 @@ int main(int argc, char** argv) {
   using namespace switchyard::cli;
   const Command commands[] = {
 
-      add_serve_command(app),
-      add_sim_command(app),
-      add_plan_command(app),
-      add_doctor_command(app),
-      add_bench_command(app),
+      add_serve_command(app),  add_sim_command(app),   add_plan_command(app),
+      add_doctor_command(app), add_bench_command(app), add_admin_command(app),
   };
 
   try {

@@ -19,5 +19,6 @@ Command add_sim_command(CLI::App& app);
 Command add_plan_command(CLI::App& app);
 Command add_doctor_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_admin_command(CLI::App& app);
 
 }  // namespace switchyard::cli

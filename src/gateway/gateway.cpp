@@ -10,12 +10,15 @@
 #include <spdlog/spdlog.h>
 
 #include "gateway/accounting.h"
+#include "gateway/admin_access.h"
+#include "gateway/admin_routes.h"
 #include "gateway/admission.h"
 #include "gateway/api_keys.h"
 #include "gateway/forwarder.h"
 #include "gateway/info_routes.h"
 #include "gateway/model_catalog.h"
 #include "gateway/pipeline.h"
+#include "gateway/profile_control.h"
 #include "gateway/resolve.h"
 #include "gateway/route_stage.h"
 #include "gateway/router.h"
@@ -68,10 +71,15 @@ struct Gateway::Impl {
         accounting(metrics),
         pipeline({&resolve, &admit, &route, &forwarder}),
         rng(std::random_device{}()) {
+    if (!c.profiles.empty()) {
+      profiles = std::make_unique<ProfileControl>(executor, c, fleet, router, queue, metrics);
+      route.set_gate(profiles.get());
+    }
     // A freed slot goes to the next waiter of its model; a removed instance
     // is stopped once its last request is done.
     router.on_release([this](std::size_t index, const std::string& model) {
       queue.dispatch(model);
+      if (profiles) profiles->slot_released(index);
       if (router.in_flight(index) == 0 && retiring.erase(index)) stop_instance(index);
     });
     // An instance that turns ready may serve waiting requests; one that is
@@ -92,7 +100,12 @@ struct Gateway::Impl {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
   }
   obs::StatusSnapshot snapshot() const {
-    return take_snapshot(fleet.instances(), router, queue, catalog, draining);
+    auto s = take_snapshot(fleet.instances(), router, queue, catalog, draining);
+    if (profiles) s.profiles = profiles->status();
+    return s;
+  }
+  AdminView admin_view() {
+    return AdminView{fleet, profiles.get(), [this] { return snapshot(); }};
   }
   // Whether the request may see instance detail (names, URLs) in /health.
   bool sees_detail(const http::RequestHead& head) const {
@@ -119,7 +132,8 @@ struct Gateway::Impl {
   Accounting accounting;
   Pipeline pipeline;
   std::mt19937_64 rng;
-  std::set<std::size_t> retiring;  // removed by a reload, still finishing requests
+  std::set<std::size_t> retiring;            // removed by a reload, still finishing requests
+  std::unique_ptr<ProfileControl> profiles;  // null without profiles
 };
 
 Gateway::Gateway(net::any_io_executor executor, const fleet::FleetConfig& config,
@@ -170,6 +184,9 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
                                    "{} takes {}, not {}", route->path, route->method, head.method)),
                                dialect);
     refusal->headers.add("Allow", std::string(route->method));
+  } else if (route->kind == RouteKind::admin) {
+    if (auto refused = admin_refusal(head, impl_->config.admin_key))
+      refusal = openai::error_response(*refused);
   } else if (route->needs_key && !impl_->keys.allows(head.headers)) {
     refusal = openai::error_response(
         ApiError::unauthorized(ApiKeys::presented(head.headers)
@@ -209,6 +226,13 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   ctx.record.bytes_in = request.body.size();
   if (route.kind == RouteKind::proxy) {
     co_await pipeline.run(ctx);
+  } else if (route.kind == RouteKind::admin) {
+    AdminView view = admin_view();
+    http::Response reply = co_await admin_response(view, request);
+    reply.headers.add("X-Request-Id", ctx.record.id);
+    ctx.record.status = reply.status;
+    ctx.record.bytes_out = reply.body.size();
+    if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
   } else {
     http::Response reply = local_response(route, request.head);
     reply.headers.add("X-Request-Id", ctx.record.id);
@@ -234,6 +258,7 @@ http::Response Gateway::Impl::local_response(const Route& route,
       return reply;
     }
     case RouteKind::proxy:
+    case RouteKind::admin:
       break;
   }
   return openai::error_response(ApiError::internal("no local handler for this route"));

@@ -29,6 +29,10 @@ constexpr Route kRoutes[] = {
     {"/v1/models/", "GET", RouteKind::model, std::nullopt, true, Dialect::openai, true},
     {"/health", "GET", RouteKind::health, std::nullopt, false},
     {"/metrics", "GET", RouteKind::metrics, std::nullopt, false},
+    // The admin key, not an API key, opens these (Gateway::screen).
+    {"/admin/status", "GET", RouteKind::admin, std::nullopt, false},
+    {"/admin/profile", "POST", RouteKind::admin, std::nullopt, false},
+    {"/admin/instances/", "POST", RouteKind::admin, std::nullopt, false, Dialect::openai, true},
 };
 
 }  // namespace

@@ -17,6 +17,7 @@ enum class RouteKind {
   model,    // GET /v1/models/{id}
   health,   // GET /health
   metrics,  // GET /metrics
+  admin,    // /admin/... (gateway/admin_routes.h), behind gateway/admin_access.h
 };
 
 struct Route {

@@ -15,6 +15,7 @@ struct WaitQueue::Waiter {
   RouteQuery query;
   std::optional<RouteLease> lease;  // set by dispatch()
   bool shutting_down = false;
+  bool rearmed = false;  // extend() moved the bound: wait again
 };
 
 WaitQueue::WaitQueue(net::any_io_executor executor, Router& router, fleet::QueueOptions options)
@@ -56,6 +57,12 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   else
     line.push_back(waiter);
   auto [ec] = co_await waiter->timer.async_wait(net::as_tuple(net::use_awaitable));
+  while (waiter->rearmed && !waiter->lease && !waiter->shutting_down &&
+         (co_await net::this_coro::cancellation_state).cancelled() ==
+             net::cancellation_type::none) {
+    waiter->rearmed = false;
+    std::tie(ec) = co_await waiter->timer.async_wait(net::as_tuple(net::use_awaitable));
+  }
   // Woken by dispatch() (lease set), release_all(), the bound (no error), or
   // the caller's cancellation.
   auto& now_line = waiting_[model];
@@ -84,6 +91,17 @@ void WaitQueue::dispatch(const std::string& model) {
     }
     waiter->lease = std::move(*lease);
     waiter->timer.cancel();
+  }
+}
+
+void WaitQueue::extend(const std::string& model, std::chrono::milliseconds bound) {
+  auto it = waiting_.find(model);
+  if (it == waiting_.end()) return;
+  const auto until = clock_type::now() + bound;
+  for (auto& waiter : it->second) {
+    if (waiter->lease || waiter->shutting_down || waiter->timer.expiry() >= until) continue;
+    waiter->rearmed = true;
+    waiter->timer.expires_at(until);  // ends the pending wait, which then waits again
   }
 }
 

@@ -50,6 +50,10 @@ class WaitQueue {
   // own query. Called when a slot frees and when an instance becomes ready.
   void dispatch(const std::string& model);
 
+  // Profiles: every waiter of `model` waits at least `bound` from now (a
+  // switch holds the model; their queue.max_wait must not run out on it).
+  void extend(const std::string& model, std::chrono::milliseconds bound);
+
   // Ends every wait with shutting_down.
   void release_all();
 

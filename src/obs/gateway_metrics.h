@@ -31,6 +31,10 @@ class GatewayMetrics {
   // Tokens reported by engines in `usage`.
   void add_tokens(const std::string& model, long prompt_tokens, long completion_tokens);
 
+  // Profiles: a switch ended; `to` is `from` again when it was rolled back.
+  void profile_switched(const std::string& from, const std::string& to, const std::string& reason,
+                        double seconds);
+
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.
   std::string render(const StatusSnapshot& status) const;
