@@ -177,21 +177,32 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
   auto& s = *state_;
   Changes changes;
   std::vector<bool> kept(s.instances.size(), false);
+  // Switched off by its profile (stopped or asleep): a changed copy stays
+  // off too, or a reload would start it beside the profile using its GPUs.
+  const auto off = [&](const Instance& inst) {
+    return inst.admin == AdminState::parked && (s.watches[inst.index]->halted || inst.asleep);
+  };
+  std::set<std::size_t> start_parked;
   for (const auto& wanted : config.instances) {
-    bool unchanged = false;
+    bool unchanged = false, parked = false;
     for (auto& inst : s.instances) {
       if (inst->name() != wanted.name || inst->state == InstanceState::removed ||
-          inst->state == InstanceState::stopped)
+          (inst->state == InstanceState::stopped && !off(*inst)))
         continue;
       unchanged = inst->config == wanted;
+      parked = off(*inst);
       if (unchanged) kept[inst->index] = true;
       break;
     }
-    if (!unchanged) changes.added.push_back(s.add(wanted));
+    if (unchanged) continue;
+    const auto index = s.add(wanted);
+    changes.added.push_back(index);
+    if (parked) start_parked.insert(index);
   }
   for (std::size_t i = 0; i < kept.size(); ++i) {
     auto& inst = *s.instances[i];
-    if (kept[i] || inst.state == InstanceState::removed || inst.state == InstanceState::stopped)
+    if (kept[i] || inst.state == InstanceState::removed ||
+        (inst.state == InstanceState::stopped && !off(inst)))
       continue;
     inst.admin = AdminState::draining;
     s.set_state(inst, InstanceState::removed);
@@ -199,8 +210,16 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
     changes.removed.push_back(i);
   }
   s.config = config;
-  for (auto i : changes.added)
+  for (auto i : changes.added) {
+    if (start_parked.count(i)) {
+      auto& inst = *s.instances[i];
+      inst.admin = AdminState::parked;
+      inst.state = InstanceState::stopped;
+      s.watches[i]->halted = true;
+      continue;
+    }
     net::co_spawn(s.executor, s.supervise(*s.instances[i]), net::detached);
+  }
   return changes;
 }
 

@@ -215,6 +215,27 @@ describe('manual switches on a 2-card box', { timeout: 120_000 }, () => {
   });
 });
 
+describe('reload with profiles', { timeout: 60_000 }, () => {
+  after(stopAll);
+
+  test('a reload that changes a parked instance keeps it parked, and the switch uses the new copy', async () => {
+    const config = boxConfig();
+    const gw = await startBox(config);
+    config.instances[2].command += ' --seed 7';
+    const mark = gw.reload(config);
+    await gw.proc.waitForOutput(/config reloaded/, 10_000, mark);
+    const s = await status(gw);
+    const tp2 = s.instances.find((i) => i.name === 'tp2');
+    assert.equal(tp2.admin, 'parked');
+    assert.equal(tp2.state, 'stopped', 'not started beside the replicas on their cards');
+    assert.doesNotMatch(gw.output(), /instance tp2: started pid/);
+    const res = await fetchJson(`${gw.url}/admin/profile`, { body: { profile: 'tp2' }, timeoutMs: 60_000 });
+    assert.equal(res.status, 200, res.text);
+    assert.match(gw.output().slice(mark), /instance tp2: started pid \d+: .*--seed 7/);
+    await gw.stop();
+  });
+});
+
 describe('admin access', { timeout: 60_000 }, () => {
   after(stopAll);
 
