@@ -53,6 +53,11 @@ struct SimFlags {
   bool list_presets = false;
   bool reranking = false;
   sim::FaultOptions faults;
+  // vLLM sleep mode and the times a model load and a wake-up take (modelled
+  // seconds, divided by the speed factor).
+  bool sleep_mode = false;
+  double load_time = 0;
+  double wake_time = 0;
 };
 
 struct Resolved {
@@ -122,6 +127,13 @@ int run_sim(const SimFlags& flags) {
     return 2;
   }
   const auto& options = resolved->engine;
+  if (flags.sleep_mode && resolved->dialect != "vllm") {
+    std::cerr << "switchyard sim: --sleep-mode: vLLM's sleep endpoints need --dialect vllm\n";
+    return 2;
+  }
+  auto faults = flags.faults;
+  // The weights' load is a loading phase, as --startup-delay, but modelled.
+  faults.startup_delay_seconds += flags.load_time / options.speed_factor;
   boost::asio::io_context io;
   sim::Engine engine(io.get_executor(), options);
   std::unique_ptr<http::Handler> api;
@@ -135,7 +147,9 @@ int run_sim(const SimFlags& flags) {
     sim::VllmApiOptions o;
     o.model_name = flags.alias.value_or(flags.model_path);
     o.model_path = flags.model_path;
-    o.faults = flags.faults;
+    o.faults = faults;
+    o.sleep_mode = flags.sleep_mode;
+    o.wake_seconds = flags.wake_time / options.speed_factor;
     api = std::make_unique<sim::VllmApi>(engine, o);
     server_options.server_name = "uvicorn";
     server_options.keep_alive_max = flags.keep_alive_max.value_or(0);
@@ -144,7 +158,7 @@ int run_sim(const SimFlags& flags) {
     o.model_alias = flags.alias;
     o.model_path = flags.model_path;
     o.reranking = flags.reranking;
-    o.faults = flags.faults;
+    o.faults = faults;
     api = std::make_unique<sim::LlamacppApi>(engine, o);
     server_options.server_name = "llama.cpp";
     server_options.keep_alive_max = flags.keep_alive_max.value_or(100);
@@ -209,6 +223,17 @@ Command add_sim_command(CLI::App& app) {
       ->check(CLI::Range(0u, 1u << 30));
   sub->add_flag("--reranking,--rerank", flags->reranking,
                 "llamacpp: serve /rerank, /reranking and /v1/rerank (else 501, as llama-server)");
+
+  sub->add_flag("--sleep-mode,--enable-sleep-mode", flags->sleep_mode,
+                "vllm: serve POST /sleep?level=1, POST /wake_up and GET /is_sleeping (asleep: "
+                "GPU freed, completions 503)");
+  sub->add_option("--load-time", flags->load_time,
+                  "Seconds the model's weights take to load at start (503 'Loading model' "
+                  "meanwhile; scaled by --speed-factor)")
+      ->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--wake-time", flags->wake_time,
+                  "vllm --sleep-mode: seconds POST /wake_up takes (scaled by --speed-factor)")
+      ->check(CLI::Range(0.0, 86400.0));
 
   const std::string model = "Engine model (docs/sim.md)";
   sub->add_option("--slots,--parallel,--max-num-seqs", flags->slots,

@@ -91,11 +91,17 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
     net::steady_timer wake;  // cut short by report_failure(), stop() and an exit
     int crashes = 0;         // consecutive exits, each within crash_window of the last
     clock_type::time_point last_crash{};
+    bool halted = false;       // taken down on purpose (a profile switched off): not restarted
+    bool supervising = false;  // supervise() runs for it
   };
 
   std::size_t add(const InstanceConfig& config);
   awaitable<void> stop_processes(std::vector<std::size_t> indices);
-  bool done(const Instance& inst) const { return stopping || inst.state == InstanceState::removed; }
+  bool done(const Instance& inst) const {
+    return stopping || inst.state == InstanceState::removed || watches[inst.index]->halted;
+  }
+  awaitable<int> call(Instance& inst, std::string method, std::string target, std::string body,
+                      std::chrono::milliseconds timeout);
   awaitable<void> supervise(Instance& inst);
   awaitable<bool> launch(Instance& inst, Watch& watch);
   awaitable<bool> wait_healthy(Instance& inst, Watch& watch);
@@ -129,6 +135,16 @@ Fleet::Fleet(net::any_io_executor executor, const FleetConfig& config, std::stri
   state_->config = config;
   state_->self_path = std::move(self_path);
   for (const auto& inst : config.instances) state_->add(inst);
+  // Only the first profile runs at start; the others' instances wait parked.
+  std::set<std::string> first, others;
+  for (std::size_t p = 0; p < config.profiles.size(); ++p)
+    for (const auto& name : config.profiles[p].instances) (p == 0 ? first : others).insert(name);
+  for (auto& inst : state_->instances) {
+    if (!others.count(inst->name()) || first.count(inst->name())) continue;
+    inst->admin = AdminState::parked;
+    inst->state = InstanceState::stopped;
+    state_->watches[inst->index]->halted = true;
+  }
 }
 
 std::size_t Fleet::State::add(const InstanceConfig& config) {
@@ -153,28 +169,40 @@ void Fleet::on_change(std::function<void(const Instance&)> callback) {
 
 void Fleet::start() {
   for (auto& inst : state_->instances)
-    net::co_spawn(state_->executor, state_->supervise(*inst), net::detached);
+    if (!state_->watches[inst->index]->halted)
+      net::co_spawn(state_->executor, state_->supervise(*inst), net::detached);
 }
 
 Fleet::Changes Fleet::apply(const FleetConfig& config) {
   auto& s = *state_;
   Changes changes;
   std::vector<bool> kept(s.instances.size(), false);
+  // Switched off by its profile (stopped or asleep): a changed copy stays
+  // off too, or a reload would start it beside the profile using its GPUs.
+  const auto off = [&](const Instance& inst) {
+    return inst.admin == AdminState::parked && (s.watches[inst.index]->halted || inst.asleep);
+  };
+  std::set<std::size_t> start_parked;
   for (const auto& wanted : config.instances) {
-    bool unchanged = false;
+    bool unchanged = false, parked = false;
     for (auto& inst : s.instances) {
       if (inst->name() != wanted.name || inst->state == InstanceState::removed ||
-          inst->state == InstanceState::stopped)
+          (inst->state == InstanceState::stopped && !off(*inst)))
         continue;
       unchanged = inst->config == wanted;
+      parked = off(*inst);
       if (unchanged) kept[inst->index] = true;
       break;
     }
-    if (!unchanged) changes.added.push_back(s.add(wanted));
+    if (unchanged) continue;
+    const auto index = s.add(wanted);
+    changes.added.push_back(index);
+    if (parked) start_parked.insert(index);
   }
   for (std::size_t i = 0; i < kept.size(); ++i) {
     auto& inst = *s.instances[i];
-    if (kept[i] || inst.state == InstanceState::removed || inst.state == InstanceState::stopped)
+    if (kept[i] || inst.state == InstanceState::removed ||
+        (inst.state == InstanceState::stopped && !off(inst)))
       continue;
     inst.admin = AdminState::draining;
     s.set_state(inst, InstanceState::removed);
@@ -182,8 +210,16 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
     changes.removed.push_back(i);
   }
   s.config = config;
-  for (auto i : changes.added)
+  for (auto i : changes.added) {
+    if (start_parked.count(i)) {
+      auto& inst = *s.instances[i];
+      inst.admin = AdminState::parked;
+      inst.state = InstanceState::stopped;
+      s.watches[i]->halted = true;
+      continue;
+    }
     net::co_spawn(s.executor, s.supervise(*s.instances[i]), net::detached);
+  }
   return changes;
 }
 
@@ -244,13 +280,20 @@ awaitable<void> Fleet::State::nap(Watch& watch, std::chrono::milliseconds d) {
 awaitable<void> Fleet::State::supervise(Instance& inst) {
   auto self = shared_from_this();
   auto& watch = *watches[inst.index];
+  watch.supervising = true;
+  struct Ends {
+    Watch& w;
+    ~Ends() { w.supervising = false; }
+  } ends{watch};
   const auto& t = config.timeouts;
   const auto& h = config.health;
   http::UpstreamOptions traffic{t.connect, t.first_byte, t.stream_idle, 32};
   // Probes fail fast: a slow /health means "not ready".
   http::UpstreamOptions probing{1000ms, 2000ms, 2000ms, 1};
 
-  if (inst.config.url) {
+  if (inst.url) {
+    // Started again (a profile switched back on): same port, same pool.
+  } else if (inst.config.url) {
     auto url = http::parse_url(*inst.config.url);
     if (!url) {
       spdlog::error("instance {}: {}", inst.name(), url.error().message);
@@ -268,7 +311,7 @@ awaitable<void> Fleet::State::supervise(Instance& inst) {
     }
     inst.url = http::Url{"127.0.0.1", *port, ""};
   }
-  inst.pool = std::make_unique<http::UpstreamPool>(executor, *inst.url, traffic);
+  if (!inst.pool) inst.pool = std::make_unique<http::UpstreamPool>(executor, *inst.url, traffic);
   http::UpstreamPool probe(executor, *inst.url, probing);
 
   while (!done(inst)) {
@@ -354,6 +397,7 @@ awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
   }
   if (!child) {
     spdlog::error("instance {}: {}", inst.name(), child.error().message);
+    inst.problem = child.error().message;
     set_state(inst, InstanceState::down);
     co_return false;
   }
@@ -383,6 +427,7 @@ awaitable<bool> Fleet::State::wait_healthy(Instance& inst, Watch& watch) {
       spdlog::error(
           "instance {}: not healthy within timeouts.startup ({} s); restarting it", inst.name(),
           std::chrono::duration_cast<std::chrono::seconds>(config.timeouts.startup).count());
+      inst.problem = "not healthy within timeouts.startup";
       watch.process->signal(SIGKILL);
       continue;  // reaped above on the next turn, then restarted with backoff
     }
@@ -395,6 +440,7 @@ awaitable<bool> Fleet::State::wait_healthy(Instance& inst, Watch& watch) {
 
 awaitable<void> Fleet::State::after_exit(Instance& inst, Watch& watch) {
   const int status = *watch.exit_status;
+  inst.problem = "engine " + describe_exit(status);
   // Whatever the shell left behind; the reaper waits for it (it is our
   // child now, the gateway being a subreaper).
   watch.process->signal(SIGKILL);
@@ -458,6 +504,109 @@ awaitable<void> Fleet::State::relay_output(std::string name, int fd) {
     }
   }
   if (!pending.empty()) spdlog::info("[{}] {}", name, pending);
+}
+
+void Fleet::set_admin(std::size_t index, AdminState admin) {
+  auto& inst = *state_->instances.at(index);
+  if (inst.admin == admin) return;
+  spdlog::info("instance {} ({}): admin {} -> {}", inst.name(), inst.model(), to_string(inst.admin),
+               to_string(admin));
+  inst.admin = admin;
+  if (state_->on_change) state_->on_change(inst);
+}
+
+// The status of a call to the engine, or 0 when it could not be made.
+awaitable<int> Fleet::State::call(Instance& inst, std::string method, std::string target,
+                                  std::string body, std::chrono::milliseconds timeout) {
+  auto self = shared_from_this();
+  if (!inst.url) co_return 0;
+  http::UpstreamPool pool(executor, *inst.url,
+                          http::UpstreamOptions{config.timeouts.connect, timeout, timeout, 1});
+  http::UpstreamCall c(pool);
+  http::UpstreamRequest req;
+  req.method = std::move(method);
+  req.target = std::move(target);
+  req.body = body;
+  if (!body.empty()) req.headers.add("Content-Type", "application/json");
+  if (inst.config.api_key) req.headers.add("Authorization", "Bearer " + *inst.config.api_key);
+  auto head = co_await c.send(req);
+  if (!head) co_return 0;
+  auto rest = co_await c.read_all(1 << 20);
+  co_return rest ? head->status : 0;
+}
+
+awaitable<std::optional<std::string>> Fleet::bring_up(std::size_t index) {
+  auto s = state_;
+  auto& inst = *s->instances.at(index);
+  auto& watch = *s->watches.at(index);
+  const auto startup = s->config.timeouts.startup;
+  inst.problem.clear();
+  if (inst.asleep) {
+    const int status = co_await s->call(inst, "POST", "/wake_up", "", startup);
+    if (status != 200)
+      co_return status ? fmt::format("POST /wake_up answered {}", status)
+                       : std::string("POST /wake_up failed: the engine did not answer");
+    inst.asleep = false;
+    spdlog::info("instance {}: awake", inst.name());
+    co_return std::nullopt;
+  }
+  net::steady_timer tick(s->executor);
+  // A supervisor of the last run may not have seen its halt yet.
+  while (watch.supervising) {
+    tick.expires_after(10ms);
+    co_await tick.async_wait(use_tuple);
+  }
+  watch.halted = false;
+  watch.crashes = 0;
+  inst.ejections = 0;
+  inst.on_trial = false;
+  s->set_state(inst, InstanceState::starting);
+  net::co_spawn(s->executor, s->supervise(inst), net::detached);
+  const auto deadline = clock_type::now() + startup;
+  for (;;) {
+    if (inst.state == InstanceState::ready) co_return std::nullopt;
+    if (inst.state == InstanceState::restarting || inst.state == InstanceState::crash_looping ||
+        inst.state == InstanceState::down)
+      co_return inst.problem.empty() ? std::string("the engine did not start") : inst.problem;
+    if (s->stopping) co_return std::string("the gateway is shutting down");
+    if (clock_type::now() > deadline) co_return std::string("not healthy within timeouts.startup");
+    tick.expires_after(20ms);
+    co_await tick.async_wait(use_tuple);
+  }
+}
+
+awaitable<void> Fleet::bring_down(std::size_t index) {
+  auto s = state_;
+  auto& inst = *s->instances.at(index);
+  set_admin(index, AdminState::parked);
+  if (inst.config.sleep && !inst.asleep && inst.state == InstanceState::ready) {
+    const int status =
+        co_await s->call(inst, "POST", "/sleep?level=1", "", s->config.timeouts.startup);
+    if (status == 200) {
+      inst.asleep = true;
+      spdlog::info("instance {}: asleep (POST /sleep?level=1)", inst.name());
+      co_return;
+    }
+    spdlog::warn("instance {}: POST /sleep?level=1 answered {}; stopping it instead", inst.name(),
+                 status);
+  }
+  if (inst.asleep) co_return;
+  s->watches[index]->halted = true;
+  std::vector<std::size_t> one{index};
+  co_await s->stop_processes(std::move(one));
+  if (inst.config.command) s->set_state(inst, InstanceState::stopped);
+}
+
+awaitable<std::optional<std::string>> Fleet::warm(std::size_t index) {
+  auto s = state_;
+  auto& inst = *s->instances.at(index);
+  boost::json::object body{
+      {"model", inst.served_model()}, {"prompt", "warm up"}, {"max_tokens", 1}};
+  const int status = co_await s->call(inst, "POST", "/v1/completions", boost::json::serialize(body),
+                                      s->config.timeouts.first_byte);
+  if (status == 200) co_return std::nullopt;
+  co_return status ? fmt::format("the warm-up request answered {}", status)
+                   : std::string("the warm-up request failed: the engine did not answer");
 }
 
 awaitable<void> Fleet::stop() {

@@ -54,6 +54,22 @@ class Fleet {
   // Stops one removed instance's engine (SIGTERM, SIGKILL after timeouts.stop).
   boost::asio::awaitable<void> stop_instance(std::size_t index);
 
+  // Profiles (docs/profiles.md). Instances of profiles other than the first
+  // that are not in the first start parked: admin parked, not started.
+  //
+  // Brings a parked instance up: wakes its engine when it sleeps, else starts
+  // it, and waits until it is healthy (timeouts.startup). Its admin state is
+  // left to the caller (a switch warms it first). nullopt, or why it failed.
+  boost::asio::awaitable<std::optional<std::string>> bring_up(std::size_t index);
+  // Takes an instance down on purpose: to sleep (sleep: true, falling back to
+  // a stop when the engine refuses) or stopped. Admin state parked.
+  boost::asio::awaitable<void> bring_down(std::size_t index);
+  // One 1-token completion, so the first real request does not pay the
+  // engine's warm-up. nullopt, or why it failed.
+  boost::asio::awaitable<std::optional<std::string>> warm(std::size_t index);
+  // Sets the admin state (drain, enable, a switch's steps); on_change runs.
+  void set_admin(std::size_t index, AdminState admin);
+
   // Stops every supervised engine's process group: SIGTERM, then SIGKILL
   // after timeouts.stop. Completes when all have exited.
   boost::asio::awaitable<void> stop();

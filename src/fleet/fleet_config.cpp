@@ -81,6 +81,22 @@ std::vector<std::string> string_list(const YAML::Node& node, const std::string& 
   return out;
 }
 
+bool boolean(const YAML::Node& node, const std::string& field) {
+  const auto s = scalar(node, field);
+  if (s == "true") return true;
+  if (s == "false") return false;
+  fail(node, fmt::format("{}: expected true or false, got '{}'", field, s));
+}
+
+double positive_number(const YAML::Node& node, const std::string& field) {
+  const auto s = scalar(node, field);
+  double value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size() || !(value > 0) || !std::isfinite(value))
+    fail(node, fmt::format("{}: expected a positive number, got '{}'", field, s));
+  return value;
+}
+
 std::chrono::milliseconds duration(const YAML::Node& node, const std::string& field) {
   auto d = parse_duration(scalar(node, field));
   if (!d) fail(node, fmt::format("{}: {}", field, d.error().message));
@@ -101,9 +117,9 @@ ModelConfig parse_model(const YAML::Node& node, std::size_t i) {
 InstanceConfig parse_instance(const YAML::Node& node, std::size_t i) {
   const auto where = fmt::format("instances[{}]", i);
   if (!node.IsMap()) fail(node, where + ": expected a mapping");
-  check_keys(
-      node, where,
-      {"name", "model", "url", "command", "env", "gpus", "slots", "api_key", "served_model"});
+  check_keys(node, where,
+             {"name", "model", "url", "command", "env", "gpus", "slots", "api_key", "served_model",
+              "sleep"});
   InstanceConfig inst;
   inst.name =
       node["name"] ? non_empty(node["name"], where + ".name") : fmt::format("instance{}", i);
@@ -144,6 +160,7 @@ InstanceConfig parse_instance(const YAML::Node& node, std::size_t i) {
   if (node["api_key"]) inst.api_key = non_empty(node["api_key"], where + ".api_key");
   if (node["served_model"])
     inst.served_model = non_empty(node["served_model"], where + ".served_model");
+  if (node["sleep"]) inst.sleep = boolean(node["sleep"], where + ".sleep");
   return inst;
 }
 
@@ -284,6 +301,136 @@ void parse_state_db(const YAML::Node& root, FleetConfig& c) {
   c.state_db = db.lexically_normal().string();
 }
 
+// profiles: {name: [instance, ...], ...}, in the file's order (the first is
+// active at start).
+void parse_profiles(const YAML::Node& node, std::vector<ProfileConfig>& profiles) {
+  if (!node.IsMap() || node.size() == 0)
+    fail(node, "profiles: expected a mapping of profile name to a list of instances");
+  for (const auto& kv : node) {
+    ProfileConfig p;
+    p.name = non_empty(kv.first, "profiles");
+    const auto where = "profiles." + p.name;
+    p.instances = string_list(kv.second, where);
+    if (p.instances.empty()) fail(kv.second, where + ": must name at least one instance");
+    profiles.push_back(std::move(p));
+  }
+}
+
+void parse_switching(const YAML::Node& node, SwitchingOptions& s) {
+  if (!node.IsMap()) fail(node, "switching: expected a mapping");
+  check_keys(node, "switching",
+             {"mode", "drain_timeout", "on_drain_timeout", "min_dwell", "max_hold", "queue_depth",
+              "sustain", "prefill_bound", "idle", "switch_cost", "estimates"});
+  if (const auto mode = node["mode"]) {
+    const auto m = scalar(mode, "switching.mode");
+    if (m != "manual" && m != "on-demand")
+      fail(mode, fmt::format("switching.mode: '{}' is not one of: manual, on-demand", m));
+    s.mode = m == "manual" ? SwitchingOptions::Mode::manual : SwitchingOptions::Mode::on_demand;
+  }
+  if (const auto after = node["on_drain_timeout"]) {
+    const auto a = scalar(after, "switching.on_drain_timeout");
+    if (a != "wait" && a != "abort")
+      fail(after, fmt::format("switching.on_drain_timeout: '{}' is not one of: wait, abort", a));
+    s.abort_on_drain_timeout = a == "abort";
+  }
+  const std::pair<const char*, std::chrono::milliseconds*> durations[] = {
+      {"drain_timeout", &s.drain_timeout}, {"min_dwell", &s.min_dwell},
+      {"max_hold", &s.max_hold},           {"sustain", &s.sustain},
+      {"prefill_bound", &s.prefill_bound}, {"idle", &s.idle},
+      {"switch_cost", &s.switch_cost}};
+  for (auto [name, target] : durations)
+    if (node[name]) *target = duration(node[name], std::string("switching.") + name);
+  if (s.max_hold.count() == 0)
+    fail(node["max_hold"], "switching.max_hold: must be above 0 (held requests need time)");
+  if (node["queue_depth"])
+    s.queue_depth = positive_int(node["queue_depth"], "switching.queue_depth");
+  if (const auto est = node["estimates"]) {
+    if (!est.IsMap())
+      fail(est, "switching.estimates: expected a mapping of instance name to seeds");
+    for (const auto& kv : est) {
+      const auto name = non_empty(kv.first, "switching.estimates");
+      const auto where = "switching.estimates." + name;
+      if (!kv.second.IsMap()) fail(kv.second, where + ": expected a mapping");
+      check_keys(kv.second, where, {"decode_tps", "prefill_tps", "prefill_half_depth", "context"});
+      InstanceEstimate e;
+      if (kv.second["decode_tps"])
+        e.decode_tps = positive_number(kv.second["decode_tps"], where + ".decode_tps");
+      if (kv.second["prefill_tps"])
+        e.prefill_tps = positive_number(kv.second["prefill_tps"], where + ".prefill_tps");
+      if (kv.second["prefill_half_depth"])
+        e.prefill_half_depth =
+            positive_number(kv.second["prefill_half_depth"], where + ".prefill_half_depth");
+      if (kv.second["context"]) e.context = positive_int(kv.second["context"], where + ".context");
+      s.estimates[name] = e;
+    }
+  }
+}
+
+std::vector<std::string> split_gpus(const std::string& gpus) {
+  std::vector<std::string> out;
+  std::stringstream in(gpus);
+  for (std::string g; std::getline(in, g, ',');)
+    if (!g.empty()) out.push_back(g);
+  return out;
+}
+
+bool share_gpu(const InstanceConfig& a, const InstanceConfig& b) {
+  for (const auto& g : split_gpus(a.gpus))
+    for (const auto& h : split_gpus(b.gpus))
+      if (g == h) return true;
+  return false;
+}
+
+// Profiles name known instances, each at most once; no two instances of a
+// profile share a GPU, nor does an instance outside every profile (it always
+// runs) share one with a profile's instance; the gateway can stop or sleep
+// every profile instance.
+void validate_profiles(const YAML::Node& root, const FleetConfig& c) {
+  const auto find = [&](const std::string& name) -> const InstanceConfig* {
+    for (const auto& inst : c.instances)
+      if (inst.name == name) return &inst;
+    return nullptr;
+  };
+  std::set<std::string> in_profiles;
+  for (const auto& p : c.profiles) {
+    const auto node = root["profiles"][p.name];
+    std::vector<const InstanceConfig*> members;
+    for (const auto& name : p.instances) {
+      const auto* inst = find(name);
+      if (!inst)
+        fail(node, fmt::format("profiles.{}: '{}' is not one of the instances", p.name, name));
+      for (const auto* other : members) {
+        if (other == inst)
+          fail(node, fmt::format("profiles.{}: '{}' is listed twice", p.name, name));
+        if (share_gpu(*other, *inst))
+          fail(node, fmt::format("profiles.{}: '{}' and '{}' share a GPU ({} and {}); a "
+                                 "profile's instances run at once",
+                                 p.name, other->name, inst->name, other->gpus, inst->gpus));
+      }
+      if (!inst->command && !inst->sleep)
+        fail(node, fmt::format("profiles.{}: '{}' has a url and no 'sleep: true': the gateway "
+                               "could neither stop nor sleep it",
+                               p.name, name));
+      members.push_back(inst);
+      in_profiles.insert(name);
+    }
+  }
+  if (c.profiles.empty()) return;
+  for (const auto& always : c.instances) {
+    if (in_profiles.count(always.name)) continue;
+    for (const auto& name : in_profiles) {
+      if (share_gpu(always, *find(name)))
+        fail(root["profiles"], fmt::format("profiles: '{}' is in no profile (it always runs) but "
+                                           "shares a GPU with '{}' of a profile",
+                                           always.name, name));
+    }
+  }
+  for (const auto& [name, estimate] : c.switching.estimates)
+    if (!find(name))
+      fail(root["switching"]["estimates"],
+           fmt::format("switching.estimates: '{}' is not one of the instances", name));
+}
+
 // Cross-field rules: unique names, aliases that do not collide, instances
 // that name a known model.
 void validate(const YAML::Node& root, FleetConfig& c) {
@@ -366,7 +513,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     check_keys(root, "",
                {"listen", "models", "instances", "api_keys", "admin_key", "routing", "body_limit",
                 "max_connections", "attempts", "retry_budget", "health_detail", "timeouts",
-                "health", "queue", "state_db"});
+                "health", "queue", "state_db", "profiles", "switching"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -416,7 +563,10 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (const auto timeouts = root["timeouts"]) parse_timeouts(timeouts, c.timeouts);
     if (const auto health = root["health"]) parse_health(health, c.health);
     if (const auto queue = root["queue"]) parse_queue(queue, c.queue);
+    if (const auto profiles = root["profiles"]) parse_profiles(profiles, c.profiles);
+    if (const auto switching = root["switching"]) parse_switching(switching, c.switching);
     validate(root, c);
+    validate_profiles(root, c);
   } catch (const ConfigError& e) {
     return Error{e.line > 0 ? fmt::format("{}:{}: {}", source, e.line, e.message)
                             : fmt::format("{}: {}", source, e.message)};
@@ -456,6 +606,8 @@ std::vector<std::string> restart_only_changes(const FleetConfig& running, const 
   check(running.queue.max_length != next.queue.max_length, "queue.max_length");
   check(running.queue.max_wait != next.queue.max_wait, "queue.max_wait");
   check(running.state_db != next.state_db, "state_db");
+  check(running.profiles != next.profiles, "profiles");
+  check(running.switching != next.switching, "switching");
   return changed;
 }
 
@@ -468,6 +620,8 @@ FleetConfig keep_restart_only_settings(const FleetConfig& running, FleetConfig n
   next.health = running.health;
   next.queue = running.queue;
   next.state_db = running.state_db;
+  next.profiles = running.profiles;
+  next.switching = running.switching;
   return next;
 }
 

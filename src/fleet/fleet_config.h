@@ -38,6 +38,10 @@ struct InstanceConfig {
   // Name the engine itself serves the model under, when it differs from the
   // model name (the gateway rewrites the request's model to it).
   std::optional<std::string> served_model;
+  // vLLM sleep mode: when its profile is switched off the gateway puts it to
+  // sleep (POST /sleep?level=1, GPU memory freed, process kept) instead of
+  // stopping it, and wakes it (POST /wake_up) instead of restarting it.
+  bool sleep = false;
 
   bool operator==(const InstanceConfig&) const = default;
 };
@@ -122,6 +126,59 @@ struct StaticKey {
   bool operator==(const StaticKey&) const = default;
 };
 
+// A named set of instances that run together (docs/profiles.md). Instances
+// in no profile always run; of the others only the active profile's do.
+struct ProfileConfig {
+  std::string name;
+  std::vector<std::string> instances;  // instance names, each known
+
+  bool operator==(const ProfileConfig&) const = default;
+};
+
+// What the on-demand policy assumes of an instance before it has measured it.
+struct InstanceEstimate {
+  double decode_tps = 0;   // tokens/s of one sequence; 0: unknown (the policy then skips it)
+  double prefill_tps = 0;  // prompt tokens/s of one request, at depth 0
+  // Depth at which prefill runs at half speed (0: no slowdown), as the sim's
+  // --prefill-half-depth: D tokens take (D + D^2 / 2h) / prefill_tps seconds.
+  double prefill_half_depth = 0;
+  int context = 0;  // tokens one request may hold (context per slot); 0: unbounded
+
+  bool operator==(const InstanceEstimate&) const = default;
+};
+
+// How and when the active profile changes (the `switching:` section).
+struct SwitchingOptions {
+  // manual: only POST /admin/profile switches. on_demand: the policy
+  // (fleet/switch_policy.h) also switches when it pays.
+  enum class Mode { manual, on_demand } mode = Mode::manual;
+  // In-flight requests of the old profile get this long to finish ...
+  std::chrono::milliseconds drain_timeout{60000};
+  // ... then the switch waits on (false, the default: nothing is cut) or
+  // stops the old engines anyway, which ends their streams with an error
+  // event (true: on_drain_timeout: abort).
+  bool abort_on_drain_timeout = false;
+  // No switch sooner than this after the last one (either way).
+  std::chrono::milliseconds min_dwell{std::chrono::minutes(5)};
+  // Requests of a model whose profile is switching wait this long at most
+  // (instead of queue.max_wait, which the switch would eat up).
+  std::chrono::milliseconds max_hold{std::chrono::minutes(5)};
+  // Trigger: this many requests of a model queued ...
+  int queue_depth = 8;
+  // ... for this long.
+  std::chrono::milliseconds sustain{10000};
+  // Trigger: a prompt whose predicted prefill on the active profile is longer.
+  std::chrono::milliseconds prefill_bound{120000};
+  // Back to the first profile once another one has had nothing to do this long.
+  std::chrono::milliseconds idle{std::chrono::minutes(2)};
+  // A switch's cost until one has been measured.
+  std::chrono::milliseconds switch_cost{30000};
+  // Per instance name: the policy's throughput seeds.
+  std::map<std::string, InstanceEstimate> estimates;
+
+  bool operator==(const SwitchingOptions&) const = default;
+};
+
 struct FleetConfig {
   std::string source;  // file name, for messages
   std::string listen = "127.0.0.1:8080";
@@ -155,6 +212,9 @@ struct FleetConfig {
   Timeouts timeouts;
   HealthOptions health;
   QueueOptions queue;
+  // The first is active at start; empty: no profiles (every instance runs).
+  std::vector<ProfileConfig> profiles;
+  SwitchingOptions switching;
 };
 
 // The settings that differ between `running` and `next` but take effect only

@@ -49,6 +49,10 @@ struct Instance {
   // request at a time until one succeeds).
   int ejections = 0;
   bool on_trial = false;
+  // Profiles: whether its engine sleeps (sleep: true, switched off), and why
+  // it last failed to start or exited, for a switch's rollback message.
+  bool asleep = false;
+  std::string problem;
   std::unique_ptr<http::UpstreamPool> pool;  // request traffic; set with url
 
   const std::string& name() const { return config.name; }

@@ -11,6 +11,7 @@
 
 #include "gateway/accounting.h"
 #include "gateway/admin_access.h"
+#include "gateway/admin_routes.h"
 #include "gateway/admission.h"
 #include "gateway/api_keys.h"
 #include "gateway/console_feed.h"
@@ -20,6 +21,7 @@
 #include "gateway/info_routes.h"
 #include "gateway/model_catalog.h"
 #include "gateway/pipeline.h"
+#include "gateway/profile_control.h"
 #include "gateway/resolve.h"
 #include "gateway/route_stage.h"
 #include "gateway/router.h"
@@ -77,13 +79,14 @@ struct Gateway::Impl {
         pipeline({&authenticate, &resolve, &admit, &route, &forwarder}),
         rng(std::random_device{}()),
         scraper(executor, fleet.instances(), c.health.metrics_interval),
-        feed(executor, [this] {
-          const auto s = snapshot();
-          ConsoleFeed::Gauges g;
-          for (const auto& i : s.instances) g.tokens_per_second += i.tokens_per_second;
-          for (const auto& m : s.models) g.queued += m.queued;
-          return g;
-        }),
+        feed(executor,
+             [this] {
+               const auto s = snapshot();
+               ConsoleFeed::Gauges g;
+               for (const auto& i : s.instances) g.tokens_per_second += i.tokens_per_second;
+               for (const auto& m : s.models) g.queued += m.queued;
+               return g;
+             }),
         ledger(c.state_db),
         key_watcher(c.state_db, stored_version, std::chrono::milliseconds(200),
                     [this, alive = std::weak_ptr<char>(alive)](tenancy::StoredKeys next) {
@@ -91,10 +94,15 @@ struct Gateway::Impl {
                         if (alive.lock()) apply_stored_keys(std::move(next.keys));
                       });
                     }) {
+    if (!c.profiles.empty()) {
+      profiles = std::make_unique<ProfileControl>(executor, c, fleet, router, queue, metrics);
+      route.set_gate(profiles.get());
+    }
     // A freed slot goes to the next waiter of its model; a removed instance
     // is stopped once its last request is done.
     router.on_release([this](std::size_t index, const std::string& model) {
       queue.dispatch(model);
+      if (profiles) profiles->slot_released(index);
       if (router.in_flight(index) == 0 && retiring.erase(index)) stop_instance(index);
     });
     // An instance that turns ready may serve waiting requests; one that is
@@ -155,7 +163,11 @@ struct Gateway::Impl {
   obs::StatusSnapshot snapshot() const {
     auto s = take_snapshot(fleet.instances(), router, queue, catalog, draining);
     add_console_status(s, metrics.generation(), advisor);
+    if (profiles) s.profiles = profiles->status();
     return s;
+  }
+  AdminView admin_view() {
+    return AdminView{fleet, profiles.get(), [this] { return snapshot(); }};
   }
   // Whether the request may see instance detail (names, URLs) in /health.
   bool sees_detail(const http::RequestHead& head) const {
@@ -185,10 +197,11 @@ struct Gateway::Impl {
   Accounting accounting;
   Pipeline pipeline;
   std::mt19937_64 rng;
-  std::set<std::size_t> retiring;  // removed by a reload, still finishing requests
-  fleet::MetricsScraper scraper;   // each ready engine's /metrics
-  advisor::LiveAdvisor advisor;    // doctor's backend checks on those scrapes
-  ConsoleFeed feed;                // the dashboard's requests and charts
+  std::set<std::size_t> retiring;            // removed by a reload, still finishing requests
+  std::unique_ptr<ProfileControl> profiles;  // null without profiles
+  fleet::MetricsScraper scraper;             // each ready engine's /metrics
+  advisor::LiveAdvisor advisor;              // doctor's backend checks on those scrapes
+  ConsoleFeed feed;                          // the dashboard's requests and charts
   tenancy::UsageLedger ledger;
   // Last: its thread posts key changes here until it is joined. Posted
   // changes that run after the gateway is gone find `alive` expired.
@@ -253,6 +266,9 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
     if (auto e = admin_refusal(head, events ? impl_->config.admin_key : std::string_view(), events);
         e && (events || impl_->config.admin_key.empty()))
       refusal = openai::error_response(*e);
+  } else if (route->kind == RouteKind::admin) {
+    if (auto refused = admin_refusal(head, impl_->config.admin_key))
+      refusal = openai::error_response(*refused);
   } else if (route->needs_key && !impl_->keys.allows(head.headers)) {
     refusal = openai::error_response(
         ApiError::unauthorized(ApiKeys::presented(head.headers)
@@ -302,6 +318,13 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
     co_await stream_events(
         exchange, [this](bool first) { return console_json(snapshot(), catalog, feed, first); },
         [this] { return draining; });
+  } else if (route.kind == RouteKind::admin) {
+    AdminView view = admin_view();
+    http::Response reply = co_await admin_response(view, request);
+    reply.headers.add("X-Request-Id", ctx.record.id);
+    ctx.record.status = reply.status;
+    ctx.record.bytes_out = reply.body.size();
+    if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
   } else {
     http::Response reply = local_response(route, request.head);
     reply.headers.add("X-Request-Id", ctx.record.id);
@@ -359,6 +382,7 @@ http::Response Gateway::Impl::local_response(const Route& route,
       return ui_response(head.path());
     case RouteKind::proxy:
     case RouteKind::events:
+    case RouteKind::admin:
       break;
   }
   return openai::error_response(ApiError::internal("no local handler for this route"));

@@ -48,6 +48,18 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
     if (ctx.target) co_return Routed::ok;
     co_return Routed::none_left;
   }
+  if (!gate_ || retry) co_return co_await route_slot(ctx, retry, max_wait, false);
+  const auto held = gate_->hold(ctx);
+  const Routed routed = co_await route_slot(ctx, retry, held.value_or(max_wait), held.has_value());
+  gate_->routed(ctx);
+  co_return routed;
+}
+
+awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool retry,
+                                                     std::chrono::milliseconds max_wait,
+                                                     bool held) {
+  const RouteQuery query = ctx.query();
+  Router::Refusal why = Router::Refusal::all_slots_busy;
   // The common case needs no waiting, and no race with the client.
   if (retry || queue_.depth(ctx.model) == 0) {
     if (auto lease = router_.acquire(query, &why)) {
@@ -55,7 +67,8 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
       ctx.lease = std::move(*lease);
       co_return Routed::ok;
     }
-    if (why == Router::Refusal::no_instance_ready) co_return Routed::none_left;
+    // A switch holding the model brings its instances: wait for them.
+    if (why == Router::Refusal::no_instance_ready && !held) co_return Routed::none_left;
   }
   auto waited = co_await (queue_.acquire(query, retry, max_wait, ctx.share) ||
                           ctx.exchange.until_client_gone());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 
 #include "fleet/fleet_config.h"
 #include "gateway/pipeline.h"
@@ -12,6 +13,19 @@
 #include "obs/gateway_metrics.h"
 
 namespace switchyard::gateway {
+
+// Profiles (gateway/profile_control.h): sees each request as it reaches
+// routing and says whether a profile switch holds its model.
+class SwitchGate {
+ public:
+  virtual ~SwitchGate() = default;
+  // The request is about to be routed (the on-demand policy may start a
+  // switch for it). The bound of its wait when a switch holds its model
+  // (switching.max_hold, not queue.max_wait), else nullopt.
+  virtual std::optional<std::chrono::milliseconds> hold(const RequestContext& ctx) = 0;
+  // Routing of that request ended (a slot, an answer, or the client left).
+  virtual void routed(const RequestContext& ctx) = 0;
+};
 
 class RouteStage final : public Stage {
  public:
@@ -32,7 +46,13 @@ class RouteStage final : public Stage {
   boost::asio::awaitable<Routed> route(RequestContext& ctx, bool retry,
                                        std::chrono::milliseconds max_wait);
 
+  // Profiles: null (the default) without them; must outlive the stage.
+  void set_gate(SwitchGate* gate) { gate_ = gate; }
+
  private:
+  boost::asio::awaitable<Routed> route_slot(RequestContext& ctx, bool retry,
+                                            std::chrono::milliseconds max_wait, bool held);
+  SwitchGate* gate_ = nullptr;
   Router& router_;
   WaitQueue& queue_;
   const fleet::QueueOptions& queue_options_;

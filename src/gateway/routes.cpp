@@ -33,6 +33,10 @@ constexpr Route kRoutes[] = {
     {"/ui", "GET", RouteKind::ui, std::nullopt, false},
     {"/ui/", "GET", RouteKind::ui, std::nullopt, false, Dialect::openai, true},
     {"/admin/events", "GET", RouteKind::events, std::nullopt, false},
+    // The admin key, not an API key, opens these (Gateway::screen).
+    {"/admin/status", "GET", RouteKind::admin, std::nullopt, false},
+    {"/admin/profile", "POST", RouteKind::admin, std::nullopt, false},
+    {"/admin/instances/", "POST", RouteKind::admin, std::nullopt, false, Dialect::openai, true},
 };
 
 }  // namespace

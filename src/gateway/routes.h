@@ -19,6 +19,7 @@ enum class RouteKind {
   metrics,  // GET /metrics
   ui,       // GET /ui and /ui/<file>: the dashboard
   events,   // GET /admin/events: the dashboard's live status (SSE)
+  admin,    // /admin/... (gateway/admin_routes.h), behind gateway/admin_access.h
 };
 
 struct Route {

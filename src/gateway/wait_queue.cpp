@@ -19,6 +19,7 @@ struct WaitQueue::Waiter {
   std::optional<RouteLease> lease;  // set by dispatch()
   bool shutting_down = false;
   bool key_revoked = false;
+  bool rearmed = false;  // extend() moved the bound: wait again
 };
 
 WaitQueue::WaitQueue(net::any_io_executor executor, Router& router, fleet::QueueOptions options)
@@ -96,7 +97,13 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
     lane->second.waiters.push_back(waiter);
   }
   auto [ec] = co_await waiter->timer.async_wait(net::as_tuple(net::use_awaitable));
-  // Woken by dispatch() (lease set), refuse_key(), release_all(), the bound
+  while (waiter->rearmed && !waiter->lease && !waiter->shutting_down && !waiter->key_revoked &&
+         (co_await net::this_coro::cancellation_state).cancelled() ==
+             net::cancellation_type::none) {
+    waiter->rearmed = false;
+    std::tie(ec) = co_await waiter->timer.async_wait(net::as_tuple(net::use_awaitable));
+  }
+  // Woken by dispatch() (lease set), refuse_key(), release_all(), extend() (rearmed), the bound
   // (no error), or the caller's cancellation.
   if (auto it = lines_.find(model); it != lines_.end()) {
     remove(it->second, waiter);
@@ -179,17 +186,32 @@ void WaitQueue::refuse_key(std::string_view key) {
   }
 }
 
+template <class F>
+void WaitQueue::for_each_waiter(Line& line, F f) {
+  for (auto& w : line.retries) f(w);
+  for (auto& [priority, band] : line.bands)
+    for (auto& [key, lane] : band.lanes)
+      for (auto& w : lane.waiters) f(w);
+}
+
+void WaitQueue::extend(const std::string& model, std::chrono::milliseconds bound) {
+  auto it = lines_.find(model);
+  if (it == lines_.end()) return;
+  const auto until = clock_type::now() + bound;
+  for_each_waiter(it->second, [&](const std::shared_ptr<Waiter>& waiter) {
+    if (waiter->lease || waiter->shutting_down || waiter->timer.expiry() >= until) return;
+    waiter->rearmed = true;
+    waiter->timer.expires_at(until);  // ends the pending wait, which then waits again
+  });
+}
+
 void WaitQueue::release_all() {
   closed_ = true;
   for (auto& [model, line] : lines_) {
-    const auto wake = [](const std::shared_ptr<Waiter>& w) {
+    for_each_waiter(line, [](const std::shared_ptr<Waiter>& w) {
       w->shutting_down = true;
       w->timer.cancel();
-    };
-    for (auto& w : line.retries) wake(w);
-    for (auto& [priority, band] : line.bands)
-      for (auto& [key, lane] : band.lanes)
-        for (auto& w : lane.waiters) wake(w);
+    });
   }
 }
 

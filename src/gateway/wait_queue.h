@@ -67,6 +67,10 @@ class WaitQueue {
   // Ends the waits of `key`'s requests with key_revoked.
   void refuse_key(std::string_view key);
 
+  // Profiles: every waiter of `model` waits at least `bound` from now (a
+  // switch holds the model; their queue.max_wait must not run out on it).
+  void extend(const std::string& model, std::chrono::milliseconds bound);
+
   // Ends every wait with shutting_down.
   void release_all();
 
@@ -89,6 +93,9 @@ class WaitQueue {
     int size = 0;
   };
   void remove(Line& line, const std::shared_ptr<Waiter>& waiter);
+  // Calls `f` with every waiter of `line`.
+  template <class F>
+  static void for_each_waiter(Line& line, F f);
   static void grant(Waiter& waiter, RouteLease lease);
 
   boost::asio::any_io_executor executor_;

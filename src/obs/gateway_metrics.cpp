@@ -111,6 +111,29 @@ struct GatewayMetrics::Impl {
           .Help("1 for each finding of the live advisor in force, by check, instance, severity.")
           .Register(registry);
   std::vector<prometheus::Gauge*> finding_series;  // removed and re-added per render
+  // Profiles (docs/profiles.md).
+  prometheus::Family<prometheus::Gauge>& profile_active =
+      prometheus::BuildGauge()
+          .Name("switchyard_profile_active")
+          .Help("1 for the active profile, 0 for the others.")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& profile_switches =
+      prometheus::BuildCounter()
+          .Name("switchyard_profile_switches_total")
+          .Help(
+              "Profile switches that ended, by from, to (from again when rolled back) and reason "
+              "(manual, queue, huge_prompt, idle).")
+          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& profile_switch_seconds =
+      prometheus::BuildHistogram()
+          .Name("switchyard_profile_switch_seconds")
+          .Help("Time a profile switch took, drain to warm-up (rolled back ones included).")
+          .Register(registry);
+  prometheus::Family<prometheus::Gauge>& admin_state =
+      prometheus::BuildGauge()
+          .Name("switchyard_instance_admin_state")
+          .Help("1 for each instance's admin state (active, draining, parked), 0 for the others.")
+          .Register(registry);
 };
 
 GatewayMetrics::GatewayMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -167,8 +190,20 @@ const GenerationMeter& GatewayMetrics::generation() const {
   return impl_->generation;
 }
 
+void GatewayMetrics::profile_switched(const std::string& from, const std::string& to,
+                                      const std::string& reason, double seconds) {
+  impl_->profile_switches.Add({{"from", from}, {"to", to}, {"reason", reason}}).Increment();
+  impl_->profile_switch_seconds.Add({}, latency_buckets()).Observe(seconds);
+}
+
 std::string GatewayMetrics::render(const StatusSnapshot& status) const {
   auto& m = *impl_;
+  for (const auto& p : status.profiles)
+    m.profile_active.Add({{"profile", p.name}}).Set(p.active ? 1 : 0);
+  for (const auto& inst : status.instances)
+    for (const char* state : {"active", "draining", "parked"})
+      m.admin_state.Add({{"instance", inst.name}, {"state", state}})
+          .Set(inst.admin == state ? 1 : 0);
   for (const auto& inst : status.instances) {
     m.up.Add({{"instance", inst.name}, {"model", inst.model}}).Set(inst.routable ? 1 : 0);
     m.slots.Add({{"instance", inst.name}}).Set(inst.slots);

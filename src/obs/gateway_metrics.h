@@ -35,6 +35,9 @@ class GatewayMetrics {
   // Output tokens relayed, per instance, for the measured generation rate.
   GenerationMeter& generation();
   const GenerationMeter& generation() const;
+  // Profiles: a switch ended; `to` is `from` again when it was rolled back.
+  void profile_switched(const std::string& from, const std::string& to, const std::string& reason,
+                        double seconds);
 
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.

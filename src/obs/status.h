@@ -40,11 +40,17 @@ struct ModelStatus {
   int queued = 0;  // requests waiting for a slot
 };
 
+struct ProfileStatus {
+  std::string name;
+  bool active = false;
+};
+
 struct StatusSnapshot {
   bool draining = false;  // the gateway is shutting down
   std::vector<InstanceStatus> instances;
   std::vector<ModelStatus> models;
   std::vector<FindingStatus> findings;
+  std::vector<ProfileStatus> profiles;  // empty without profiles
 };
 
 }  // namespace switchyard::obs

@@ -87,6 +87,7 @@ struct VllmApi::Impl {
                     .count()) {}
 
   awaitable<void> handle(http::Request request, http::Exchange& exchange);
+  awaitable<std::optional<http::Response>> sleep_endpoint(const http::Request& request);
   http::Response respond_now(const http::Request& request, std::optional<CompletionJob>& job);
   std::variant<CompletionJob, http::Response> parse_job(Endpoint endpoint,
                                                         const json::object& body) const;
@@ -102,6 +103,7 @@ struct VllmApi::Impl {
   CompletionRunner runner;
   std::mt19937_64 id_rng;
   const std::int64_t created;
+  bool asleep = false;
 };
 
 VllmApi::VllmApi(Engine& engine, VllmApiOptions options)
@@ -120,7 +122,54 @@ std::string VllmApi::Impl::new_id() {
   return fmt::format("{:016x}{:016x}", id_rng(), id_rng());
 }
 
+// vllm/entrypoints/serve/sleep/api_router.py: POST /sleep (query level,
+// default 1) and POST /wake_up answer an empty 200; GET /is_sleeping
+// answers {"is_sleeping": bool}.
+awaitable<std::optional<http::Response>> VllmApi::Impl::sleep_endpoint(
+    const http::Request& request) {
+  const auto path = request.head.path();
+  const auto& method = request.head.method;
+  std::optional<http::Response> reply;
+  if (path == "/is_sleeping" && method == "GET") {
+    reply = json_reply(200, json::object{{"is_sleeping", asleep}});
+  } else if (path == "/sleep" && method == "POST") {
+    const std::string_view target = request.head.target;
+    const auto q = target.find("level=");
+    const auto level =
+        q == std::string_view::npos ? std::string_view("1") : target.substr(q + 6, 1);
+    if (level != "1" && level != "2") {
+      reply = error_reply(400, "level must be 1 or 2", "BadRequestError", "level");
+    } else {
+      asleep = true;
+      reply = json_reply(200, nullptr);
+      reply->body.clear();
+    }
+  } else if (path == "/wake_up" && method == "POST") {
+    if (asleep && options.wake_seconds > 0) {
+      net::steady_timer t(co_await net::this_coro::executor);
+      t.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(options.wake_seconds)));
+      co_await t.async_wait(net::as_tuple(net::use_awaitable));
+    }
+    asleep = false;
+    reply = json_reply(200, nullptr);
+    reply->body.clear();
+  } else if (asleep && method == "POST" &&
+             (path == "/v1/chat/completions" || path == "/v1/completions")) {
+    reply =
+        error_reply(503, "The engine is sleeping; POST /wake_up first", "ServiceUnavailableError");
+  }
+  co_return reply;
+}
+
 awaitable<void> VllmApi::Impl::handle(http::Request request, http::Exchange& exchange) {
+  if (options.sleep_mode && !runner.loading()) {
+    std::optional<http::Response> slept = co_await sleep_endpoint(request);
+    if (slept) {
+      co_await exchange.respond(std::move(*slept));
+      co_return;
+    }
+  }
   std::optional<CompletionJob> job;
   http::Response reply = runner.loading() ? http::Response() : respond_now(request, job);
   const CompletionRunner::Unavailable unavailable = [](std::string_view message) {

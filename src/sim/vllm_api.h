@@ -1,7 +1,8 @@
 // vLLM's OpenAI-compatible server (`vllm serve`) over the simulated engine:
 // /v1/models, /v1/chat/completions, /v1/completions (token-id prompts too),
 // /tokenize, /detokenize, /health, /version and /metrics with the `vllm:`
-// names of shared/reference/README.md. The engine's mode is paged.
+// names of shared/reference/README.md, and the sleep-mode endpoints. The
+// engine's mode is paged.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,14 @@ struct VllmApiOptions {
   std::string model_path = "/models/sim.gguf";
   // Injected failures; all off by default.
   FaultOptions faults;
+  // vLLM's sleep mode (--enable-sleep-mode with VLLM_SERVER_DEV_MODE=1):
+  // POST /sleep?level=1|2, POST /wake_up, GET /is_sleeping. Asleep, the
+  // engine frees its GPU memory and answers completions 503. Off: 404, as
+  // vLLM without dev mode.
+  bool sleep_mode = false;
+  // How long POST /wake_up takes before it answers, in wall-clock seconds
+  // (already divided by the speed factor).
+  double wake_seconds = 0;
 };
 
 class VllmApi final : public http::Handler {

@@ -1,0 +1,106 @@
+// The on-demand policy: switch profiles only when it pays (docs/profiles.md).
+//
+// Triggers: requests queued at least switching.queue_depth deep for
+// switching.sustain, or a waiting prompt the active profile cannot hold per
+// slot or would prefill for longer than switching.prefill_bound. On a
+// trigger it estimates, for every profile, when the waiting work would be
+// done there (from each instance's throughput seeds) plus, for the others,
+// the measured cost of the last switch between the two, and switches only to
+// one that finishes sooner. Not again within switching.min_dwell; back to
+// the first profile once another has had nothing to do for switching.idle.
+// Pure: time is passed in, so it is tested with a fake clock.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fleet/fleet_config.h"
+
+namespace switchyard::fleet {
+
+// One request waiting for a slot, as the gateway estimates it from its body.
+struct WaitingJob {
+  long prompt_tokens = 0;
+  long output_tokens = 0;
+};
+
+// What the gateway sees of the profiles' traffic at a moment.
+struct Demand {
+  std::vector<WaitingJob> waiting;  // oldest first
+  int in_flight = 0;                // on the active profile's instances
+};
+
+// One instance's throughput as the policy models it.
+struct InstanceSpeed {
+  std::string name;
+  int slots = 1;
+  InstanceEstimate estimate;
+};
+
+struct ProfileSpeed {
+  std::string name;
+  std::vector<InstanceSpeed> instances;
+  // Whether every instance has seeds (decode_tps and prefill_tps): a profile
+  // without them is never chosen by the policy.
+  bool known() const;
+};
+
+struct Decision {
+  std::string target;  // the profile to switch to
+  std::string reason;  // "queue", "huge_prompt" or "idle"
+};
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+class SwitchPolicy {
+ public:
+  // `profiles` in config order: the first is the daily one.
+  SwitchPolicy(std::vector<ProfileSpeed> profiles, SwitchingOptions options);
+
+  // What to do now, `active` being the active profile and no switch
+  // running. Every decision a trigger leads to, switch or stay, is logged
+  // with its numbers and kept (last_explanation()).
+  std::optional<Decision> decide(const std::string& active, const Demand& demand, steady_time now);
+
+  // A switch ended at `now` having cost `seconds` (its measured cost is used
+  // for the next estimate of that pair), or was rolled back.
+  void switched(const std::string& from, const std::string& to, double seconds, bool ok,
+                steady_time now);
+
+  // Seconds until `jobs` are done on `profile`; nullopt when one of its
+  // prompts does not fit there (context per slot).
+  std::optional<double> finish_seconds(const ProfileSpeed& profile,
+                                       const std::vector<WaitingJob>& jobs) const;
+  // The expected cost of switching between two profiles: the last measured
+  // one, else switching.switch_cost.
+  double switch_cost(const std::string& from, const std::string& to) const;
+
+  // The line the last decision logged.
+  const std::string& last_explanation() const { return explanation_; }
+
+ private:
+  const ProfileSpeed* find(const std::string& name) const;
+  std::optional<Decision> weigh(const ProfileSpeed& active, const Demand& demand,
+                                const std::string& reason);
+  std::optional<std::string> huge_prompt(const ProfileSpeed& active, const Demand& demand) const;
+
+  const std::vector<ProfileSpeed> profiles_;
+  const SwitchingOptions options_;
+  std::map<std::pair<std::string, std::string>, double> measured_;  // (from, to) → seconds
+  std::optional<steady_time> last_switch_;
+  std::optional<steady_time> deep_since_;  // the queue trigger's condition holds since
+  std::optional<steady_time> idle_since_;  // nothing waiting or running since
+  // The trigger that led to the last "stay": the same one again is not
+  // logged again until it changes.
+  std::string quiet_;
+  std::string explanation_;
+};
+
+// Seconds to prefill `tokens` on an instance (the sim's depth model).
+double prefill_seconds(const InstanceEstimate& e, double tokens);
+
+}  // namespace switchyard::fleet

@@ -1,0 +1,34 @@
+// The admin API (docs/profiles.md has the JSON shapes, which the dashboard
+// reads and which stay stable):
+//   GET  /admin/status                   profiles, active, state, since, last switch, queues
+//   POST /admin/profile {"profile": P}   a manual switch; answers once P is active, or why not
+//   POST /admin/instances/{name}/drain   admin state draining (finishes its requests)
+//   POST /admin/instances/{name}/enable  admin state active again
+// Access is checked before the body is read (gateway/admin_access.h).
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <string>
+
+#include "fleet/fleet.h"
+#include "gateway/profile_control.h"
+#include "http/message.h"
+#include "obs/status.h"
+
+namespace switchyard::gateway {
+
+struct AdminView {
+  fleet::Fleet& fleet;
+  ProfileControl* profiles;  // null without profiles
+  // The snapshot the status is built from (the one /health and /metrics read).
+  std::function<obs::StatusSnapshot()> snapshot;
+};
+
+boost::asio::awaitable<http::Response> admin_response(AdminView view, const http::Request& request);
+
+// GET /admin/status's body.
+std::string admin_status_json(const AdminView& view);
+
+}  // namespace switchyard::gateway

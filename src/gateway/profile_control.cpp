@@ -1,0 +1,220 @@
+#include "gateway/profile_control.h"
+
+#include <boost/asio.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "fleet/switch_policy.h"
+
+namespace switchyard::gateway {
+
+namespace net = boost::asio;
+using net::awaitable;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// What a request will cost, from its body: prompt tokens at ~4 bytes each
+// (the prompt's JSON text; a /tokenize round trip would cost more than the
+// estimate is worth), output from max_tokens (or its synonyms), else 256.
+fleet::WaitingJob estimate_job(const RequestContext& ctx) {
+  fleet::WaitingJob job;
+  job.prompt_tokens = static_cast<long>(ctx.facts.prompt.length / 4);
+  job.output_tokens = 256;
+  const std::string_view body = ctx.request.body;
+  for (std::string_view key : {"\"max_tokens\"", "\"max_completion_tokens\"", "\"n_predict\""}) {
+    auto at = body.find(key);
+    if (at == std::string_view::npos) continue;
+    at = body.find_first_not_of(" \t\r\n:", at + key.size());
+    if (at == std::string_view::npos) break;
+    long n = 0;
+    auto [end, ec] = std::from_chars(body.data() + at, body.data() + body.size(), n);
+    if (ec == std::errc() && n > 0) job.output_tokens = n;
+    break;
+  }
+  return job;
+}
+
+}  // namespace
+
+struct ProfileControl::Impl final : fleet::SwitchEnv {
+  Impl(net::any_io_executor ex, const fleet::FleetConfig& config, fleet::Fleet& f, Router& r,
+       WaitQueue& q, obs::GatewayMetrics& m)
+      : executor(ex),
+        options(config.switching),
+        fleet(f),
+        router(r),
+        queue(q),
+        metrics(m),
+        switcher(ex, config.profiles, config.switching, *this),
+        policy(speeds(config), config.switching),
+        tick(ex) {
+    for (const auto& p : config.profiles)
+      for (const auto& name : p.instances) in_profile.insert(name);
+    for (const auto& c : config.instances)
+      if (in_profile.count(c.name)) profile_models.insert(c.model);
+    switcher.on_phase([this](fleet::SwitchPhase phase) {
+      if (phase != fleet::SwitchPhase::draining) return;
+      // Requests already waiting for these models now wait for the switch.
+      for (const auto& model : switcher.held_models()) queue.extend(model, options.max_hold);
+    });
+    switcher.on_done([this](const fleet::SwitchRecord& r) {
+      metrics.profile_switched(r.from, r.ok ? r.to : r.from, r.reason, r.seconds);
+      policy.switched(r.from, r.to, r.seconds, r.ok, clock_type::now());
+      // The held requests go, in order, to what is routable now.
+      std::set<std::string> models;
+      for (const auto& inst : fleet.instances()) models.insert(inst->model());
+      for (const auto& m : models) queue.dispatch(m);
+    });
+    if (options.mode == fleet::SwitchingOptions::Mode::on_demand)
+      net::co_spawn(executor, watch(), net::detached);
+  }
+  ~Impl() override { tick.cancel(); }
+
+  static std::vector<fleet::ProfileSpeed> speeds(const fleet::FleetConfig& config) {
+    std::vector<fleet::ProfileSpeed> out;
+    for (const auto& p : config.profiles) {
+      fleet::ProfileSpeed speed{p.name, {}};
+      for (const auto& name : p.instances) {
+        fleet::InstanceSpeed inst{name, 1, {}};
+        for (const auto& c : config.instances)
+          if (c.name == name) inst.slots = c.slots.value_or(1);
+        if (auto it = config.switching.estimates.find(name); it != config.switching.estimates.end())
+          inst.estimate = it->second;
+        speed.instances.push_back(inst);
+      }
+      if (!speed.known() && config.switching.mode == fleet::SwitchingOptions::Mode::on_demand)
+        spdlog::warn(
+            "profile {}: no switching.estimates (decode_tps, prefill_tps) for every instance; "
+            "the on-demand policy never switches to or from it",
+            p.name);
+      out.push_back(std::move(speed));
+    }
+    return out;
+  }
+
+  // SwitchEnv over the fleet and the slot ledger.
+  std::optional<std::size_t> find(const std::string& name) const override {
+    std::optional<std::size_t> found;
+    for (const auto& inst : fleet.instances())
+      if (inst->name() == name && inst->state != fleet::InstanceState::removed) found = inst->index;
+    return found;
+  }
+  std::string name(std::size_t index) const override { return fleet.instances().at(index)->name(); }
+  std::string model(std::size_t index) const override {
+    return fleet.instances().at(index)->model();
+  }
+  int in_flight(std::size_t index) const override { return router.in_flight(index); }
+  void set_admin(std::size_t index, fleet::AdminState admin) override {
+    fleet.set_admin(index, admin);
+  }
+  awaitable<std::optional<std::string>> bring_up(std::size_t index) override {
+    return fleet.bring_up(index);
+  }
+  awaitable<void> bring_down(std::size_t index) override { return fleet.bring_down(index); }
+  awaitable<std::optional<std::string>> warm(std::size_t index) override {
+    return fleet.warm(index);
+  }
+
+  fleet::Demand demand() const {
+    fleet::Demand d;
+    std::vector<std::pair<std::uint64_t, fleet::WaitingJob>> in_order;
+    for (const auto& [ctx, job] : waiting) in_order.push_back(job);
+    std::sort(in_order.begin(), in_order.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [n, job] : in_order) d.waiting.push_back(job);
+    for (const auto& inst : fleet.instances())
+      if (in_profile.count(inst->name())) d.in_flight += router.in_flight(inst->index);
+    return d;
+  }
+
+  // Asks the policy; starts the switch it wants.
+  void consider() {
+    if (switcher.switching()) return;
+    auto decision = policy.decide(switcher.active(), demand(), clock_type::now());
+    if (!decision) return;
+    decisions.push_back(policy.last_explanation());
+    if (decisions.size() > 20) decisions.erase(decisions.begin());
+    if (auto error = switcher.begin(decision->target, decision->reason))
+      spdlog::warn("profile policy: switch to {} not started: {}", decision->target, *error);
+  }
+
+  // The policy's clock: sustained queues and idleness are noticed between
+  // arrivals too.
+  awaitable<void> watch() {
+    for (;;) {
+      tick.expires_after(500ms);
+      auto [ec] = co_await tick.async_wait(net::as_tuple(net::use_awaitable));
+      if (ec) co_return;
+      consider();
+    }
+  }
+
+  net::any_io_executor executor;
+  const fleet::SwitchingOptions options;
+  fleet::Fleet& fleet;
+  Router& router;
+  WaitQueue& queue;
+  obs::GatewayMetrics& metrics;
+  fleet::ProfileSwitch switcher;
+  fleet::SwitchPolicy policy;
+  net::steady_timer tick;
+  std::set<std::string> in_profile;
+  std::set<std::string, std::less<>> profile_models;  // models of the profiles' instances
+  // Requests being routed, with their arrival number.
+  std::map<const RequestContext*, std::pair<std::uint64_t, fleet::WaitingJob>> waiting;
+  std::uint64_t arrivals = 0;
+  std::vector<std::string> decisions;
+};
+
+ProfileControl::ProfileControl(net::any_io_executor executor, const fleet::FleetConfig& config,
+                               fleet::Fleet& fleet, Router& router, WaitQueue& queue,
+                               obs::GatewayMetrics& metrics)
+    : impl_(std::make_unique<Impl>(executor, config, fleet, router, queue, metrics)) {}
+
+ProfileControl::~ProfileControl() = default;
+
+fleet::ProfileSwitch& ProfileControl::switcher() {
+  return impl_->switcher;
+}
+
+const fleet::SwitchingOptions& ProfileControl::options() const {
+  return impl_->options;
+}
+
+std::optional<std::chrono::milliseconds> ProfileControl::hold(const RequestContext& ctx) {
+  auto& g = *impl_;
+  if (!g.profile_models.count(ctx.model)) return std::nullopt;
+  g.waiting[&ctx] = {g.arrivals++, estimate_job(ctx)};
+  if (g.options.mode == fleet::SwitchingOptions::Mode::on_demand) g.consider();
+  if (g.switcher.switching() && g.switcher.held_models().count(ctx.model))
+    return g.options.max_hold;
+  return std::nullopt;
+}
+
+void ProfileControl::routed(const RequestContext& ctx) {
+  impl_->waiting.erase(&ctx);
+}
+
+void ProfileControl::slot_released(std::size_t) {
+  impl_->switcher.notify();
+}
+
+std::vector<obs::ProfileStatus> ProfileControl::status() const {
+  std::vector<obs::ProfileStatus> out;
+  for (const auto& p : impl_->switcher.profiles())
+    out.push_back({p.name, p.name == impl_->switcher.active()});
+  return out;
+}
+
+const std::vector<std::string>& ProfileControl::decisions() const {
+  return impl_->decisions;
+}
+
+}  // namespace switchyard::gateway

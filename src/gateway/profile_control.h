@@ -1,0 +1,53 @@
+// The gateway's side of profiles (docs/profiles.md): runs the switch over
+// the fleet and the slot ledger, holds requests of a model while a switch
+// involves it, feeds the on-demand policy what the gateway sees, and counts
+// switches in the metrics.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "fleet/fleet.h"
+#include "fleet/profile_switch.h"
+#include "gateway/route_stage.h"
+#include "gateway/router.h"
+#include "gateway/wait_queue.h"
+#include "obs/gateway_metrics.h"
+#include "obs/status.h"
+
+namespace switchyard::gateway {
+
+class ProfileControl final : public SwitchGate {
+ public:
+  // Every reference must outlive this. Precondition: config.profiles is not empty.
+  ProfileControl(boost::asio::any_io_executor executor, const fleet::FleetConfig& config,
+                 fleet::Fleet& fleet, Router& router, WaitQueue& queue,
+                 obs::GatewayMetrics& metrics);
+  ~ProfileControl() override;
+
+  fleet::ProfileSwitch& switcher();
+  const fleet::SwitchingOptions& options() const;
+
+  // SwitchGate: the policy sees the arrival; a request of a held model waits
+  // up to switching.max_hold.
+  std::optional<std::chrono::milliseconds> hold(const RequestContext& ctx) override;
+  void routed(const RequestContext& ctx) override;
+
+  // A slot was released (the drain re-checks; the policy learns of idleness).
+  void slot_released(std::size_t index);
+
+  // The profiles part of the status snapshot.
+  std::vector<obs::ProfileStatus> status() const;
+  // The policy's last decisions, newest last (each a logged line).
+  const std::vector<std::string>& decisions() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace switchyard::gateway

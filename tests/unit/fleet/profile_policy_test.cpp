@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include "fleet/switch_policy.h"
+
+namespace switchyard::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The reports' box: two single-card replicas, or one TP2 engine over both.
+InstanceSpeed card(std::string name, double decode) {
+  return {std::move(name), 1, InstanceEstimate{decode, 900, 46500, 196608}};
+}
+
+std::vector<ProfileSpeed> box() {
+  return {ProfileSpeed{"replicas", {card("xtx0", 59.4), card("xtx1", 46.1)}},
+          ProfileSpeed{"tp2", {{"tp2", 8, InstanceEstimate{20.5, 3377, 65000, 163840}}}}};
+}
+
+SwitchingOptions options() {
+  SwitchingOptions o;
+  o.mode = SwitchingOptions::Mode::on_demand;
+  o.queue_depth = 8;
+  o.sustain = 10s;
+  o.prefill_bound = 120s;
+  o.min_dwell = 5min;
+  o.idle = 2min;
+  o.switch_cost = 20s;
+  return o;
+}
+
+Demand queued(int n, long prompt, long output) {
+  Demand d;
+  for (int i = 0; i < n; ++i) d.waiting.push_back({prompt, output});
+  return d;
+}
+
+const steady_time t0{};
+
+TEST(ProfilePolicy, EstimatesTheMakespanOverSlots) {
+  SwitchPolicy p(box(), options());
+  // One 2K/256 request on the faster card: 2048 tokens of prefill plus 256 decoded.
+  const auto one = p.finish_seconds(box()[0], {{2048, 256}});
+  ASSERT_TRUE(one);
+  EXPECT_NEAR(*one, prefill_seconds(box()[0].instances[0].estimate, 2048) + 256 / 59.4, 1e-9);
+  // Sixteen of them: eight slots on TP2 beat two single-slot cards.
+  const auto jobs = queued(16, 2048, 256).waiting;
+  EXPECT_LT(*p.finish_seconds(box()[1], jobs), *p.finish_seconds(box()[0], jobs));
+  // A prompt past every slot's context fits nowhere.
+  EXPECT_FALSE(p.finish_seconds(box()[1], {{200000, 10}}));
+}
+
+TEST(ProfilePolicy, SwitchesForAHugePromptAtOnce) {
+  SwitchPolicy p(box(), options());
+  Demand d;
+  d.waiting.push_back({130000, 256});
+  const auto decision = p.decide("replicas", d, t0);
+  ASSERT_TRUE(decision);
+  EXPECT_EQ(decision->target, "tp2");
+  EXPECT_EQ(decision->reason, "huge_prompt");
+  // The numbers are in the explanation.
+  EXPECT_NE(p.last_explanation().find("on replicas vs"), std::string::npos) << p.last_explanation();
+  EXPECT_NE(p.last_explanation().find("20 s switch on tp2"), std::string::npos);
+}
+
+TEST(ProfilePolicy, StaysWhenTheSwitchCostsMoreThanItSaves) {
+  auto o = options();
+  o.switch_cost = 600s;  // a reload far slower than the work
+  SwitchPolicy p(box(), o);
+  Demand d;
+  d.waiting.push_back({130000, 256});
+  EXPECT_FALSE(p.decide("replicas", d, t0));
+  EXPECT_NE(p.last_explanation().find("staying on replicas"), std::string::npos)
+      << p.last_explanation();
+}
+
+TEST(ProfilePolicy, QueueTriggerMustBeSustained) {
+  SwitchPolicy p(box(), options());
+  const auto d = queued(16, 2048, 256);
+  EXPECT_FALSE(p.decide("replicas", d, t0));
+  EXPECT_FALSE(p.decide("replicas", d, t0 + 9s));
+  const auto decision = p.decide("replicas", d, t0 + 10s);
+  ASSERT_TRUE(decision);
+  EXPECT_EQ(decision->target, "tp2");
+  EXPECT_EQ(decision->reason, "queue");
+  // A dip below the depth restarts the window.
+  SwitchPolicy q(box(), options());
+  EXPECT_FALSE(q.decide("replicas", d, t0));
+  EXPECT_FALSE(q.decide("replicas", queued(2, 2048, 256), t0 + 5s));
+  EXPECT_FALSE(q.decide("replicas", d, t0 + 12s));
+}
+
+TEST(ProfilePolicy, AShortQueueDoesNotPayForASwitch) {
+  auto o = options();
+  o.queue_depth = 2;
+  SwitchPolicy p(box(), o);
+  const auto d = queued(2, 100, 16);  // seconds of work against a 20 s switch
+  EXPECT_FALSE(p.decide("replicas", d, t0));
+  EXPECT_FALSE(p.decide("replicas", d, t0 + 30s));
+  EXPECT_NE(p.last_explanation().find("staying on replicas (queue"), std::string::npos)
+      << p.last_explanation();
+}
+
+TEST(ProfilePolicy, MinDwellHolds) {
+  SwitchPolicy p(box(), options());
+  p.switched("replicas", "tp2", 18, true, t0);
+  // Idle on TP2 right after the switch: not back before min_dwell.
+  EXPECT_FALSE(p.decide("tp2", Demand{}, t0 + 1s));
+  EXPECT_FALSE(p.decide("tp2", Demand{}, t0 + 4min));
+  EXPECT_NE(p.last_explanation().find("min_dwell"), std::string::npos) << p.last_explanation();
+  const auto back = p.decide("tp2", Demand{}, t0 + 5min);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->target, "replicas");
+  EXPECT_EQ(back->reason, "idle");
+}
+
+TEST(ProfilePolicy, BackToTheDailyProfileOnlyAfterTheIdleWindow) {
+  SwitchPolicy p(box(), options());
+  p.switched("replicas", "tp2", 18, true, t0);
+  Demand busy;
+  busy.in_flight = 1;
+  EXPECT_FALSE(p.decide("tp2", busy, t0 + 6min));
+  EXPECT_FALSE(p.decide("tp2", Demand{}, t0 + 7min));  // idle starts here
+  EXPECT_FALSE(p.decide("tp2", Demand{}, t0 + 8min));
+  EXPECT_TRUE(p.decide("tp2", Demand{}, t0 + 9min));
+}
+
+TEST(ProfilePolicy, UsesTheMeasuredSwitchCost) {
+  SwitchPolicy p(box(), options());
+  EXPECT_EQ(p.switch_cost("replicas", "tp2"), 20);
+  p.switched("replicas", "tp2", 41.5, true, t0);
+  EXPECT_EQ(p.switch_cost("replicas", "tp2"), 41.5);
+  EXPECT_EQ(p.switch_cost("tp2", "replicas"), 20);
+  p.switched("tp2", "replicas", 99, false, t0);  // rolled back: no measurement
+  EXPECT_EQ(p.switch_cost("tp2", "replicas"), 20);
+}
+
+TEST(ProfilePolicy, NeverChoosesAProfileWithoutSeeds) {
+  auto profiles = box();
+  profiles[1].instances[0].estimate.decode_tps = 0;
+  SwitchPolicy p(profiles, options());
+  Demand d;
+  d.waiting.push_back({130000, 256});
+  EXPECT_FALSE(p.decide("replicas", d, t0));
+}
+
+}  // namespace
+}  // namespace switchyard::fleet

@@ -1,0 +1,152 @@
+#include "fleet/profile_switch.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+
+#include <map>
+
+namespace switchyard::fleet {
+namespace {
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+
+// Instances by name with a log of what the switch did to them.
+class FakeEnv final : public SwitchEnv {
+ public:
+  std::vector<std::string> names{"xtx0", "xtx1", "tp2"};
+  std::map<std::size_t, int> busy;
+  std::map<std::size_t, AdminState> admin;
+  std::map<std::string, std::string> fail_start;  // name → why
+  std::vector<std::string> log;
+
+  std::optional<std::size_t> find(const std::string& name) const override {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return i;
+    return std::nullopt;
+  }
+  std::string name(std::size_t i) const override { return names[i]; }
+  std::string model(std::size_t) const override { return "qwen-27b"; }
+  int in_flight(std::size_t i) const override {
+    auto it = busy.find(i);
+    return it == busy.end() ? 0 : it->second;
+  }
+  void set_admin(std::size_t i, AdminState a) override {
+    admin[i] = a;
+    log.push_back(names[i] + " " + to_string(a));
+  }
+  net::awaitable<std::optional<std::string>> bring_up(std::size_t i) override {
+    log.push_back("up " + names[i]);
+    if (auto it = fail_start.find(names[i]); it != fail_start.end()) co_return it->second;
+    co_return std::nullopt;
+  }
+  net::awaitable<void> bring_down(std::size_t i) override {
+    log.push_back("down " + names[i]);
+    co_return;
+  }
+  net::awaitable<std::optional<std::string>> warm(std::size_t i) override {
+    log.push_back("warm " + names[i]);
+    co_return std::nullopt;
+  }
+};
+
+std::vector<ProfileConfig> profiles() {
+  return {{"replicas", {"xtx0", "xtx1"}}, {"tp2", {"tp2"}}};
+}
+
+TEST(ProfileSwitch, DrainsStopsStartsWarmsThenActivates) {
+  net::io_context io;
+  FakeEnv env;
+  env.busy[0] = 1;  // a request still running on xtx0
+  SwitchingOptions o;
+  ProfileSwitch sw(io.get_executor(), profiles(), o, env);
+  EXPECT_EQ(sw.active(), "replicas");
+  ASSERT_FALSE(sw.begin("tp2", "manual"));
+  // Draining at once, before anything runs: nothing new is routed to them.
+  EXPECT_EQ(sw.phase(), SwitchPhase::draining);
+  EXPECT_EQ(env.admin[0], AdminState::draining);
+  EXPECT_EQ(env.admin[1], AdminState::draining);
+  EXPECT_EQ(sw.held_models().count("qwen-27b"), 1u);
+  io.run_for(50ms);
+  EXPECT_EQ(sw.phase(), SwitchPhase::draining);  // waits for the request
+  env.busy[0] = 0;
+  sw.notify();
+  std::optional<SwitchRecord> done;
+  net::co_spawn(
+      io, [&]() -> net::awaitable<void> { done = co_await sw.wait_done(); }, net::detached);
+  io.run_for(200ms);
+  ASSERT_TRUE(done);
+  EXPECT_TRUE(done->ok) << done->error;
+  EXPECT_EQ(sw.active(), "tp2");
+  EXPECT_EQ(sw.phase(), SwitchPhase::active);
+  EXPECT_TRUE(sw.held_models().empty());
+  const std::vector<std::string> expected{"xtx0 draining", "xtx1 draining", "down xtx0",
+                                          "down xtx1",     "up tp2",        "warm tp2",
+                                          "tp2 active"};
+  EXPECT_EQ(env.log, expected);
+}
+
+TEST(ProfileSwitch, AFailedStartRollsBackAndSaysWhy) {
+  net::io_context io;
+  FakeEnv env;
+  env.fail_start["tp2"] = "engine exited with status 2";
+  ProfileSwitch sw(io.get_executor(), profiles(), SwitchingOptions{}, env);
+  std::optional<SwitchRecord> finished;
+  sw.on_done([&](const SwitchRecord& r) { finished = r; });
+  ASSERT_FALSE(sw.begin("tp2", "manual"));
+  io.run_for(200ms);
+  ASSERT_TRUE(finished);
+  EXPECT_FALSE(finished->ok);
+  EXPECT_NE(finished->error.find("tp2 did not start: engine exited with status 2"),
+            std::string::npos)
+      << finished->error;
+  EXPECT_EQ(sw.active(), "replicas");
+  EXPECT_EQ(sw.phase(), SwitchPhase::active);
+  EXPECT_EQ(env.admin[0], AdminState::active);
+  EXPECT_EQ(env.admin[1], AdminState::active);
+  const std::vector<std::string> tail{"down tp2", "up xtx0", "xtx0 active", "up xtx1",
+                                      "xtx1 active"};
+  ASSERT_GE(env.log.size(), tail.size());
+  EXPECT_EQ(std::vector<std::string>(env.log.end() - tail.size(), env.log.end()), tail);
+}
+
+TEST(ProfileSwitch, RefusesUnknownActiveAndConcurrentSwitches) {
+  net::io_context io;
+  FakeEnv env;
+  ProfileSwitch sw(io.get_executor(), profiles(), SwitchingOptions{}, env);
+  EXPECT_TRUE(sw.begin("nope", "manual"));
+  EXPECT_TRUE(sw.begin("replicas", "manual"));
+  ASSERT_FALSE(sw.begin("tp2", "manual"));
+  const auto second = sw.begin("replicas", "manual");
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->find("is running"), std::string::npos) << *second;
+  io.run_for(200ms);
+  EXPECT_EQ(sw.active(), "tp2");
+}
+
+TEST(ProfileSwitch, AbortOnDrainTimeoutGoesOnWithRequestsInFlight) {
+  net::io_context io;
+  FakeEnv env;
+  env.busy[1] = 3;
+  SwitchingOptions o;
+  o.drain_timeout = 0ms;
+  o.abort_on_drain_timeout = true;
+  ProfileSwitch sw(io.get_executor(), profiles(), o, env);
+  ASSERT_FALSE(sw.begin("tp2", "manual"));
+  io.run_for(200ms);
+  EXPECT_EQ(sw.active(), "tp2");
+  // The default (wait) does not.
+  net::io_context io2;
+  FakeEnv env2;
+  env2.busy[1] = 3;
+  o.abort_on_drain_timeout = false;
+  ProfileSwitch waits(io2.get_executor(), profiles(), o, env2);
+  ASSERT_FALSE(waits.begin("tp2", "manual"));
+  io2.run_for(200ms);
+  EXPECT_EQ(waits.phase(), SwitchPhase::draining);
+  EXPECT_EQ(waits.active(), "replicas");
+}
+
+}  // namespace
+}  // namespace switchyard::fleet
