@@ -54,11 +54,11 @@ struct Gateway::Impl {
         keys(c.api_keys),
         catalog(c.models),
         forward_options{c.attempts, c.retry_budget},
-        router(fleet.instances(), make_routing_policy(c.policy)),
+        router(fleet.instances(), make_routing_policy(c.routing)),
         queue(executor, router, c.queue),
         resolve(catalog),
         admit(draining),
-        route(router, queue, config.queue, metrics),
+        route(router, queue, config.queue, metrics, config.routing),
         forwarder(Upstreams{fleet.instances(),
                             [this](std::size_t i, const std::string& why) {
                               fleet.report_failure(i, why);
@@ -209,6 +209,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   ctx.record.bytes_in = request.body.size();
   if (route.kind == RouteKind::proxy) {
     co_await pipeline.run(ctx);
+    if (ctx.record.usage) router.finished(ctx.lease, *ctx.record.usage);
   } else {
     http::Response reply = local_response(route, request.head);
     reply.headers.add("X-Request-Id", ctx.record.id);

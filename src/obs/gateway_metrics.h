@@ -31,6 +31,12 @@ class GatewayMetrics {
   // Tokens reported by engines in `usage`.
   void add_tokens(const std::string& model, long prompt_tokens, long completion_tokens);
 
+  // Routing (gateway/routing): one decision of `policy` for `reason` (hit,
+  // bounded-out, cold, session-moved, balanced), and the share of the
+  // prompt's blocks cached where it went (match < 0: the policy does not
+  // track prefixes, nothing observed).
+  void route_decided(std::string_view policy, std::string_view reason, double match);
+
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.
   std::string render(const StatusSnapshot& status) const;
