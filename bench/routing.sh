@@ -8,7 +8,7 @@
 #            --start-context 8192 --turn-growth 1024-2048 --think-time 1s
 #   skewed   two heavy sessions (32K-token openings) beside twelve light ones
 #            (2K), two bench processes at once
-#   killed   the agent workload; once 12 requests have been answered, the
+#   killed   the agent workload; once 12 requests have been routed, the
 #            first instance is killed (SIGKILL) and stays down
 #   mixed    7900xtx-27b-q4 + 7900xtx-blower-27b-q4, least-outstanding,
 #            concurrency 1, 2048-token prompts, 256 tokens
@@ -95,8 +95,8 @@ bench() {  # NAME ARGS...: one bench run writing NAME.json
   "$binary" bench --url "$gateway" -m "$MODEL" --simulated --json "$work/$name.json" "$@" \
     >"$work/$name.bench.log" 2>&1 || die "bench $name failed (see $work/$name.bench.log)"
 }
-answered() {  # requests the gateway has answered
-  curl -s "$gateway/metrics" | awk '/^switchyard_requests_total\{/ {n += $NF} END {print n + 0}'
+answered() {  # requests routed to a slot (not the bench's /tokenize and /v1/models calls)
+  curl -s "$gateway/metrics" | awk '/^switchyard_route_decisions_total\{/ {n += $NF} END {print n + 0}'
 }
 
 IFS=, read -r -a policy_list <<<"$policies"
