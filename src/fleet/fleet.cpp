@@ -108,7 +108,13 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   awaitable<void> after_exit(Instance& inst, Watch& watch);
   awaitable<void> relay_output(std::string name, int fd);
   awaitable<bool> healthy(http::UpstreamPool& probe);
-  awaitable<std::optional<int>> read_slots(http::UpstreamPool& probe);
+  // /props: total_slots, and the KV cache (default_generation_settings.n_ctx
+  // per slot); zeros for what it does not say.
+  struct Props {
+    int slots = 0;
+    long slot_context = 0;
+  };
+  awaitable<Props> read_props(http::UpstreamPool& probe);
   awaitable<void> nap(Watch& watch, std::chrono::milliseconds d);
   void set_state(Instance& inst, InstanceState s);
 
@@ -320,9 +326,14 @@ awaitable<void> Fleet::State::supervise(Instance& inst) {
     }
     if (!co_await wait_healthy(inst, watch)) continue;  // exited or timed out: restart
     if (done(inst)) break;
+    // Whatever ran before may be a different process now: the router
+    // forgets what it had cached.
+    ++inst.generation;
     if (!inst.config.slots) {
-      if (auto slots = co_await read_slots(probe)) {
-        inst.slots = *slots;
+      const Props props = co_await read_props(probe);
+      inst.kv_tokens = props.slot_context * std::max(props.slots, 1);
+      if (props.slots > 0) {
+        inst.slots = props.slots;
       } else {
         spdlog::warn("instance {}: slots not set and /props has no total_slots; assuming 1",
                      inst.name());
@@ -472,21 +483,28 @@ awaitable<bool> Fleet::State::healthy(http::UpstreamPool& probe) {
   co_return body && head->status == 200;
 }
 
-awaitable<std::optional<int>> Fleet::State::read_slots(http::UpstreamPool& probe) {
+awaitable<Fleet::State::Props> Fleet::State::read_props(http::UpstreamPool& probe) {
+  Props props;
   http::UpstreamCall call(probe);
   http::UpstreamRequest req;
   req.method = "GET";
   req.target = "/props";
   auto head = co_await call.send(req);
-  if (!head || head->status != 200) co_return std::nullopt;
+  if (!head || head->status != 200) co_return props;
   auto body = co_await call.read_all(1 << 20);
-  if (!body) co_return std::nullopt;
+  if (!body) co_return props;
   boost::system::error_code ec;
   auto doc = boost::json::parse(*body, ec);
-  if (ec || !doc.is_object()) co_return std::nullopt;
-  const auto* slots = doc.get_object().if_contains("total_slots");
-  if (!slots || !slots->is_int64() || slots->get_int64() < 1) co_return std::nullopt;
-  co_return static_cast<int>(slots->get_int64());
+  if (ec || !doc.is_object()) co_return props;
+  const auto positive = [](const boost::json::value* v) {
+    return v && v->is_int64() && v->get_int64() > 0 ? v->get_int64() : 0;
+  };
+  props.slots = static_cast<int>(
+      std::min<std::int64_t>(positive(doc.get_object().if_contains("total_slots")), 1 << 20));
+  if (const auto* settings = doc.get_object().if_contains("default_generation_settings");
+      settings && settings->is_object())
+    props.slot_context = static_cast<long>(positive(settings->get_object().if_contains("n_ctx")));
+  co_return props;
 }
 
 awaitable<void> Fleet::State::relay_output(std::string name, int fd) {

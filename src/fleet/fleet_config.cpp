@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -431,6 +432,44 @@ void validate_profiles(const YAML::Node& root, const FleetConfig& c) {
            fmt::format("switching.estimates: '{}' is not one of the instances", name));
 }
 
+RoutingPolicy routing_policy(const YAML::Node& node, const std::string& field) {
+  static const std::pair<const char*, RoutingPolicy> names[] = {
+      {"least-outstanding", RoutingPolicy::least_outstanding},
+      {"round-robin", RoutingPolicy::round_robin},
+      {"prefix-affinity", RoutingPolicy::prefix_affinity},
+      {"session", RoutingPolicy::session}};
+  const auto name = scalar(node, field);
+  for (const auto& [n, policy] : names)
+    if (name == n) return policy;
+  fail(node, fmt::format("{}: '{}' is not a policy (least-outstanding, round-robin, "
+                         "prefix-affinity, session)",
+                         field, name));
+}
+
+// `routing: NAME` or `routing: {policy, balance_factor, route_header}`.
+void parse_routing(const YAML::Node& node, RoutingOptions& r) {
+  if (!node.IsMap()) {
+    r.policy = routing_policy(node, "routing");
+    return;
+  }
+  check_keys(node, "routing", {"policy", "balance_factor", "route_header"});
+  if (node["policy"]) r.policy = routing_policy(node["policy"], "routing.policy");
+  if (const auto factor = node["balance_factor"]) {
+    const auto text = scalar(factor, "routing.balance_factor");
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(v >= 1) || v > 1e6)
+      fail(factor, fmt::format("routing.balance_factor: '{}' is not a number of at least 1", text));
+    r.balance_factor = v;
+  }
+  if (const auto header = node["route_header"]) {
+    const auto text = scalar(header, "routing.route_header");
+    if (text != "true" && text != "false")
+      fail(header, fmt::format("routing.route_header: '{}' is not true or false", text));
+    r.route_header = text == "true";
+  }
+}
+
 // Cross-field rules: unique names, aliases that do not collide, instances
 // that name a known model.
 void validate(const YAML::Node& root, FleetConfig& c) {
@@ -535,16 +574,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (const auto keys = root["api_keys"]) parse_api_keys(keys, c);
     parse_state_db(root, c);
     if (const auto admin = root["admin_key"]) c.admin_key = non_empty(admin, "admin_key");
-    if (const auto routing = root["routing"]) {
-      const auto policy = scalar(routing, "routing");
-      if (policy == "least-outstanding")
-        c.policy = RoutingPolicy::least_outstanding;
-      else if (policy == "round-robin")
-        c.policy = RoutingPolicy::round_robin;
-      else
-        fail(routing,
-             fmt::format("routing: '{}' is not a policy (least-outstanding, round-robin)", policy));
-    }
+    if (const auto routing = root["routing"]) parse_routing(routing, c.routing);
     if (const auto limit = root["body_limit"]) {
       auto size = parse_size(scalar(limit, "body_limit"));
       if (!size) fail(limit, "body_limit: " + size.error().message);
@@ -584,7 +614,7 @@ std::vector<std::string> restart_only_changes(const FleetConfig& running, const 
   check(running.listen != next.listen, "listen");
   check(running.body_limit != next.body_limit, "body_limit");
   check(running.max_connections != next.max_connections, "max_connections");
-  check(running.policy != next.policy, "routing");
+  check(running.routing != next.routing, "routing");
   const auto& a = running.timeouts;
   const auto& b = next.timeouts;
   check(a.connect != b.connect, "timeouts.connect");
@@ -615,7 +645,7 @@ FleetConfig keep_restart_only_settings(const FleetConfig& running, FleetConfig n
   next.listen = running.listen;
   next.body_limit = running.body_limit;
   next.max_connections = running.max_connections;
-  next.policy = running.policy;
+  next.routing = running.routing;
   next.timeouts = running.timeouts;
   next.health = running.health;
   next.queue = running.queue;

@@ -92,7 +92,23 @@ struct QueueOptions {
   bool operator==(const QueueOptions&) const = default;
 };
 
-enum class RoutingPolicy { least_outstanding, round_robin };
+enum class RoutingPolicy { least_outstanding, round_robin, prefix_affinity, session };
+
+// `routing:` in the config: a policy name alone, or a map of these fields
+// (docs/routing.md).
+struct RoutingOptions {
+  // Which instance gets a request among those with a free slot.
+  RoutingPolicy policy = RoutingPolicy::least_outstanding;
+  // prefix-affinity and session: an instance whose load would exceed this
+  // many times the mean (per slot, rounded up) loses its affinity for the
+  // request (consistent hashing with bounded loads). Lower spreads load
+  // more evenly at the cost of cache hits; at least 1.
+  double balance_factor = 1.25;
+  // Whether answers say where they were routed (X-Switchyard-Route).
+  bool route_header = true;
+
+  bool operator==(const RoutingOptions&) const = default;
+};
 
 // What one API key may use (docs/keys.md). Unset limits do not apply.
 struct KeyLimits {
@@ -193,7 +209,7 @@ struct FleetConfig {
   std::string state_db;
   // The admin routes' key (gateway/admin_access.h); empty: loopback clients only.
   std::string admin_key;
-  RoutingPolicy policy = RoutingPolicy::least_outstanding;
+  RoutingOptions routing;
   std::uint64_t body_limit = 32ull << 20;
   // Open client connections at most (http::ServerOptions::max_connections).
   // Unset: default_max_connections() of the descriptor limit.

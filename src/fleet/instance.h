@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,8 +41,12 @@ const char* to_string(AdminState state);
 struct Instance {
   std::size_t index = 0;  // position in the fleet, stable for the fleet's life
   InstanceConfig config;
-  std::optional<http::Url> url;                   // known once the port is chosen
-  int slots = 1;                                  // requests it runs at once
+  std::optional<http::Url> url;  // known once the port is chosen
+  int slots = 1;                 // requests it runs at once
+  long kv_tokens = 0;            // tokens its KV cache holds (/props n_ctx × slots); 0: unknown
+  // Counts the times it turned healthy after starting: a new value means a
+  // new engine process, whose prefix cache is empty.
+  std::uint64_t generation = 0;
   InstanceState state = InstanceState::starting;  // health
   AdminState admin = AdminState::active;
   // Outlier detection: ejections for failed requests since the last request

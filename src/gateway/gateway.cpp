@@ -63,12 +63,12 @@ struct Gateway::Impl {
         keys(c.static_keys, stored_keys, !stored_keys.empty()),
         catalog(c.models),
         forward_options{c.attempts, c.retry_budget},
-        router(fleet.instances(), make_routing_policy(c.policy)),
+        router(fleet.instances(), make_routing_policy(c.routing)),
         queue(executor, router, c.queue),
         authenticate(keys),
         resolve(catalog),
         admit(executor, draining, keys, config.queue),
-        route(router, queue, config.queue, metrics),
+        route(router, queue, config.queue, metrics, config.routing),
         forwarder(Upstreams{fleet.instances(),
                             [this](std::size_t i, const std::string& why) {
                               fleet.report_failure(i, why);
@@ -313,6 +313,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
     co_await pipeline.run(ctx);
     admit.finish(ctx);
     record_usage(ctx);
+    if (ctx.record.usage) router.finished(ctx.lease, *ctx.record.usage);
   } else if (route.kind == RouteKind::events) {
     ctx.record.status = 200;
     co_await stream_events(

@@ -61,7 +61,14 @@ struct RequestContext {
   std::vector<std::size_t> tried;     // instances an attempt failed on
 
   RouteQuery query() const {
-    return RouteQuery{model, &facts, key_name, session, std::span<const std::size_t>(tried)};
+    return RouteQuery{
+        model,
+        &facts,
+        key_name,
+        session,
+        std::span<const std::size_t>(tried),
+        std::string_view(request.body)
+            .substr(std::min(facts.prompt.offset, request.body.size()), facts.prompt.length)};
   }
 
   // Answers with `error` in the route's dialect and records it.

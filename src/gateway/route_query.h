@@ -19,6 +19,7 @@ struct RouteQuery {
   std::string_view key;                         // the API key's name; empty without keys
   std::string_view session;                     // the agent session; empty when none
   std::span<const std::size_t> tried;           // instances it failed on: never again
+  std::string_view prompt = {};                 // the prompt's bytes (facts->prompt in the body)
 
   bool has_tried(std::size_t index) const {
     return std::find(tried.begin(), tried.end(), index) != tried.end();

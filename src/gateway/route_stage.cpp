@@ -37,6 +37,16 @@ awaitable<Verdict> RouteStage::run(RequestContext& ctx) {
   co_return Verdict::answered;
 }
 
+void RouteStage::routed(RequestContext& ctx, const RouteDecision& decision) {
+  metrics_.route_decided(router_.policy_name(), to_string(decision.reason), decision.match);
+  if (!routing_options_.route_header || !ctx.target) return;
+  const std::string& name = router_.instance_name(*ctx.target);
+  ctx.response_headers.set("X-Switchyard-Route",
+                           decision.match >= 0
+                               ? fmt::format("instance={}; match={:.2f}", name, decision.match)
+                               : fmt::format("instance={}", name));
+}
+
 awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
                                                 std::chrono::milliseconds max_wait) {
   const RouteQuery query = ctx.query();
@@ -65,6 +75,7 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
     if (auto lease = router_.acquire(query, &why)) {
       ctx.target = lease->instance();
       ctx.lease = std::move(*lease);
+      routed(ctx, ctx.lease.decision());
       co_return Routed::ok;
     }
     // A switch holding the model brings its instances: wait for them.
@@ -82,6 +93,7 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
     case Admission::Outcome::granted:
       ctx.target = admission.lease.instance();
       ctx.lease = std::move(admission.lease);
+      routed(ctx, ctx.lease.decision());
       co_return Routed::ok;
     case Admission::Outcome::queue_full: {
       const ApiError error = ApiError::rate_limited(

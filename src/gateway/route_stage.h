@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "fleet/fleet_config.h"
+#include "fleet/instance.h"
 #include "gateway/pipeline.h"
 #include "gateway/router.h"
 #include "gateway/wait_queue.h"
@@ -31,8 +32,12 @@ class RouteStage final : public Stage {
  public:
   // All references must outlive the stage.
   RouteStage(Router& router, WaitQueue& queue, const fleet::QueueOptions& queue_options,
-             obs::GatewayMetrics& metrics)
-      : router_(router), queue_(queue), queue_options_(queue_options), metrics_(metrics) {}
+             obs::GatewayMetrics& metrics, fleet::RoutingOptions routing_options = {})
+      : router_(router),
+        queue_(queue),
+        queue_options_(queue_options),
+        routing_options_(routing_options),
+        metrics_(metrics) {}
 
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
 
@@ -50,12 +55,17 @@ class RouteStage final : public Stage {
   void set_gate(SwitchGate* gate) { gate_ = gate; }
 
  private:
+  // Counts the decision and tells the client where it went
+  // (X-Switchyard-Route: instance=gpu2; match=0.87).
+  void routed(RequestContext& ctx, const RouteDecision& decision);
+
   boost::asio::awaitable<Routed> route_slot(RequestContext& ctx, bool retry,
                                             std::chrono::milliseconds max_wait, bool held);
   SwitchGate* gate_ = nullptr;
   Router& router_;
   WaitQueue& queue_;
   const fleet::QueueOptions& queue_options_;
+  const fleet::RoutingOptions routing_options_;
   obs::GatewayMetrics& metrics_;
 };
 

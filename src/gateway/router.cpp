@@ -9,6 +9,8 @@ RouteLease& RouteLease::operator=(RouteLease&& o) noexcept {
     release();
     router_ = std::move(o.router_);
     instance_ = o.instance_;
+    decision_ = o.decision_;
+    granted_ = o.granted_;
   }
   return *this;
 }
@@ -25,9 +27,17 @@ void RouteLease::release() {
 Router::Router(const InstanceTable& instances, std::unique_ptr<RoutingPolicy> policy)
     : instances_(instances), policy_(std::move(policy)), self_(std::make_shared<Router*>(this)) {}
 
+Candidate Router::candidate(const fleet::Instance& inst, bool need_slot) const {
+  const int busy = in_flight(inst.index);
+  return Candidate{inst.index,      busy,
+                   inst.capacity(), !need_slot || busy < inst.capacity(),
+                   inst.kv_tokens,  inst.generation,
+                   inst.name()};
+}
+
 std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_slot, Refusal& why) {
   scratch_.clear();
-  bool routable = false, coming = false;
+  bool routable = false, coming = false, any_free = false;
   for (const auto& inst : instances_) {
     if (inst->model() != query.model || query.has_tried(inst->index)) continue;
     if (!inst->routable()) {
@@ -35,27 +45,29 @@ std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_sl
       continue;
     }
     routable = true;
-    const int busy = in_flight(inst->index);
-    if (need_slot && busy >= inst->capacity()) continue;
-    scratch_.push_back(Candidate{inst->index, busy, inst->capacity()});
+    scratch_.push_back(candidate(*inst, need_slot));
+    any_free |= scratch_.back().free;
   }
   why = routable ? Refusal::all_slots_busy
         : coming ? Refusal::not_ready_yet
                  : Refusal::no_instance_ready;
+  if (!any_free) scratch_.clear();
   return scratch_;
 }
 
 std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why) {
   Refusal reason;
-  auto& free = candidates(query, /*need_slot=*/true, reason);
-  if (free.empty()) {
+  auto& routable = candidates(query, /*need_slot=*/true, reason);
+  if (routable.empty()) {
     if (why) *why = reason;
     return std::nullopt;
   }
-  const std::size_t index = free[policy_->pick(query, free)].index;
+  const RouteDecision decision = policy_->pick(query, routable);
+  assert(decision.position < routable.size() && routable[decision.position].free);
+  const std::size_t index = routable[decision.position].index;
   if (in_flight_.size() <= index) in_flight_.resize(instances_.size(), 0);
   ++in_flight_[index];
-  return RouteLease(self_, index);
+  return RouteLease(self_, index, decision);
 }
 
 std::optional<std::size_t> Router::pick_any(const RouteQuery& query, Refusal* why) {
@@ -65,7 +77,18 @@ std::optional<std::size_t> Router::pick_any(const RouteQuery& query, Refusal* wh
     if (why) *why = reason;
     return std::nullopt;
   }
-  return routable[policy_->pick(query, routable)].index;
+  return routable[policy_->pick(query, routable).position].index;
+}
+
+void Router::finished(const RouteLease& lease, const openai::Usage& usage) {
+  if (lease.granted() == std::chrono::steady_clock::time_point{} ||
+      lease.instance() >= instances_.size())
+    return;
+  const RouteFeedback feedback{
+      usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - lease.granted()).count(),
+      lease.decision().match};
+  policy_->finished(candidate(*instances_[lease.instance()], /*need_slot=*/false), feedback);
 }
 
 void Router::release(std::size_t index) {

@@ -5,6 +5,7 @@
 // qualifying instance gets a request is the routing policy's choice.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "fleet/instance.h"
 #include "gateway/route_query.h"
 #include "gateway/routing/policy.h"
+#include "openai/usage.h"
 
 namespace switchyard::gateway {
 
@@ -27,20 +29,29 @@ class Router;
 class RouteLease {
  public:
   RouteLease() = default;
-  RouteLease(std::shared_ptr<Router*> router, std::size_t instance)
-      : router_(std::move(router)), instance_(instance) {}
+  RouteLease(std::shared_ptr<Router*> router, std::size_t instance, RouteDecision decision)
+      : router_(std::move(router)),
+        instance_(instance),
+        decision_(decision),
+        granted_(std::chrono::steady_clock::now()) {}
   RouteLease(RouteLease&& o) noexcept = default;
   RouteLease& operator=(RouteLease&& o) noexcept;
   ~RouteLease();
 
   explicit operator bool() const { return router_ != nullptr; }
   std::size_t instance() const { return instance_; }
+  // Why the policy chose the instance; kept after release().
+  const RouteDecision& decision() const { return decision_; }
+  // When the slot was granted (epoch for an empty lease); kept after release().
+  std::chrono::steady_clock::time_point granted() const { return granted_; }
   // Gives the slot back now (as destruction would).
   void release();
 
  private:
   std::shared_ptr<Router*> router_;  // null when empty; points to null once the router is gone
   std::size_t instance_ = 0;
+  RouteDecision decision_;
+  std::chrono::steady_clock::time_point granted_{};
 };
 
 using InstanceTable = std::vector<std::unique_ptr<fleet::Instance>>;
@@ -64,15 +75,24 @@ class Router {
 
   // Counts a request on the instance the policy picks among the query's
   // model's routable instances with a free slot, never one it has tried.
+  // The lease says why (its decision).
   std::optional<RouteLease> acquire(const RouteQuery& query, Refusal* why = nullptr);
   // A routable instance of the query's model without taking a slot
   // (tokenizer calls run beside generation).
   std::optional<std::size_t> pick_any(const RouteQuery& query, Refusal* why = nullptr);
 
+  // What the instance of `lease` (granted, released or not) delivered for
+  // its request, for the policy to learn from (rates, cache hits).
+  void finished(const RouteLease& lease, const openai::Usage& usage);
+  // The policy's name, the label of the decisions metric.
+  const char* policy_name() const { return policy_->name(); }
+
   // Called whenever a slot frees; the wait queue hands it on from there.
   void on_release(std::function<void(std::size_t index, const std::string& model)> callback) {
     on_release_ = std::move(callback);
   }
+
+  const std::string& instance_name(std::size_t index) const { return instances_[index]->name(); }
 
   int in_flight(std::size_t index) const {
     return index < in_flight_.size() ? in_flight_[index] : 0;
@@ -81,9 +101,11 @@ class Router {
  private:
   friend class RouteLease;
   void release(std::size_t index);
-  // The query's candidates with a free slot (all routable ones when
-  // `need_slot` is false), in fleet order; `why` says why there are none.
+  // The query's routable candidates in fleet order, each free when it has
+  // a slot (all free when `need_slot` is false); `why` says why none is
+  // free. Empty when none is free.
   std::vector<Candidate>& candidates(const RouteQuery& query, bool need_slot, Refusal& why);
+  Candidate candidate(const fleet::Instance& inst, bool need_slot) const;
 
   const InstanceTable& instances_;
   std::unique_ptr<RoutingPolicy> policy_;

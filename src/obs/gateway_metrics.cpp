@@ -134,6 +134,22 @@ struct GatewayMetrics::Impl {
           .Name("switchyard_instance_admin_state")
           .Help("1 for each instance's admin state (active, draining, parked), 0 for the others.")
           .Register(registry);
+
+  // Routing: found once per (policy, reason); both sets are small and fixed.
+  std::map<std::tuple<std::string, std::string>, prometheus::Counter*, std::less<>> decisions_by;
+  prometheus::Histogram* match_ratio = nullptr;
+  prometheus::Family<prometheus::Counter>& decisions =
+      prometheus::BuildCounter()
+          .Name("switchyard_route_decisions_total")
+          .Help(
+              "Routing decisions by policy and reason (hit, bounded-out, cold, session-moved, "
+              "balanced).")
+          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& match =
+      prometheus::BuildHistogram()
+          .Name("switchyard_route_prefix_match_ratio")
+          .Help("Share of a routed prompt's blocks last sent to the instance chosen.")
+          .Register(registry);
 };
 
 GatewayMetrics::GatewayMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -194,6 +210,21 @@ void GatewayMetrics::profile_switched(const std::string& from, const std::string
                                       const std::string& reason, double seconds) {
   impl_->profile_switches.Add({{"from", from}, {"to", to}, {"reason", reason}}).Increment();
   impl_->profile_switch_seconds.Add({}, latency_buckets()).Observe(seconds);
+}
+
+void GatewayMetrics::route_decided(std::string_view policy, std::string_view reason, double match) {
+  auto& m = *impl_;
+  auto it = m.decisions_by.find(std::forward_as_tuple(policy, reason));
+  if (it == m.decisions_by.end()) {
+    auto* c = &m.decisions.Add({{"policy", std::string(policy)}, {"reason", std::string(reason)}});
+    it = m.decisions_by.emplace(std::make_tuple(std::string(policy), std::string(reason)), c).first;
+  }
+  it->second->Increment();
+  if (match < 0) return;
+  if (!m.match_ratio)
+    m.match_ratio = &m.match.Add(
+        {}, prometheus::Histogram::BucketBoundaries{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1});
+  m.match_ratio->Observe(match);
 }
 
 std::string GatewayMetrics::render(const StatusSnapshot& status) const {

@@ -38,6 +38,11 @@ class GatewayMetrics {
   // Profiles: a switch ended; `to` is `from` again when it was rolled back.
   void profile_switched(const std::string& from, const std::string& to, const std::string& reason,
                         double seconds);
+  // Routing (gateway/routing): one decision of `policy` for `reason` (hit,
+  // bounded-out, cold, session-moved, balanced), and the share of the
+  // prompt's blocks cached where it went (match < 0: the policy does not
+  // track prefixes, nothing observed).
+  void route_decided(std::string_view policy, std::string_view reason, double match);
 
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.

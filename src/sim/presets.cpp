@@ -73,6 +73,15 @@ std::vector<Preset> make_presets() {
   fast.engine.scheduler.timing.decode_curve = {{1, 0.0}};
   fast.engine.scheduler.timing.prefill_tokens_per_second = std::numeric_limits<double>::infinity();
   all.push_back(fast);
+
+  // A hybrid (Mamba + attention) model: its recurrent state cannot be
+  // rewound to a shared prefix, so llama-server re-evaluates every prompt
+  // (cache_n 0) however the gateway routes (BRIEF point 6; vLLM #40696 for
+  // the same on vLLM). Same card and speed as r9700-27b-q4.
+  all.push_back(single_card(
+      "r9700-hybrid-q4", "a hybrid Mamba+attention model on one R9700: its prefix cache never hits",
+      6.3245, 900));
+  all.back().engine.scheduler.prefix_caching = false;
   return all;
 }
 

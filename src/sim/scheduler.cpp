@@ -71,16 +71,17 @@ int Scheduler::pick_slot(const Seq& s) const {
     const int id = s.request.id_slot % options_.max_seqs;
     return slot_views_[id].busy ? -1 : id;
   }
-  // llama-server: the free slot whose cached tokens share the longest prefix
-  // with the prompt, if that covers at least 10% of it
-  // (--slot-prompt-similarity); otherwise the least recently used free slot.
+  // llama-server (get_available_slot): the free slot whose cached tokens
+  // share the longest prefix with the prompt, if that covers more than 10%
+  // of the prompt (--slot-prompt-similarity, default 0.1, compared strictly);
+  // otherwise the least recently used free slot.
   int best = -1;
   int best_common = 0;
   int lru = -1;
   for (int i = 0; i < options_.max_seqs; ++i) {
     if (slot_views_[i].busy) continue;
     const int common = common_prefix(slot_history_[i], s.tokens);
-    if (common > best_common && common * 10 >= static_cast<int>(s.tokens.size())) {
+    if (common > best_common && common * 10 > static_cast<int>(s.tokens.size())) {
       best = i;
       best_common = common;
     }

@@ -497,7 +497,8 @@ describe('sim: presets and speed explained', () => {
     assert.equal(run.code, 0, run.output);
     const lines = run.output.trim().split('\n');
     assert.deepEqual(lines.map((l) => l.split(/\s+/)[0]),
-      ['7900xtx-27b-q4', '7900xtx-blower-27b-q4', 'r9700-27b-q4', '2x7900xtx-tp2-vllm', 'fast']);
+      ['7900xtx-27b-q4', '7900xtx-blower-27b-q4', 'r9700-27b-q4', '2x7900xtx-tp2-vllm', 'fast',
+        'r9700-hybrid-q4']);
     assert.match(lines[0], /7900 XTX.*128\.5 tok\/s pure decode per sequence, 59\.4 tok\/s delivered end to end/);
     assert.match(lines[4], /no delays/);
     for (const l of lines) assert.doesNotMatch(l, /inf/);

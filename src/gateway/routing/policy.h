@@ -1,11 +1,15 @@
 // How the router chooses among the instances that could take a request.
-// The router decides which instances qualify (the model's, routable, with a
-// free slot, not tried before); a policy only orders them.
+// The router decides which instances qualify (the model's, routable, not
+// tried before) and which of them have a free slot; a policy picks one of
+// the free ones, and may look at the busy ones (their load counts toward
+// the mean a bounded-load rule compares against).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 
 #include "fleet/fleet_config.h"
 #include "gateway/route_query.h"
@@ -13,19 +17,59 @@
 namespace switchyard::gateway {
 
 struct Candidate {
-  std::size_t index;  // the instance's index in the fleet
-  int in_flight;      // the gateway's requests on it now
-  int slots;          // requests it runs at once
+  std::size_t index;   // the instance's index in the fleet
+  int in_flight;       // the gateway's requests on it now
+  int slots;           // requests it runs at once
+  bool free = true;    // whether it may take one more now (a policy picks only these)
+  long kv_tokens = 0;  // tokens its KV cache holds (n_ctx × slots, vLLM's pool); 0: unknown
+  std::uint64_t generation = 0;  // changes when its engine restarts (its cache is gone)
+  std::string_view name;         // for logs
+};
+
+// Why a policy chose what it chose (the label of
+// switchyard_route_decisions_total{reason}).
+enum class RouteReason {
+  balanced,       // a load-balancing policy's choice: no affinity involved
+  hit,            // the instance holding the longest cached prefix, or the session's home
+  bounded_out,    // the best instance was over the load bound (or busy): the next best
+  cold,           // nothing cached anywhere (or a new session): least load
+  session_moved,  // the session's home is gone: a new home, kept from now on
+};
+
+const char* to_string(RouteReason reason);
+
+struct RouteDecision {
+  std::size_t position = 0;  // in the candidates span
+  RouteReason reason = RouteReason::balanced;
+  // Share of the prompt's blocks the chosen instance was last sent; < 0
+  // when the policy does not track prefixes.
+  double match = -1;
+};
+
+// What an instance delivered for one request, reported when it ends.
+struct RouteFeedback {
+  long prompt_tokens = 0;
+  long cached_tokens = 0;  // of the prompt, as the engine reports them
+  long completion_tokens = 0;
+  double seconds = 0;    // from the slot's grant to the end of the answer
+  double expected = -1;  // the decision's match
 };
 
 // Single-threaded, like the router that calls it.
 class RoutingPolicy {
  public:
   virtual ~RoutingPolicy() = default;
-  // The position in `free` (non-empty, in fleet order) of the instance to use.
-  virtual std::size_t pick(const RouteQuery& query, std::span<const Candidate> free) = 0;
+  // The label of the decisions metric ("least-outstanding", ...).
+  virtual const char* name() const = 0;
+  // `candidates` (fleet order) holds at least one free instance; the
+  // decision's position is a free one.
+  virtual RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) = 0;
+  // A request routed to `instance` ended with an answer whose usage was known.
+  virtual void finished(const Candidate& instance, const RouteFeedback& feedback) = 0;
 };
 
+std::unique_ptr<RoutingPolicy> make_routing_policy(const fleet::RoutingOptions& options);
+// `policy` with the default options.
 std::unique_ptr<RoutingPolicy> make_routing_policy(fleet::RoutingPolicy policy);
 
 }  // namespace switchyard::gateway

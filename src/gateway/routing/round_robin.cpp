@@ -2,10 +2,14 @@
 
 namespace switchyard::gateway {
 
-std::size_t RoundRobin::pick(const RouteQuery&, std::span<const Candidate> free) {
-  const std::size_t i = rotation_.start(free);
-  rotation_.picked(free[i]);
-  return i;
+RouteDecision RoundRobin::pick(const RouteQuery&, std::span<const Candidate> candidates) {
+  const std::size_t n = candidates.size();
+  const std::size_t first = rotation_.start(candidates);
+  std::size_t i = first;
+  for (std::size_t k = 0; k < n; ++k, i = (i + 1) % n)
+    if (candidates[i].free) break;
+  rotation_.picked(candidates[i]);
+  return RouteDecision{i, RouteReason::balanced, -1};
 }
 
 }  // namespace switchyard::gateway

@@ -8,7 +8,9 @@ namespace switchyard::gateway {
 
 class RoundRobin final : public RoutingPolicy {
  public:
-  std::size_t pick(const RouteQuery& query, std::span<const Candidate> free) override;
+  const char* name() const override { return "round-robin"; }
+  RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) override;
+  void finished(const Candidate&, const RouteFeedback&) override {}
 
  private:
   Rotation rotation_;

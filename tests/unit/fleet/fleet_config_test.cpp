@@ -33,7 +33,7 @@ instances:
                               "fleet.yaml");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->listen, "127.0.0.1:9000");
-  EXPECT_EQ(c->policy, RoutingPolicy::round_robin);
+  EXPECT_EQ(c->routing.policy, RoutingPolicy::round_robin);
   EXPECT_EQ(c->body_limit, 8u << 20);
   EXPECT_EQ(c->timeouts.connect, std::chrono::milliseconds(250));
   EXPECT_EQ(c->timeouts.stream_idle, std::chrono::minutes(2));
@@ -161,7 +161,7 @@ TEST(RestartOnlyChanges, AReloadKeepsThemAllAndTakesTheRest) {
   const FleetConfig running = base_config();
   FleetConfig next = running;
   next.body_limit = 1;
-  next.policy = RoutingPolicy::round_robin;
+  next.routing.policy = RoutingPolicy::round_robin;
   next.timeouts.first_byte = std::chrono::milliseconds(5);
   next.health.backoff = std::chrono::milliseconds(6);
   next.attempts = 7;

@@ -20,7 +20,7 @@ struct RouterTest : testing::Test {
     return *router;
   }
   static RouteQuery q(std::string_view model, std::span<const std::size_t> tried = {}) {
-    return RouteQuery{model, nullptr, {}, {}, tried};
+    return RouteQuery{model, nullptr, {}, {}, tried, {}};
   }
   InstanceTable table;
   std::unique_ptr<Router> router;
@@ -135,6 +135,20 @@ TEST_F(RouterTest, InstancesAddedByAReloadAreCounted) {
   ASSERT_TRUE(second);
   EXPECT_EQ(second->instance(), 1u);
   EXPECT_EQ(r.in_flight(1), 1);
+}
+
+TEST_F(RouterTest, ALeaseKeepsItsDecisionThroughMovesAndRelease) {
+  Router r(table, make_routing_policy(fleet::RoutingOptions{RoutingPolicy::session}));
+  add_instance(table, "m", 2);
+  RouteQuery query = q("m");
+  query.session = "s";
+  RouteLease held;
+  held = std::move(*r.acquire(query));  // as the route stage keeps it
+  EXPECT_EQ(held.decision().reason, RouteReason::cold);
+  EXPECT_NE(held.granted(), std::chrono::steady_clock::time_point{});
+  held.release();
+  EXPECT_EQ(held.decision().reason, RouteReason::cold);
+  EXPECT_EQ(r.acquire(query)->decision().reason, RouteReason::hit);
 }
 
 TEST_F(RouterTest, ALeaseOutlivingItsRouterReleasesNothing) {

@@ -1,0 +1,61 @@
+// What the two affinity policies (prefix-affinity, session) keep per
+// instance: the prefix index of what it was sent, whether its own prefix
+// cache has been seen to hit, and its delivered rate. Indexes are flushed
+// when an instance's generation changes (its engine restarted) and sized
+// by its KV cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "gateway/routing/balance.h"
+#include "gateway/routing/block_hash.h"
+#include "gateway/routing/policy.h"
+#include "gateway/routing/prefix_index.h"
+
+namespace switchyard::gateway {
+
+class AffinityState {
+ public:
+  // Tokens assumed cached by an instance whose KV cache size is unknown
+  // (configured slots, engines without /props): two 32K-token slots.
+  static constexpr long kDefaultKvTokens = 65536;
+  // Requests the gateway expected to hit (half their prompt or more cached
+  // there) that an instance must report without one cached token before
+  // affinity for it stops.
+  static constexpr int kNeverHitAfter = 8;
+
+  // Brings the per-instance state up to `candidates`: new instances, new
+  // generations (flushed), KV sizes learned later.
+  void sync(std::span<const Candidate> candidates);
+  // The prompt's blocks for `query` (valid until the next call).
+  std::span<const BlockHash> blocks(const RouteQuery& query);
+  // Leading blocks of `blocks` the instance was last sent; 0 for an
+  // instance whose prefix cache never hits.
+  std::size_t match(std::size_t index, std::span<const BlockHash> blocks) const;
+  void record(std::size_t index, std::span<const BlockHash> blocks);
+  // Whether affinity still applies to the instance.
+  bool caches(std::size_t index) const;
+  void finished(const Candidate& instance, const RouteFeedback& feedback);
+
+  const Throughput& speed() const { return speed_; }
+
+ private:
+  struct Instance {
+    PrefixIndex index{kDefaultKvTokens / kBlockTokens};
+    std::uint64_t generation = 0;
+    int expected_hits = 0;  // finished requests expected to hit, none did
+    bool ever_hit = false;
+    bool never_hits = false;  // affinity stopped (logged once)
+  };
+  Instance& at(std::size_t index);
+
+  std::vector<Instance> instances_;  // by fleet index
+  std::vector<BlockHash> blocks_;    // reused by blocks()
+  Throughput speed_;
+};
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,46 @@
+#include "gateway/routing/prefix_affinity.h"
+
+#include <algorithm>
+
+#include "gateway/routing/balance.h"
+
+namespace switchyard::gateway {
+
+RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Candidate> candidates) {
+  state_.sync(candidates);
+  const auto blocks = state_.blocks(query);
+  const LoadBound bound(candidates, balance_factor_);
+
+  matches_.assign(candidates.size(), 0);
+  std::size_t longest = 0, longest_admitted = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    matches_[i] = state_.match(candidates[i].index, blocks);
+    longest = std::max(longest, matches_[i]);
+    if (bound.admits(candidates[i])) longest_admitted = std::max(longest_admitted, matches_[i]);
+  }
+
+  RouteDecision d;
+  std::size_t pos = kNoCandidate;
+  if (longest_admitted > 0) {
+    // Among equal matches (a prefix sent to two instances), the freer one.
+    pos = soonest_free(candidates, state_.speed(), rotation_, [&](const Candidate& c) {
+      const auto i = static_cast<std::size_t>(&c - candidates.data());
+      return matches_[i] == longest_admitted && bound.admits(c);
+    });
+    d.reason = longest_admitted == longest ? RouteReason::hit : RouteReason::bounded_out;
+  } else {
+    pos = soonest_free(candidates, state_.speed(), rotation_,
+                       [&](const Candidate& c) { return bound.admits(c); });
+    // Every free instance is over the bound: the least loaded of them.
+    if (pos == kNoCandidate) pos = soonest_free(candidates, state_.speed(), rotation_);
+    d.reason = longest > 0 ? RouteReason::bounded_out : RouteReason::cold;
+  }
+  d.position = pos;
+  d.match = blocks.empty()
+                ? 0.0
+                : static_cast<double>(matches_[pos]) / static_cast<double>(blocks.size());
+  state_.record(candidates[pos].index, blocks);
+  return d;
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,48 @@
+#include "gateway/routing/prefix_index.h"
+
+#include <algorithm>
+
+namespace switchyard::gateway {
+
+PrefixIndex::PrefixIndex(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 1)) {}
+
+std::size_t PrefixIndex::match(std::span<const BlockHash> blocks) const {
+  std::size_t n = 0;
+  while (n < blocks.size() && where_.contains(blocks[n])) ++n;
+  return n;
+}
+
+void PrefixIndex::insert(std::span<const BlockHash> blocks) {
+  // Only the newest `capacity` blocks of a prompt longer than the cache
+  // could stay; the head of the prompt is the one worth keeping.
+  const std::size_t keep = std::min(blocks.size(), capacity_);
+  for (std::size_t i = keep; i-- > 0;) {
+    const BlockHash h = blocks[i];
+    if (auto it = where_.find(h); it != where_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+    } else {
+      lru_.push_front(h);
+      where_.emplace(h, lru_.begin());
+    }
+  }
+  evict();
+}
+
+void PrefixIndex::clear() {
+  lru_.clear();
+  where_.clear();
+}
+
+void PrefixIndex::set_capacity(std::size_t capacity) {
+  capacity_ = std::max<std::size_t>(capacity, 1);
+  evict();
+}
+
+void PrefixIndex::evict() {
+  while (where_.size() > capacity_) {
+    where_.erase(lru_.back());
+    lru_.pop_back();
+  }
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,71 @@
+#include "gateway/routing/session_affinity.h"
+
+#include <spdlog/spdlog.h>
+
+#include "gateway/routing/balance.h"
+
+namespace switchyard::gateway {
+
+std::optional<std::size_t> SessionAffinity::home(std::string_view session) const {
+  const auto it = homes_.find(session);
+  if (it == homes_.end()) return std::nullopt;
+  return it->second.instance;
+}
+
+void SessionAffinity::set_home(std::string_view session, std::size_t instance) {
+  if (auto it = homes_.find(session); it != homes_.end()) {
+    it->second.instance = instance;
+    recency_.splice(recency_.begin(), recency_, it->second.recency);
+    return;
+  }
+  recency_.emplace_front(session);
+  homes_.emplace(recency_.front(), Home{instance, recency_.begin()});
+  if (homes_.size() > kMaxSessions) {
+    homes_.erase(recency_.back());
+    recency_.pop_back();
+  }
+}
+
+RouteDecision SessionAffinity::pick(const RouteQuery& query,
+                                    std::span<const Candidate> candidates) {
+  state_.sync(candidates);
+  const LoadBound bound(candidates, balance_factor_);
+  const auto under_bound = [&](const Candidate& c) { return bound.admits(c); };
+  const auto least_loaded = [&] {
+    const std::size_t pos = soonest_free(candidates, state_.speed(), rotation_, under_bound);
+    return pos != kNoCandidate ? pos : soonest_free(candidates, state_.speed(), rotation_);
+  };
+
+  RouteDecision d;
+  const auto known = query.session.empty() ? std::nullopt : home(query.session);
+  std::size_t home_pos = kNoCandidate;
+  if (known) {
+    for (std::size_t i = 0; i < candidates.size(); ++i)
+      if (candidates[i].index == *known) home_pos = i;
+  }
+  if (home_pos != kNoCandidate && bound.admits(candidates[home_pos])) {
+    d.position = home_pos;
+    d.reason = RouteReason::hit;
+    set_home(query.session, *known);  // refreshes its recency
+  } else if (home_pos != kNoCandidate) {
+    d.position = least_loaded();  // the home stays: this request only spills
+    d.reason = RouteReason::bounded_out;
+  } else {
+    d.position = least_loaded();
+    d.reason = known ? RouteReason::session_moved : RouteReason::cold;
+    if (!query.session.empty()) set_home(query.session, candidates[d.position].index);
+    if (known)
+      spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
+                   candidates[d.position].name);
+  }
+
+  const auto blocks = state_.blocks(query);
+  const std::size_t index = candidates[d.position].index;
+  d.match = blocks.empty() ? 0.0
+                           : static_cast<double>(state_.match(index, blocks)) /
+                                 static_cast<double>(blocks.size());
+  state_.record(index, blocks);
+  return d;
+}
+
+}  // namespace switchyard::gateway

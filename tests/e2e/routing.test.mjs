@@ -1,0 +1,162 @@
+// Cache-aware routing against simulated llama-servers: sessions stick (the
+// sims' own cached-token counts say so), a hot prefix spills at the load
+// bound instead of piling onto one engine, and a session whose engine died
+// moves once and stays where it moved.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { fetchJson, metricValue, scrapeMetric, simFleet, startGateway, stopAll, waitUntil } from './harness.mjs';
+
+const MODEL = 'qwen-27b';
+const TIMEOUT = { timeout: 60_000 };
+
+// A long, distinct opening per session, as an agent's system prompt and tools.
+const opening = (tag) => `${tag}: ${'You are a careful agent. Tools: read, write, run. '.repeat(12)}`;
+
+function chat(url, messages, { session, maxTokens = 8 } = {}) {
+  return fetchJson(`${url}/v1/chat/completions`, {
+    body: { model: MODEL, messages, max_tokens: maxTokens },
+    headers: session ? { 'x-session-id': session } : {},
+  });
+}
+
+// {instance, match} from X-Switchyard-Route.
+function route(res) {
+  const value = res.headers.get('x-switchyard-route') ?? '';
+  const instance = /instance=([^;]+)/.exec(value)?.[1];
+  const match = /match=([0-9.]+)/.exec(value)?.[1];
+  return { instance, match: match === undefined ? undefined : Number(match) };
+}
+
+const cachedShare = (res) => res.body.usage.prompt_tokens_details.cached_tokens / res.body.usage.prompt_tokens;
+
+// One agent turn: the history so far plus a new user message; the answer is
+// appended to the history.
+async function turn(url, session, history, n) {
+  history.push({ role: 'user', content: `turn ${n}: ${'look at the next file please. '.repeat(2)}` });
+  const res = await chat(url, history, { session });
+  assert.equal(res.status, 200, res.text);
+  history.push({ role: 'assistant', content: res.body.choices[0].message.content });
+  return res;
+}
+
+describe('routing: session', () => {
+  after(stopAll);
+
+  test('each session sticks to one instance, and that instance has its prefix cached', TIMEOUT, async () => {
+    // Slow enough that the first turns overlap: each cold session then
+    // finds the others' instances busy and takes an idle one.
+    const gw = await startGateway({ ...simFleet({ count: 4, model: MODEL, slots: 2, speedFactor: 5, extraArgs: ['--ctx-size', 65536] }), routing: 'session' });
+    const sessions = ['s0', 's1', 's2', 's3'].map((s) => ({ id: s, history: [{ role: 'system', content: opening(s) }], seen: [] }));
+    for (let n = 1; n <= 4; ++n) {
+      const answers = await Promise.all(sessions.map((s) => turn(gw.url, s.id, s.history, n)));
+      answers.forEach((res, i) => {
+        sessions[i].seen.push(route(res).instance);
+        if (n >= 2) {
+          // The engine itself reports the reuse (llama-server's cache_n).
+          assert.ok(res.body.timings.cache_n > 0, `${sessions[i].id} turn ${n}: cache_n ${res.body.timings.cache_n}`);
+          assert.ok(cachedShare(res) >= 0.8, `${sessions[i].id} turn ${n}: ${cachedShare(res)} cached`);
+        }
+      });
+    }
+    for (const s of sessions) assert.equal(new Set(s.seen).size, 1, `${s.id} went to ${s.seen}`);
+    // Four sessions, four instances: one home each.
+    assert.equal(new Set(sessions.map((s) => s.seen[0])).size, 4);
+    const metrics = (await fetchJson(`${gw.url}/metrics`)).text;
+    assert.equal(metricValue(metrics, 'switchyard_route_decisions_total', { policy: 'session', reason: 'hit' }), 12);
+    assert.equal(metricValue(metrics, 'switchyard_route_decisions_total', { policy: 'session', reason: 'cold' }), 4);
+    await gw.stop();
+  });
+
+  test('a session whose instance is killed moves once and sticks to its new home', TIMEOUT, async () => {
+    // Slow enough that the first turns overlap: each cold session then
+    // finds the others' instances busy and takes an idle one.
+    const gw = await startGateway({ ...simFleet({ count: 4, model: MODEL, slots: 2, speedFactor: 5, extraArgs: ['--ctx-size', 65536] }), routing: 'session' });
+    const sessions = ['a', 'b', 'c', 'd'].map((s) => ({ id: s, history: [{ role: 'system', content: opening(s) }] }));
+    const homes = {};
+    const first = await Promise.all(sessions.map((s) => turn(gw.url, s.id, s.history, 1)));
+    sessions.forEach((s, i) => { homes[s.id] = route(first[i]).instance; });
+    const victim = homes.a;
+    gw.killEngine(victim);
+    await waitUntil(async () => (await gw.instance(victim))?.state !== 'ready', { timeoutMs: 10_000, what: `${victim} noticed down` });
+
+    const moved = route(await turn(gw.url, 'a', sessions[0].history, 2)).instance;
+    assert.notEqual(moved, victim);
+    // Cold sessions go to the fastest idle instance, so another session may
+    // share the victim: it moves too; the rest stay home.
+    const homeless = sessions.filter((s) => homes[s.id] === victim).length;
+    for (const s of sessions.slice(1)) {
+      const now = route(await turn(gw.url, s.id, s.history, 2)).instance;
+      if (homes[s.id] === victim) assert.notEqual(now, victim);
+      else assert.equal(now, homes[s.id]);
+    }
+    // Back up (restarted by the gateway): the moved session stays where it went.
+    await gw.waitForState(victim, 'ready', 20_000);
+    for (let n = 3; n <= 4; ++n) {
+      const res = await turn(gw.url, 'a', sessions[0].history, n);
+      assert.equal(route(res).instance, moved);
+      assert.ok(cachedShare(res) >= 0.8, `turn ${n} on the new home: ${cachedShare(res)} cached`);
+    }
+    assert.equal(await scrapeMetric(gw.url, 'switchyard_route_decisions_total', { policy: 'session', reason: 'session-moved' }), homeless);
+    assert.match(gw.output(), /session moved from instance/);
+    await gw.stop();
+  });
+});
+
+describe('routing: prefix-affinity', () => {
+  after(stopAll);
+
+  test('a hot prefix spills at the load bound instead of piling onto one instance', TIMEOUT, async () => {
+    // Eight slots each: without the bound all eight would fit on the instance
+    // holding the prefix.
+    const gw = await startGateway({
+      ...simFleet({ count: 4, model: MODEL, slots: 8, speedFactor: 5, extraArgs: ['--ctx-size', 65536] }),
+      routing: { policy: 'prefix-affinity', balance_factor: 1.25 },
+    });
+    const hot = [{ role: 'system', content: opening('hot') }];
+    const warm = await chat(gw.url, [...hot, { role: 'user', content: 'first' }]);
+    assert.equal(warm.status, 200, warm.text);
+    const home = route(warm).instance;
+    // Long answers so that all eight overlap.
+    const burst = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+      chat(gw.url, [...hot, { role: 'user', content: `question ${i}` }], { maxTokens: 200 })));
+    const per = {};
+    for (const res of burst) {
+      assert.equal(res.status, 200, res.text);
+      per[route(res).instance] = (per[route(res).instance] ?? 0) + 1;
+    }
+    // Mean 2 per instance: none beyond ceil(1.25 × 2) = 3.
+    assert.ok(Math.max(...Object.values(per)) <= 3, JSON.stringify(per));
+    assert.ok(per[home] >= 1, `the prefix's home served some: ${JSON.stringify(per)}`);
+    const metrics = (await fetchJson(`${gw.url}/metrics`)).text;
+    assert.ok(metricValue(metrics, 'switchyard_route_decisions_total', { policy: 'prefix-affinity', reason: 'bounded-out' }) > 0);
+    assert.ok(metricValue(metrics, 'switchyard_route_prefix_match_ratio_count') >= 9);
+    await gw.stop();
+  });
+
+  test('the prompt goes where its prefix is, and route_header: false hides the route', TIMEOUT, async () => {
+    const gw = await startGateway({
+      ...simFleet({ count: 3, model: MODEL, slots: 1, speedFactor: 50, extraArgs: ['--ctx-size', 65536] }),
+      routing: { policy: 'prefix-affinity' },
+    });
+    const convs = ['x', 'y', 'z'].map((t) => [{ role: 'system', content: opening(t) }]);
+    const first = [];
+    for (const c of convs) first.push(route(await chat(gw.url, [...c, { role: 'user', content: 'one' }])).instance);
+    for (const [i, c] of convs.entries()) {
+      const res = await chat(gw.url, [...c, { role: 'user', content: 'two' }]);
+      const r = route(res);
+      assert.equal(r.instance, first[i]);
+      assert.ok(r.match > 0.8, `match ${r.match}`);
+    }
+    await gw.stop();
+
+    const hidden = await startGateway({
+      ...simFleet({ count: 1, model: MODEL }),
+      routing: { policy: 'prefix-affinity', route_header: false },
+    });
+    const res = await chat(hidden.url, [{ role: 'user', content: 'hi' }]);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-switchyard-route'), null);
+    await hidden.stop();
+  });
+});

@@ -1,0 +1,49 @@
+// The `routing:` section: a policy name, or a map with the bound and header.
+#include <gtest/gtest.h>
+
+#include "fleet/fleet_config.h"
+
+namespace switchyard::fleet {
+namespace {
+
+Result<FleetConfig> parse(const std::string& routing) {
+  return parse_fleet_config(routing + "\ninstances: [{model: m, url: 'http://x:1'}]\n",
+                            "fleet.yaml");
+}
+
+TEST(RoutingConfig, AScalarNamesThePolicy) {
+  auto c = parse("routing: least-outstanding");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->routing, RoutingOptions{});
+  c = parse("routing: session");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->routing.policy, RoutingPolicy::session);
+}
+
+TEST(RoutingConfig, AMapSetsTheBoundAndTheHeader) {
+  auto c = parse("routing: {policy: prefix-affinity, balance_factor: 1.5, route_header: false}");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->routing.policy, RoutingPolicy::prefix_affinity);
+  EXPECT_DOUBLE_EQ(c->routing.balance_factor, 1.5);
+  EXPECT_FALSE(c->routing.route_header);
+}
+
+TEST(RoutingConfig, ErrorsNameTheField) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"routing: {policy: sticky}", "fleet.yaml:1: routing.policy: 'sticky' is not a policy"},
+      {"routing: {balance_factor: 0.9}",
+       "fleet.yaml:1: routing.balance_factor: '0.9' is not a number of at least 1"},
+      {"routing: {balance_factor: lots}", "routing.balance_factor: 'lots' is not a number"},
+      {"routing: {route_header: maybe}", "routing.route_header: 'maybe' is not true or false"},
+      {"routing: {bound: 2}", "routing.bound: unknown field"},
+  };
+  for (const auto& [yaml, message] : bad) {
+    const auto c = parse(yaml);
+    ASSERT_FALSE(c) << yaml;
+    EXPECT_NE(c.error().message.find(message), std::string::npos)
+        << yaml << " → " << c.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::fleet

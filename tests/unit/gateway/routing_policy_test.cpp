@@ -1,0 +1,241 @@
+// The policies against hand-made candidate lists: the bounded-load rule,
+// affinity, session moves, learned rates, caches that never hit.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gateway/routing/balance.h"
+#include "gateway/routing/least_outstanding.h"
+#include "gateway/routing/prefix_affinity.h"
+#include "gateway/routing/session_affinity.h"
+
+namespace switchyard::gateway {
+namespace {
+
+// Four idle instances of two slots each.
+std::vector<Candidate> fleet_of(int n, int slots = 2) {
+  std::vector<Candidate> c;
+  for (int i = 0; i < n; ++i)
+    c.push_back(Candidate{static_cast<std::size_t>(i), 0, slots, true, 0, 1, "gpu"});
+  return c;
+}
+
+void load(std::vector<Candidate>& c, std::size_t i, int in_flight) {
+  c[i].in_flight = in_flight;
+  c[i].free = in_flight < c[i].slots;
+}
+
+std::string prompt(char topic, std::size_t blocks) {
+  return std::string(blocks * kBlockBytes, topic);
+}
+
+RouteQuery query(const std::string& text, std::string_view session = {}) {
+  RouteQuery q;
+  q.model = "m";
+  q.prompt = text;
+  q.session = session;
+  return q;
+}
+
+TEST(RoutingLoadBound, FactorTimesTheMeanRoundedUp) {
+  auto c = fleet_of(4);
+  // Idle: everyone may take the first request.
+  for (const auto& x : c) EXPECT_TRUE(LoadBound(c, 1.25).admits(x));
+  // One request in flight: the mean after this one is 0.5 per instance,
+  // so the bound is ceil(0.625) = 1 and the busy one is out.
+  load(c, 0, 1);
+  EXPECT_FALSE(LoadBound(c, 1.25).admits(c[0]));
+  EXPECT_TRUE(LoadBound(c, 1.25).admits(c[1]));
+  // Four in flight, spread: ceil(1.25 × 5 / 4) = 2, so one more fits anywhere.
+  for (std::size_t i = 0; i < 4; ++i) load(c, i, 1);
+  EXPECT_TRUE(LoadBound(c, 1.25).admits(c[0]));
+  // A larger factor tolerates more skew.
+  auto d = fleet_of(4, 8);
+  load(d, 0, 3);
+  EXPECT_FALSE(LoadBound(d, 1.25).admits(d[0]));
+  EXPECT_TRUE(LoadBound(d, 4).admits(d[0]));
+}
+
+TEST(RoutingPrefixAffinity, TheLongestMatchWins) {
+  PrefixAffinity p(1.25);
+  auto c = fleet_of(4);
+  const std::string a = prompt('a', 40), b = prompt('b', 40);
+  const auto first = p.pick(query(a), c);
+  EXPECT_EQ(first.reason, RouteReason::cold);
+  const auto other = p.pick(query(b), c);
+  EXPECT_NE(other.position, first.position);  // cold goes by load (rotation when idle)
+  const auto again = p.pick(query(a + prompt('c', 4)), c);
+  EXPECT_EQ(again.position, first.position);
+  EXPECT_EQ(again.reason, RouteReason::hit);
+  EXPECT_NEAR(again.match, 40.0 / 44.0, 1e-9);
+}
+
+TEST(RoutingPrefixAffinity, AHotPrefixSpillsOnceItsInstanceReachesTheBound) {
+  PrefixAffinity p(1.25);
+  auto c = fleet_of(4, 8);
+  const std::string hot = prompt('h', 40);
+  const auto home = p.pick(query(hot), c).position;
+  // The home is as loaded as the bound allows: with 2 in flight there and
+  // 3 elsewhere, ceil(1.25 × 6 × 8/32) = 2, and a third would exceed it.
+  load(c, home, 2);
+  load(c, (home + 1) % 4, 3);
+  const auto spilled = p.pick(query(hot + "x"), c);
+  EXPECT_NE(spilled.position, home);
+  EXPECT_EQ(spilled.reason, RouteReason::bounded_out);
+  EXPECT_EQ(spilled.match, 0.0);
+  // The spill went to the least loaded (neither the home nor the one with 3).
+  EXPECT_NE(spilled.position, (home + 1) % 4);
+  // Now two instances hold the prefix: the next request takes the one under
+  // the bound, and it counts as a hit (the best match that may take it).
+  const auto next = p.pick(query(hot + "y"), c);
+  EXPECT_EQ(next.position, spilled.position);
+  EXPECT_EQ(next.reason, RouteReason::hit);
+  // The load falls: the first home takes it again.
+  load(c, home, 0);
+  load(c, (home + 1) % 4, 0);
+  EXPECT_EQ(p.pick(query(hot + "z"), c).position, home);
+}
+
+TEST(RoutingPrefixAffinity, OverTheBoundEverywhereTakesTheLeastLoaded) {
+  PrefixAffinity p(1.0);
+  auto c = fleet_of(2, 4);
+  const std::string a = prompt('a', 20);
+  const auto home = p.pick(query(a), c).position;
+  load(c, home, 3);
+  load(c, 1 - home, 2);
+  // Bound ceil(1.0 × 6 × 4/8) = 3: neither may take a 4th under it... the
+  // other has 2, so it may (3 ≤ 3); the home (4 > 3) may not.
+  const auto d = p.pick(query(a), c);
+  EXPECT_EQ(d.position, 1 - home);
+  EXPECT_EQ(d.reason, RouteReason::bounded_out);
+}
+
+TEST(RoutingPrefixAffinity, ARestartFlushesTheInstancesIndex) {
+  PrefixAffinity p(1.25);
+  auto c = fleet_of(2);
+  const std::string a = prompt('a', 20);
+  const auto home = p.pick(query(a), c).position;
+  EXPECT_EQ(p.pick(query(a), c).reason, RouteReason::hit);
+  ++c[home].generation;
+  const auto after = p.pick(query(a), c);
+  EXPECT_EQ(after.reason, RouteReason::cold);
+  EXPECT_EQ(after.match, 0.0);
+}
+
+TEST(RoutingPrefixAffinity, TheIndexIsBoundedByTheInstancesKvCache) {
+  PrefixAffinity p(4);
+  auto c = fleet_of(1);
+  c[0].kv_tokens = 30 * kBlockTokens;  // 30 blocks
+  const std::string a = prompt('a', 20), b = prompt('b', 20);
+  p.pick(query(a), c);
+  p.pick(query(b), c);  // 40 blocks sent: a's tail is forgotten
+  const auto d = p.pick(query(a), c);
+  EXPECT_NEAR(d.match, 10.0 / 20.0, 1e-9);
+}
+
+TEST(RoutingPrefixAffinity, AffinityStopsForAnInstanceWhoseCacheNeverHits) {
+  PrefixAffinity p(1.25);
+  auto c = fleet_of(2);
+  const std::string a = prompt('a', 20);
+  const auto home = p.pick(query(a), c).position;
+  RouteDecision d;
+  for (int i = 0; i < AffinityState::kNeverHitAfter; ++i) {
+    d = p.pick(query(a), c);
+    ASSERT_EQ(d.position, home);
+    EXPECT_EQ(d.reason, RouteReason::hit);
+    p.finished(c[home], RouteFeedback{400, 0, 10, 1.0, d.match});
+  }
+  const auto after = p.pick(query(a), c);
+  EXPECT_EQ(after.reason, RouteReason::cold);
+  EXPECT_EQ(after.match, 0.0);
+  // An instance that reported one hit keeps its affinity.
+  PrefixAffinity q(1.25);
+  const auto h = q.pick(query(a), c).position;
+  q.finished(c[h], RouteFeedback{400, 320, 10, 1.0, 1.0});
+  for (int i = 0; i < 2 * AffinityState::kNeverHitAfter; ++i) {
+    d = q.pick(query(a), c);
+    q.finished(c[h], RouteFeedback{400, 0, 10, 1.0, d.match});
+  }
+  EXPECT_EQ(q.pick(query(a), c).reason, RouteReason::hit);
+}
+
+TEST(RoutingSession, StaysHomeAndMovesOnceWhenTheHomeDies) {
+  SessionAffinity p(1.25);
+  auto c = fleet_of(4);
+  const std::string turn = prompt('t', 10);
+  const auto first = p.pick(query(turn, "s1"), c);
+  EXPECT_EQ(first.reason, RouteReason::cold);
+  const std::size_t home = c[first.position].index;
+  for (int i = 0; i < 3; ++i) {
+    const auto d = p.pick(query(turn, "s1"), c);
+    EXPECT_EQ(c[d.position].index, home);
+    EXPECT_EQ(d.reason, RouteReason::hit);
+  }
+  // The home dies: the router no longer offers it.
+  auto without = c;
+  without.erase(without.begin() + static_cast<long>(first.position));
+  const auto moved = p.pick(query(turn, "s1"), without);
+  EXPECT_EQ(moved.reason, RouteReason::session_moved);
+  const std::size_t new_home = without[moved.position].index;
+  EXPECT_NE(new_home, home);
+  EXPECT_EQ(p.home("s1"), new_home);
+  // It sticks to its new home, also once the old one is back.
+  for (const auto* fleet : {&without, &c}) {
+    const auto d = p.pick(query(turn, "s1"), *fleet);
+    EXPECT_EQ((*fleet)[d.position].index, new_home);
+    EXPECT_EQ(d.reason, RouteReason::hit);
+  }
+}
+
+TEST(RoutingSession, OverTheBoundARequestSpillsAndTheHomeStays) {
+  SessionAffinity p(1.25);
+  auto c = fleet_of(4);
+  const auto home = p.pick(query("", "s"), c).position;
+  load(c, home, 1);  // ceil(1.25 × 2 × 2/8) = 1: no second one there
+  const auto d = p.pick(query("", "s"), c);
+  EXPECT_NE(d.position, home);
+  EXPECT_EQ(d.reason, RouteReason::bounded_out);
+  EXPECT_EQ(p.home("s"), c[home].index);
+  load(c, home, 0);
+  EXPECT_EQ(p.pick(query("", "s"), c).position, home);
+}
+
+TEST(RoutingSession, SessionsSpreadAndWithoutOneItIsLeastLoad) {
+  SessionAffinity p(1.25);
+  auto c = fleet_of(4);
+  std::vector<std::size_t> homes;
+  for (const char* s : {"a", "b", "c", "d"}) {
+    const auto d = p.pick(query("", s), c);
+    homes.push_back(d.position);
+    load(c, d.position, c[d.position].in_flight + 1);
+  }
+  std::sort(homes.begin(), homes.end());
+  EXPECT_EQ(homes, (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(p.pick(query(""), c).reason, RouteReason::cold);
+  EXPECT_FALSE(p.home(""));
+}
+
+TEST(RoutingLeastOutstanding, PrefersTheFasterOfTwoIdleCards) {
+  LeastOutstanding p;
+  auto c = fleet_of(2, 1);
+  // Instance 0 delivered 46 tok/s, instance 1 59 tok/s.
+  p.finished(c[0], RouteFeedback{100, 0, 460, 10.0, -1});
+  p.finished(c[1], RouteFeedback{100, 0, 590, 10.0, -1});
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(p.pick(query(""), c).position, 1u);
+  // Busy, the fast one is not free: the slow one serves.
+  load(c, 1, 1);
+  EXPECT_EQ(p.pick(query(""), c).position, 0u);
+}
+
+TEST(RoutingLeastOutstanding, FewerPerSlotBeatsAFasterCardThatIsBusier) {
+  LeastOutstanding p;
+  auto c = fleet_of(2, 4);
+  p.finished(c[0], RouteFeedback{100, 0, 460, 10.0, -1});
+  p.finished(c[1], RouteFeedback{100, 0, 590, 10.0, -1});
+  load(c, 1, 2);  // 3/59 > 1/46: instance 0 finishes a new request first
+  EXPECT_EQ(p.pick(query(""), c).position, 0u);
+}
+
+}  // namespace
+}  // namespace switchyard::gateway

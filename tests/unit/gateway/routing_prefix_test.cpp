@@ -1,0 +1,96 @@
+// Block hashing, the per-instance prefix index and its LRU bound.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "gateway/routing/block_hash.h"
+#include "gateway/routing/prefix_index.h"
+
+namespace switchyard::gateway {
+namespace {
+
+std::vector<BlockHash> hashes(std::string_view model, std::string_view prompt) {
+  std::vector<BlockHash> out;
+  hash_blocks(model, prompt, out);
+  return out;
+}
+
+std::string text(std::size_t bytes, char fill = 'a') {
+  std::string s;
+  for (std::size_t i = 0; i < bytes; ++i) s.push_back(static_cast<char>(fill + i % 7));
+  return s;
+}
+
+TEST(RoutingBlockHash, OnlyFullBlocks) {
+  EXPECT_TRUE(hashes("m", text(kBlockBytes - 1)).empty());
+  EXPECT_EQ(hashes("m", text(3 * kBlockBytes + 5)).size(), 3u);
+}
+
+TEST(RoutingBlockHash, ASharedPrefixMatchesUpToTheFirstDifferingBlock) {
+  const std::string common = text(5 * kBlockBytes);
+  std::string a = common + text(3 * kBlockBytes, 'k');
+  std::string b = a;
+  b[5 * kBlockBytes + kBlockBytes + 3] = '#';  // differs in block 6
+  const auto ha = hashes("m", a), hb = hashes("m", b);
+  ASSERT_EQ(ha.size(), 8u);
+  ASSERT_EQ(hb.size(), 8u);
+  for (std::size_t i = 0; i < 6; ++i) EXPECT_EQ(ha[i], hb[i]) << i;
+  // Chained: every block after the first difference differs too, even
+  // where the bytes are equal again.
+  for (std::size_t i = 6; i < 8; ++i) EXPECT_NE(ha[i], hb[i]) << i;
+}
+
+TEST(RoutingBlockHash, DifferentModelsNeverMatch) {
+  const std::string p = text(4 * kBlockBytes);
+  const auto a = hashes("qwen-27b", p), b = hashes("qwen-27b-q8", p);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NE(a[i], b[i]) << i;
+  PrefixIndex index(100);
+  index.insert(a);
+  EXPECT_EQ(index.match(a), 4u);
+  EXPECT_EQ(index.match(b), 0u);
+}
+
+TEST(RoutingPrefixIndex, MatchesTheLeadingBlocksOnly) {
+  PrefixIndex index(100);
+  const auto sent = hashes("m", text(6 * kBlockBytes));
+  index.insert(sent);
+  EXPECT_EQ(index.match(sent), 6u);
+  const auto longer = hashes("m", text(6 * kBlockBytes) + text(4 * kBlockBytes, 'q'));
+  EXPECT_EQ(index.match(longer), 6u);
+  const auto other = hashes("m", text(6 * kBlockBytes, 'z'));
+  EXPECT_EQ(index.match(other), 0u);
+}
+
+TEST(RoutingPrefixIndex, ForgetsTheLeastRecentlyUsedPastItsCapacity) {
+  PrefixIndex index(8);
+  const auto a = hashes("m", text(4 * kBlockBytes, 'a'));
+  const auto b = hashes("m", text(4 * kBlockBytes, 'h'));
+  const auto c = hashes("m", text(4 * kBlockBytes, 'p'));
+  index.insert(a);
+  index.insert(b);
+  index.insert(a);  // a is used again: b is now the oldest
+  index.insert(c);
+  EXPECT_EQ(index.size(), 8u);
+  EXPECT_EQ(index.match(a), 4u);
+  EXPECT_EQ(index.match(b), 0u);
+  EXPECT_EQ(index.match(c), 4u);
+}
+
+TEST(RoutingPrefixIndex, APromptLongerThanTheCacheKeepsItsHead) {
+  PrefixIndex index(3);
+  const auto long_prompt = hashes("m", text(10 * kBlockBytes));
+  index.insert(long_prompt);
+  EXPECT_EQ(index.match(long_prompt), 3u);
+  // Eviction under pressure takes a prompt's tail before its head.
+  PrefixIndex small(6);
+  small.insert(hashes("m", text(4 * kBlockBytes, 'a')));
+  small.insert(hashes("m", text(4 * kBlockBytes, 'h')));
+  EXPECT_EQ(small.match(hashes("m", text(4 * kBlockBytes, 'a'))), 2u);
+  small.set_capacity(2);
+  EXPECT_EQ(small.match(hashes("m", text(4 * kBlockBytes, 'h'))), 2u);
+  EXPECT_EQ(small.match(hashes("m", text(4 * kBlockBytes, 'a'))), 0u);
+}
+
+}  // namespace
+}  // namespace switchyard::gateway
