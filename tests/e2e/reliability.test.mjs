@@ -329,7 +329,9 @@ describe('supervision', () => {
       const gw = await startGateway(fleetOf([
         simInstance('loop0', MODEL, { extraArgs: ['--exit-after-requests', 1] }),
         simInstance('good', MODEL, { seed: 2 }),
-      ], { health: { interval: '200ms', backoff: '100ms', backoff_max: '1s', crash_loop: 2 } }));
+      // Round robin: least-outstanding learns that `good` delivers faster and
+      // would send these one-at-a-time requests there, never to loop0 again.
+      ], { routing: 'round-robin', health: { interval: '200ms', backoff: '100ms', backoff_max: '1s', crash_loop: 2 } }));
       // Keep requests coming: each time loop0 is back it takes one and exits.
       let running = true;
       const failures = [];
