@@ -77,9 +77,10 @@ describe('engine metrics and the advisor', () => {
     const reading = readSse(stream);
     const text = await waitUntil(async () => {
       const t = await metrics(gw);
-      return metricValue(t, 'switchyard_generation_tokens_per_second', { instance: 'gpu0' }) > 0 && t;
-    }, { timeoutMs: 10_000, what: 'a measured rate for gpu0' });
-    assert.ok(metricValue(text, 'llamacpp:requests_processing', { switchyard_instance: 'gpu0' }) >= 1);
+      // The engine's own series lag by up to a scrape interval: wait for both.
+      return metricValue(t, 'switchyard_generation_tokens_per_second', { instance: 'gpu0' }) > 0 &&
+        metricValue(t, 'llamacpp:requests_processing', { switchyard_instance: 'gpu0' }) >= 1 && t;
+    }, { timeoutMs: 10_000, what: 'a measured rate for gpu0 and its scrape showing the request' });
     const rate = metricValue(text, 'switchyard_generation_tokens_per_second', { instance: 'gpu0' });
     assert.ok(rate <= 50 * 1.5, `at most about the engine's speed, got ${rate}`);
     const status = (await fetchJson(`${gw.url}/health`)).body;
