@@ -107,8 +107,8 @@ describe('routing: prefix-affinity', () => {
   after(stopAll);
 
   test('a hot prefix spills at the load bound instead of piling onto one instance', TIMEOUT, async () => {
-    // Eight slots each: without the bound all eight would fit on the instance
-    // holding the prefix.
+    // Eight slots each: without the bound the home would take eight of the
+    // sixteen at once.
     const gw = await startGateway({
       ...simFleet({ count: 4, model: MODEL, slots: 8, speedFactor: 5, extraArgs: ['--ctx-size', 65536] }),
       routing: { policy: 'prefix-affinity', balance_factor: 1.25 },
@@ -117,20 +117,21 @@ describe('routing: prefix-affinity', () => {
     const warm = await chat(gw.url, [...hot, { role: 'user', content: 'first' }]);
     assert.equal(warm.status, 200, warm.text);
     const home = route(warm).instance;
-    // Long answers so that all eight overlap.
-    const burst = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+    // Long answers so that all sixteen overlap.
+    const burst = await Promise.all(Array.from({ length: 16 }, (_, i) =>
       chat(gw.url, [...hot, { role: 'user', content: `question ${i}` }], { maxTokens: 200 })));
     const per = {};
     for (const res of burst) {
       assert.equal(res.status, 200, res.text);
       per[route(res).instance] = (per[route(res).instance] ?? 0) + 1;
     }
-    // Mean 2 per instance: none beyond ceil(1.25 × 2) = 3.
-    assert.ok(Math.max(...Object.values(per)) <= 3, JSON.stringify(per));
+    // Mean 4 per instance: none beyond ceil(1.25 × 4) + 1 = 6.
+    assert.ok(Math.max(...Object.values(per)) <= 6, JSON.stringify(per));
+    assert.ok(Object.keys(per).length >= 3, JSON.stringify(per));
     assert.ok(per[home] >= 1, `the prefix's home served some: ${JSON.stringify(per)}`);
     const metrics = (await fetchJson(`${gw.url}/metrics`)).text;
     assert.ok(metricValue(metrics, 'switchyard_route_decisions_total', { policy: 'prefix-affinity', reason: 'bounded-out' }) > 0);
-    assert.ok(metricValue(metrics, 'switchyard_route_prefix_match_ratio_count') >= 9);
+    assert.ok(metricValue(metrics, 'switchyard_route_prefix_match_ratio_count') >= 17);
     await gw.stop();
   });
 

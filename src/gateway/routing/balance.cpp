@@ -16,7 +16,7 @@ bool LoadBound::admits(const Candidate& c) const {
   if (!c.free || slots_ == 0) return false;
   const double share = static_cast<double>(std::max(c.slots, 1)) / static_cast<double>(slots_);
   const double bound = std::ceil(factor_ * static_cast<double>(in_flight_ + 1) * share - 1e-9);
-  return c.in_flight + 1 <= bound;
+  return c.in_flight + 1 <= bound + kSlack;
 }
 
 void Throughput::observe(std::size_t index, long tokens, double seconds) {

@@ -13,13 +13,21 @@
 namespace switchyard::gateway {
 
 // Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam;
-// HAProxy's hash-balance-factor): an instance may take one more request
-// only while its requests, counting this one, stay within
-// ceil(factor × (requests in flight + 1) × its slots / all slots) — the
-// factor times the mean, per slot, rounded up so that an idle fleet always
-// admits.
+// HAProxy's hash-balance-factor) with one request of slack: an instance may
+// take one more request only while its requests, counting this one, stay
+// within ceil(factor × (requests in flight + 1) × its slots / all slots) + 1.
+// Without the slack, a fleet whose mean is under one request per instance
+// bounds every instance at 1, so a second request for a home that has a free
+// slot spills to an instance without its prefix: a full prefill to avoid
+// running two requests side by side, which an engine with slots does without
+// queueing. The slack is one request, not the instance's free slots, so the
+// bound still spreads a hot prefix once the fleet is loaded (the excess over
+// the mean stays under factor × mean + 1).
 class LoadBound {
  public:
+  // Requests an instance may run beyond factor × the mean (rounded up).
+  static constexpr long kSlack = 1;
+
   LoadBound(std::span<const Candidate> candidates, double factor);
   bool admits(const Candidate& c) const;
 

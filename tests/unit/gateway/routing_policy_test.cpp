@@ -2,6 +2,7 @@
 // affinity, session moves, learned rates, caches that never hit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -38,23 +39,46 @@ RouteQuery query(const std::string& text, std::string_view session = {}) {
   return q;
 }
 
-TEST(RoutingLoadBound, FactorTimesTheMeanRoundedUp) {
-  auto c = fleet_of(4);
+TEST(RoutingLoadBound, FactorTimesTheMeanRoundedUpPlusOne) {
+  auto c = fleet_of(4, 4);
   // Idle: everyone may take the first request.
   for (const auto& x : c) EXPECT_TRUE(LoadBound(c, 1.25).admits(x));
-  // One request in flight: the mean after this one is 0.5 per instance,
-  // so the bound is ceil(0.625) = 1 and the busy one is out.
-  load(c, 0, 1);
+  // Two requests in flight on one: the mean after this one is 0.75 per
+  // instance, so the bound is ceil(0.9375) + 1 = 2 and a third is out.
+  load(c, 0, 2);
   EXPECT_FALSE(LoadBound(c, 1.25).admits(c[0]));
   EXPECT_TRUE(LoadBound(c, 1.25).admits(c[1]));
-  // Four in flight, spread: ceil(1.25 × 5 / 4) = 2, so one more fits anywhere.
-  for (std::size_t i = 0; i < 4; ++i) load(c, i, 1);
+  // Eight in flight, spread: ceil(1.25 × 9 / 4) + 1 = 4, so one more fits anywhere.
+  for (std::size_t i = 0; i < 4; ++i) load(c, i, 2);
   EXPECT_TRUE(LoadBound(c, 1.25).admits(c[0]));
   // A larger factor tolerates more skew.
   auto d = fleet_of(4, 8);
   load(d, 0, 3);
   EXPECT_FALSE(LoadBound(d, 1.25).admits(d[0]));
   EXPECT_TRUE(LoadBound(d, 4).admits(d[0]));
+}
+
+TEST(RoutingLoadBound, AtLowLoadAnInstanceTakesASecondRequest) {
+  // Eight sessions on four instances of two slots: two share each home.
+  // While one of them runs and the rest of the fleet is idle, the other's
+  // turn must still go home (without the slack the bound is ceil(0.625) = 1).
+  auto c = fleet_of(4);
+  load(c, 0, 1);
+  EXPECT_TRUE(LoadBound(c, 1.25).admits(c[0]));
+  SessionAffinity p(1.25);
+  auto idle = fleet_of(4);
+  const auto a = p.pick(query(prompt('a', 10), "a"), idle).position;
+  load(idle, a, 1);
+  // A second session placed on the same home (the others are full).
+  auto others_full = idle;
+  for (std::size_t i = 0; i < others_full.size(); ++i)
+    if (i != a) load(others_full, i, 2);
+  const auto b = p.pick(query(prompt('b', 10), "b"), others_full).position;
+  ASSERT_EQ(b, a);
+  // b's next turn while a runs and every other instance is idle: home.
+  const auto again = p.pick(query(prompt('b', 12), "b"), idle);
+  EXPECT_EQ(again.position, a);
+  EXPECT_EQ(again.reason, RouteReason::hit);
 }
 
 TEST(RoutingPrefixAffinity, TheLongestMatchWins) {
@@ -76,9 +100,9 @@ TEST(RoutingPrefixAffinity, AHotPrefixSpillsOnceItsInstanceReachesTheBound) {
   auto c = fleet_of(4, 8);
   const std::string hot = prompt('h', 40);
   const auto home = p.pick(query(hot), c).position;
-  // The home is as loaded as the bound allows: with 2 in flight there and
-  // 3 elsewhere, ceil(1.25 × 6 × 8/32) = 2, and a third would exceed it.
-  load(c, home, 2);
+  // The home is as loaded as the bound allows: with 4 in flight there and
+  // 3 elsewhere, ceil(1.25 × 8 × 8/32) + 1 = 4, and a fifth would exceed it.
+  load(c, home, 4);
   load(c, (home + 1) % 4, 3);
   const auto spilled = p.pick(query(hot + "x"), c);
   EXPECT_NE(spilled.position, home);
@@ -97,15 +121,35 @@ TEST(RoutingPrefixAffinity, AHotPrefixSpillsOnceItsInstanceReachesTheBound) {
   EXPECT_EQ(p.pick(query(hot + "z"), c).position, home);
 }
 
-TEST(RoutingPrefixAffinity, OverTheBoundEverywhereTakesTheLeastLoaded) {
+TEST(RoutingPrefixAffinity, AHotPrefixUnderSustainedLoadStillSpreads) {
+  // Sixteen requests of one prefix pile up (none ends) on four instances of
+  // eight slots: the home alone could hold eight of them.
+  PrefixAffinity p(1.25);
+  auto c = fleet_of(4, 8);
+  const std::string hot = prompt('h', 40);
+  for (int i = 0; i < 16; ++i) {
+    const auto pos = p.pick(query(hot + std::to_string(i)), c).position;
+    load(c, pos, c[pos].in_flight + 1);
+  }
+  int most = 0, used = 0;
+  for (const auto& x : c) {
+    most = std::max(most, x.in_flight);
+    used += x.in_flight > 0;
+  }
+  // ceil(1.25 × 16 / 4) + 1 = 6 at most on one.
+  EXPECT_LE(most, 6);
+  EXPECT_GE(used, 3);
+}
+
+TEST(RoutingPrefixAffinity, OverTheBoundTheHomeSpillsToTheLeastLoaded) {
   PrefixAffinity p(1.0);
-  auto c = fleet_of(2, 4);
+  auto c = fleet_of(2, 8);
   const std::string a = prompt('a', 20);
   const auto home = p.pick(query(a), c).position;
-  load(c, home, 3);
+  load(c, home, 6);
   load(c, 1 - home, 2);
-  // Bound ceil(1.0 × 6 × 4/8) = 3: neither may take a 4th under it... the
-  // other has 2, so it may (3 ≤ 3); the home (4 > 3) may not.
+  // Bound ceil(1.0 × 9 × 8/16) + 1 = 6: the home (7) may not take it, the
+  // other (3) may.
   const auto d = p.pick(query(a), c);
   EXPECT_EQ(d.position, 1 - home);
   EXPECT_EQ(d.reason, RouteReason::bounded_out);
@@ -190,9 +234,9 @@ TEST(RoutingSession, StaysHomeAndMovesOnceWhenTheHomeDies) {
 
 TEST(RoutingSession, OverTheBoundARequestSpillsAndTheHomeStays) {
   SessionAffinity p(1.25);
-  auto c = fleet_of(4);
+  auto c = fleet_of(4, 4);
   const auto home = p.pick(query("", "s"), c).position;
-  load(c, home, 1);  // ceil(1.25 × 2 × 2/8) = 1: no second one there
+  load(c, home, 2);  // ceil(1.25 × 3 × 4/16) + 1 = 2: no third one there
   const auto d = p.pick(query("", "s"), c);
   EXPECT_NE(d.position, home);
   EXPECT_EQ(d.reason, RouteReason::bounded_out);
