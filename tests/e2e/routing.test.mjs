@@ -68,6 +68,21 @@ describe('routing: session', () => {
     await gw.stop();
   });
 
+  test('sessions that start one after another each get a home of their own', TIMEOUT, async () => {
+    // Each first turn ends before the next begins: every instance is idle
+    // at each choice, and only the homes they hold tell them apart.
+    const gw = await startGateway({ ...simFleet({ count: 4, model: MODEL, slots: 2, speedFactor: 50, extraArgs: ['--ctx-size', 65536] }), routing: 'session' });
+    const homes = [];
+    for (const s of ['p', 'q', 'r', 's', 't', 'u', 'v', 'w']) {
+      const res = await turn(gw.url, s, [{ role: 'system', content: opening(s) }], 1);
+      homes.push(route(res).instance);
+    }
+    const per = {};
+    for (const h of homes) per[h] = (per[h] ?? 0) + 1;
+    assert.deepEqual(Object.values(per).sort(), [2, 2, 2, 2], JSON.stringify(per));
+    await gw.stop();
+  });
+
   test('a session whose instance is killed moves once and sticks to its new home', TIMEOUT, async () => {
     // Slow enough that the first turns overlap: each cold session then
     // finds the others' instances busy and takes an idle one.

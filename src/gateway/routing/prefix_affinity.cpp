@@ -29,10 +29,8 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     });
     d.reason = longest_admitted == longest ? RouteReason::hit : RouteReason::bounded_out;
   } else {
-    pos = soonest_free(candidates, state_.speed(), rotation_,
-                       [&](const Candidate& c) { return bound.admits(c); });
-    // Every free instance is over the bound: the least loaded of them.
-    if (pos == kNoCandidate) pos = soonest_free(candidates, state_.speed(), rotation_);
+    // The prompt starts a new home: spread homes evenly.
+    pos = homes_.place(candidates, bound, state_.speed(), rotation_);
     d.reason = longest > 0 ? RouteReason::bounded_out : RouteReason::cold;
   }
   d.position = pos;
@@ -40,6 +38,8 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
                 ? 0.0
                 : static_cast<double>(matches_[pos]) / static_cast<double>(blocks.size());
   state_.record(candidates[pos].index, blocks);
+  // Where the session's context now is (its longest prefix anywhere).
+  if (!query.session.empty()) homes_.set(query.session, candidates[pos].index);
   return d;
 }
 

@@ -1,11 +1,18 @@
 // prefix-affinity: the request goes to the instance that was last sent the
 // longest prefix of its prompt, unless that would put the instance over the
-// load bound (balance.h); then to the next-best match under the bound; then
-// to the least loaded. What the engine caches is what the gateway sent it,
-// as far as its KV cache holds (affinity.h).
+// load bound (balance.h); then to the next-best match under the bound; with
+// no match under the bound, to the instance home to the fewest active
+// sessions (homes.h: where each session's last request went). What the
+// engine caches is what the gateway sent it, as far as its KV cache holds
+// (affinity.h).
 #pragma once
 
+#include <cstddef>
+#include <utility>
+#include <vector>
+
 #include "gateway/routing/affinity.h"
+#include "gateway/routing/homes.h"
 #include "gateway/routing/policy.h"
 #include "gateway/routing/rotation.h"
 
@@ -13,8 +20,10 @@ namespace switchyard::gateway {
 
 class PrefixAffinity final : public RoutingPolicy {
  public:
-  // `balance_factor` >= 1 (RoutingOptions).
-  explicit PrefixAffinity(double balance_factor) : balance_factor_(balance_factor) {}
+  // `balance_factor` >= 1 (RoutingOptions); `homes` with the clock that
+  // tells active sessions from idle ones.
+  explicit PrefixAffinity(double balance_factor, Homes homes = Homes())
+      : balance_factor_(balance_factor), homes_(std::move(homes)) {}
 
   const char* name() const override { return "prefix-affinity"; }
   RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) override;
@@ -26,6 +35,7 @@ class PrefixAffinity final : public RoutingPolicy {
   const double balance_factor_;
   AffinityState state_;
   Rotation rotation_;
+  Homes homes_;
   std::vector<std::size_t> matches_;  // by candidate position, reused
 };
 

@@ -6,26 +6,6 @@
 
 namespace switchyard::gateway {
 
-std::optional<std::size_t> SessionAffinity::home(std::string_view session) const {
-  const auto it = homes_.find(session);
-  if (it == homes_.end()) return std::nullopt;
-  return it->second.instance;
-}
-
-void SessionAffinity::set_home(std::string_view session, std::size_t instance) {
-  if (auto it = homes_.find(session); it != homes_.end()) {
-    it->second.instance = instance;
-    recency_.splice(recency_.begin(), recency_, it->second.recency);
-    return;
-  }
-  recency_.emplace_front(session);
-  homes_.emplace(recency_.front(), Home{instance, recency_.begin()});
-  if (homes_.size() > kMaxSessions) {
-    homes_.erase(recency_.back());
-    recency_.pop_back();
-  }
-}
-
 RouteDecision SessionAffinity::pick(const RouteQuery& query,
                                     std::span<const Candidate> candidates) {
   state_.sync(candidates);
@@ -37,7 +17,7 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
   };
 
   RouteDecision d;
-  const auto known = query.session.empty() ? std::nullopt : home(query.session);
+  const auto known = query.session.empty() ? std::nullopt : homes_.find(query.session);
   std::size_t home_pos = kNoCandidate;
   if (known) {
     for (std::size_t i = 0; i < candidates.size(); ++i)
@@ -46,14 +26,15 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
   if (home_pos != kNoCandidate && bound.admits(candidates[home_pos])) {
     d.position = home_pos;
     d.reason = RouteReason::hit;
-    set_home(query.session, *known);  // refreshes its recency
+    homes_.set(query.session, *known);  // active now
   } else if (home_pos != kNoCandidate) {
     d.position = least_loaded();  // the home stays: this request only spills
     d.reason = RouteReason::bounded_out;
+    homes_.set(query.session, *known);
   } else {
-    d.position = least_loaded();
+    d.position = homes_.place(candidates, bound, state_.speed(), rotation_);
     d.reason = known ? RouteReason::session_moved : RouteReason::cold;
-    if (!query.session.empty()) set_home(query.session, candidates[d.position].index);
+    if (!query.session.empty()) homes_.set(query.session, candidates[d.position].index);
     if (known)
       spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
                    candidates[d.position].name);

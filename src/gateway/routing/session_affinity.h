@@ -2,18 +2,19 @@
 // key, model and opening of the conversation: gateway/session_id.h) goes to
 // the session's home instance, within the load bound (balance.h); over the
 // bound or with its slots busy, a request spills to the least loaded
-// instance and the home stays. A session whose home is gone (not routable)
-// moves once, to the least loaded instance, which is its home from then on.
+// instance and the home stays. A new session goes to the instance home to
+// the fewest active sessions (homes.h). A session whose home is gone (not
+// routable) moves once, placed as a new one, and that is its home from then
+// on.
 #pragma once
 
 #include <cstddef>
-#include <list>
 #include <optional>
-#include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 
 #include "gateway/routing/affinity.h"
+#include "gateway/routing/homes.h"
 #include "gateway/routing/policy.h"
 #include "gateway/routing/rotation.h"
 
@@ -21,11 +22,10 @@ namespace switchyard::gateway {
 
 class SessionAffinity final : public RoutingPolicy {
  public:
-  // Sessions remembered at most, least recently used forgotten first.
-  static constexpr std::size_t kMaxSessions = 1 << 16;
-
-  // `balance_factor` >= 1 (RoutingOptions).
-  explicit SessionAffinity(double balance_factor) : balance_factor_(balance_factor) {}
+  // `balance_factor` >= 1 (RoutingOptions); `homes` with the clock that
+  // tells active sessions from idle ones.
+  explicit SessionAffinity(double balance_factor, Homes homes = Homes())
+      : balance_factor_(balance_factor), homes_(std::move(homes)) {}
 
   const char* name() const override { return "session"; }
   RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) override;
@@ -34,20 +34,13 @@ class SessionAffinity final : public RoutingPolicy {
   }
 
   // The session's home instance, if it has one (for tests and logs).
-  std::optional<std::size_t> home(std::string_view session) const;
+  std::optional<std::size_t> home(std::string_view session) const { return homes_.find(session); }
 
  private:
-  struct Home {
-    std::size_t instance;
-    std::list<std::string>::iterator recency;
-  };
-  void set_home(std::string_view session, std::size_t instance);
-
   const double balance_factor_;
   AffinityState state_;  // match ratios for the route header, rates, restarts
   Rotation rotation_;
-  std::list<std::string> recency_;                    // most recently used first
-  std::unordered_map<std::string_view, Home> homes_;  // keys view into recency_
+  Homes homes_;
 };
 
 }  // namespace switchyard::gateway

@@ -1,0 +1,100 @@
+// Where new sessions go: spread by the active homes each instance holds,
+// not by the noise in measured rates when every instance is idle.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gateway/routing/homes.h"
+#include "gateway/routing/prefix_affinity.h"
+#include "gateway/routing/session_affinity.h"
+
+namespace switchyard::gateway {
+namespace {
+
+std::vector<Candidate> idle_fleet(int n) {
+  std::vector<Candidate> c;
+  for (int i = 0; i < n; ++i)
+    c.push_back(Candidate{static_cast<std::size_t>(i), 0, 2, true, 0, 1, "gpu"});
+  return c;
+}
+
+RouteQuery query(const std::string& text, std::string_view session) {
+  RouteQuery q;
+  q.model = "m";
+  q.prompt = text;
+  q.session = session;
+  return q;
+}
+
+// Instance 0 measured a hair faster than the rest, as noise would have it.
+template <class Policy>
+void rates_with_noise(Policy& p, const std::vector<Candidate>& c) {
+  for (const auto& x : c) p.finished(x, RouteFeedback{100, 0, x.index == 0 ? 600 : 590, 10.0, -1});
+}
+
+// Sessions arrive one at a time, each answered before the next: every
+// instance is idle at every pick.
+template <class Policy>
+std::vector<int> homes_of_sequential_sessions(Policy& p, int sessions) {
+  const auto c = idle_fleet(4);
+  rates_with_noise(p, c);
+  std::vector<int> per(4, 0);
+  std::vector<std::string> names, prompts;
+  for (int s = 0; s < sessions; ++s) {
+    names.push_back("s" + std::to_string(s));
+    prompts.push_back(std::string(20 * kBlockBytes, static_cast<char>('a' + s)));
+  }
+  for (int s = 0; s < sessions; ++s) {
+    const auto d = p.pick(query(prompts[s], names[s]), c);
+    EXPECT_EQ(d.reason, RouteReason::cold) << s;
+    ++per[c[d.position].index];
+  }
+  return per;
+}
+
+TEST(RoutingHomes, SequentialNewSessionsSpreadEvenly) {
+  SessionAffinity session(1.25);
+  EXPECT_EQ(homes_of_sequential_sessions(session, 8), (std::vector<int>{2, 2, 2, 2}));
+  PrefixAffinity prefix(1.25);
+  EXPECT_EQ(homes_of_sequential_sessions(prefix, 8), (std::vector<int>{2, 2, 2, 2}));
+}
+
+TEST(RoutingHomes, ANewSessionGoesWhereFewestAreHomeEvenIfBusier) {
+  SessionAffinity p(1.25);
+  auto c = idle_fleet(2);
+  const auto a = c[p.pick(query("", "a"), c).position].index;
+  const auto b = c[p.pick(query("", "b"), c).position].index;
+  ASSERT_NE(a, b);
+  // A third session: one of the two now holds two homes.
+  const auto third = c[p.pick(query("", "c"), c).position].index;
+  // The fourth goes to the other one, although it is running a request.
+  c[1 - third].in_flight = 1;
+  EXPECT_EQ(c[p.pick(query("", "d"), c).position].index, 1 - third);
+}
+
+TEST(RoutingHomes, IdleSessionsNoLongerCount) {
+  auto now = std::make_shared<Homes::Clock::time_point>();
+  Homes homes([now] { return *now; });
+  const auto c = idle_fleet(2);
+  const LoadBound bound(c, 1.25);
+  Throughput speed;
+  Rotation rotation;
+  homes.set("old1", 0);
+  homes.set("old2", 0);
+  *now += Homes::kActiveFor + std::chrono::seconds(1);
+  homes.set("new", 1);
+  // Only "new" is active: instance 0 holds no active home.
+  EXPECT_EQ(c[homes.place(c, bound, speed, rotation)].index, 0u);
+  homes.set("old1", 0);
+  homes.set("old2", 0);  // back: two on 0, one on 1
+  EXPECT_EQ(c[homes.place(c, bound, speed, rotation)].index, 1u);
+  EXPECT_EQ(homes.find("old1"), 0u);
+  EXPECT_FALSE(homes.find("never"));
+}
+
+}  // namespace
+}  // namespace switchyard::gateway
