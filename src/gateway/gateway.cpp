@@ -313,7 +313,14 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
     co_await pipeline.run(ctx);
     admit.finish(ctx);
     record_usage(ctx);
-    if (ctx.record.usage) router.finished(ctx.lease, *ctx.record.usage);
+    if (ctx.record.usage) {
+      std::optional<std::chrono::steady_clock::time_point> first_byte;
+      if (ctx.facts.stream && ctx.record.ttfb >= 0)
+        first_byte =
+            ctx.record.start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                   std::chrono::duration<double>(ctx.record.ttfb));
+      router.finished(ctx.lease, *ctx.record.usage, first_byte);
+    }
   } else if (route.kind == RouteKind::events) {
     ctx.record.status = 200;
     co_await stream_events(

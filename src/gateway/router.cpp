@@ -80,14 +80,17 @@ std::optional<std::size_t> Router::pick_any(const RouteQuery& query, Refusal* wh
   return routable[policy_->pick(query, routable).position].index;
 }
 
-void Router::finished(const RouteLease& lease, const openai::Usage& usage) {
+void Router::finished(const RouteLease& lease, const openai::Usage& usage,
+                      std::optional<std::chrono::steady_clock::time_point> first_byte) {
   if (lease.granted() == std::chrono::steady_clock::time_point{} ||
       lease.instance() >= instances_.size())
     return;
-  const RouteFeedback feedback{
-      usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - lease.granted()).count(),
-      lease.decision().match};
+  const auto now = std::chrono::steady_clock::now();
+  const auto seconds = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  RouteFeedback feedback{usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens,
+                         seconds(now - lease.granted()), lease.decision().match};
+  if (first_byte && *first_byte >= lease.granted())
+    feedback.decode_seconds = seconds(now - *first_byte);
   policy_->finished(candidate(*instances_[lease.instance()], /*need_slot=*/false), feedback);
 }
 

@@ -82,8 +82,15 @@ class Router {
   std::optional<std::size_t> pick_any(const RouteQuery& query, Refusal* why = nullptr);
 
   // What the instance of `lease` (granted, released or not) delivered for
-  // its request, for the policy to learn from (rates, cache hits).
-  void finished(const RouteLease& lease, const openai::Usage& usage);
+  // its request, for the policy to learn from (rates, cache hits);
+  // `first_byte`, when a streamed answer's first event went out (none for
+  // an answer sent whole).
+  void finished(const RouteLease& lease, const openai::Usage& usage,
+                std::optional<std::chrono::steady_clock::time_point> first_byte = std::nullopt);
+  // The KV cache of the instance, in tokens, as its engine reports it
+  // elsewhere than /props (vLLM's /metrics: routing/engine_kv.h), for the
+  // prefix index's bound; a size read from /props comes first.
+  void set_kv_tokens(std::size_t index, long tokens);
   // The policy's name, the label of the decisions metric.
   const char* policy_name() const { return policy_->name(); }
 

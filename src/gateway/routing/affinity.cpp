@@ -46,7 +46,7 @@ bool AffinityState::caches(std::size_t index) const {
 }
 
 void AffinityState::finished(const Candidate& instance, const RouteFeedback& feedback) {
-  speed_.observe(instance.index, feedback.completion_tokens, feedback.seconds);
+  speed_.observe(instance.index, feedback);
   Instance& inst = at(instance.index);
   if (inst.generation != instance.generation || inst.ever_hit || inst.never_hits) return;
   if (feedback.cached_tokens > 0) {

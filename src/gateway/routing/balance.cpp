@@ -19,7 +19,10 @@ bool LoadBound::admits(const Candidate& c) const {
   return c.in_flight + 1 <= bound + kSlack;
 }
 
-void Throughput::observe(std::size_t index, long tokens, double seconds) {
+void Throughput::observe(std::size_t index, const RouteFeedback& feedback) {
+  const bool streamed = feedback.decode_seconds > 0 && feedback.completion_tokens > 1;
+  const long tokens = streamed ? feedback.completion_tokens - 1 : feedback.completion_tokens;
+  const double seconds = streamed ? feedback.decode_seconds : feedback.seconds;
   if (tokens <= 0 || !(seconds > 0)) return;
   // Recent requests weigh most: a card throttling now matters now.
   constexpr double kWeight = 0.3;

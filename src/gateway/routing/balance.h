@@ -39,10 +39,14 @@ class LoadBound {
 
 // Tokens per second of wall time each instance delivered per request
 // (EWMA), by fleet index: a card 18 % slower on the same die is only seen
-// in what it delivers.
+// in what it delivers. A streamed answer counts the tokens after its first
+// over the time after its first event: the whole request's time depends on
+// its prompt's length and how much of it was cached, which vary between
+// requests far more than the cards do (a short warm-up prompt made the
+// slower card look 40 % faster than either).
 class Throughput {
  public:
-  void observe(std::size_t index, long tokens, double seconds);
+  void observe(std::size_t index, const RouteFeedback& feedback);
   double rate(std::size_t index) const;  // 0 while unknown
 
  private:

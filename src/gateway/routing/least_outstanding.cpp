@@ -7,7 +7,7 @@ RouteDecision LeastOutstanding::pick(const RouteQuery&, std::span<const Candidat
 }
 
 void LeastOutstanding::finished(const Candidate& instance, const RouteFeedback& feedback) {
-  speed_.observe(instance.index, feedback.completion_tokens, feedback.seconds);
+  speed_.observe(instance.index, feedback);
 }
 
 }  // namespace switchyard::gateway

@@ -53,6 +53,9 @@ struct RouteFeedback {
   long completion_tokens = 0;
   double seconds = 0;    // from the slot's grant to the end of the answer
   double expected = -1;  // the decision's match
+  // From a streamed answer's first event to its end; < 0 for an answer
+  // sent whole.
+  double decode_seconds = -1;
 };
 
 // Single-threaded, like the router that calls it.

@@ -281,5 +281,27 @@ TEST(RoutingLeastOutstanding, FewerPerSlotBeatsAFasterCardThatIsBusier) {
   EXPECT_EQ(p.pick(query(""), c).position, 0u);
 }
 
+TEST(RoutingLeastOutstanding, AShortWarmUpPromptDoesNotMakeTheSlowerCardLookFaster) {
+  // As a bench's one-at-a-time run reported them (wall seconds at speed
+  // factor 10): the blower card (1) first served an 8-token warm-up prompt,
+  // then 2048-token prompts; the fast card (0) had one slow answer.
+  LeastOutstanding p;
+  auto c = fleet_of(2);
+  const auto answer = [](long prompt, double seconds, double decode) {
+    RouteFeedback f{prompt, 0, 256, seconds, -1};
+    f.decode_seconds = decode;
+    return f;
+  };
+  p.finished(c[1], answer(8, 0.320, 0.316));
+  p.finished(c[0], answer(2048, 0.434, 0.175));
+  p.finished(c[1], answer(2048, 0.560, 0.248));
+  p.finished(c[1], answer(2048, 0.559, 0.249));
+  p.finished(c[1], answer(2048, 0.577, 0.264));
+  p.finished(c[0], answer(2048, 0.520, 0.188));
+  // Over the whole request the warm-up's rate (800 wall tok/s) would still
+  // hold the blower card above the fast one (571 against 560).
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(p.pick(query(""), c).position, 0u);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway
