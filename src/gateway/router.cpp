@@ -2,6 +2,8 @@
 
 #include <cassert>
 
+#include "gateway/routing/balance.h"
+
 namespace switchyard::gateway {
 
 RouteLease& RouteLease::operator=(RouteLease&& o) noexcept {
@@ -77,7 +79,8 @@ std::optional<std::size_t> Router::pick_any(const RouteQuery& query, Refusal* wh
     if (why) *why = reason;
     return std::nullopt;
   }
-  return routable[policy_->pick(query, routable).position].index;
+  const Throughput unmeasured;  // by requests per slot alone
+  return routable[soonest_free(routable, unmeasured, any_rotation_)].index;
 }
 
 void Router::finished(const RouteLease& lease, const openai::Usage& usage,

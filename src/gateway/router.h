@@ -17,6 +17,7 @@
 #include "fleet/instance.h"
 #include "gateway/route_query.h"
 #include "gateway/routing/policy.h"
+#include "gateway/routing/rotation.h"
 #include "openai/usage.h"
 
 namespace switchyard::gateway {
@@ -78,7 +79,9 @@ class Router {
   // The lease says why (its decision).
   std::optional<RouteLease> acquire(const RouteQuery& query, Refusal* why = nullptr);
   // A routable instance of the query's model without taking a slot
-  // (tokenizer calls run beside generation).
+  // (tokenizer calls run beside generation): the fewest requests per slot,
+  // in rotation. Not the policy's choice: a tokenizer call fills no cache
+  // and starts no session, so the affinity policies must not record it.
   std::optional<std::size_t> pick_any(const RouteQuery& query, Refusal* why = nullptr);
 
   // What the instance of `lease` (granted, released or not) delivered for
@@ -119,6 +122,7 @@ class Router {
   std::vector<int> in_flight_;      // by instance index; grows with the table
   std::vector<Candidate> scratch_;  // reused by candidates()
   std::shared_ptr<Router*> self_;   // shared with leases
+  Rotation any_rotation_;           // pick_any()'s
   std::function<void(std::size_t, const std::string&)> on_release_;
 };
 
