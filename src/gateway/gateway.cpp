@@ -26,6 +26,7 @@
 #include "gateway/route_stage.h"
 #include "gateway/router.h"
 #include "gateway/routes.h"
+#include "gateway/routing/engine_kv.h"
 #include "gateway/status.h"
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
@@ -114,6 +115,7 @@ struct Gateway::Impl {
     // The advisor checks each engine's scrapes as they come.
     scraper.on_scrape([this](const fleet::Instance& inst, const fleet::EngineMetrics& m) {
       advisor.observe(inst.name(), m.text, m.at);
+      if (const auto kv = vllm_kv_pool_tokens(m.text)) router.set_kv_tokens(inst.index, *kv);
     });
     scraper.on_forget([this](const std::string& name) { advisor.forget(name); });
     scraper.start();

@@ -31,10 +31,17 @@ Router::Router(const InstanceTable& instances, std::unique_ptr<RoutingPolicy> po
 
 Candidate Router::candidate(const fleet::Instance& inst, bool need_slot) const {
   const int busy = in_flight(inst.index);
-  return Candidate{inst.index,      busy,
-                   inst.capacity(), !need_slot || busy < inst.capacity(),
-                   inst.kv_tokens,  inst.generation,
-                   inst.name()};
+  const bool free = !need_slot || busy < inst.capacity();
+  // /props's size first; vLLM's pool from its /metrics otherwise.
+  const long kv = inst.kv_tokens > 0               ? inst.kv_tokens
+                  : inst.index < kv_tokens_.size() ? kv_tokens_[inst.index]
+                                                   : 0;
+  return Candidate{inst.index, busy, inst.capacity(), free, kv, inst.generation, inst.name()};
+}
+
+void Router::set_kv_tokens(std::size_t index, long tokens) {
+  if (kv_tokens_.size() <= index) kv_tokens_.resize(index + 1, 0);
+  kv_tokens_[index] = tokens;
 }
 
 std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_slot, Refusal& why) {

@@ -120,9 +120,10 @@ class Router {
   const InstanceTable& instances_;
   std::unique_ptr<RoutingPolicy> policy_;
   std::vector<int> in_flight_;      // by instance index; grows with the table
+  std::vector<long> kv_tokens_;     // set_kv_tokens(), by instance index
   std::vector<Candidate> scratch_;  // reused by candidates()
-  std::shared_ptr<Router*> self_;   // shared with leases
   Rotation any_rotation_;           // pick_any()'s
+  std::shared_ptr<Router*> self_;   // shared with leases
   std::function<void(std::size_t, const std::string&)> on_release_;
 };
 
