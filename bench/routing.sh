@@ -8,15 +8,22 @@
 #            --start-context 8192 --turn-growth 1024-2048 --think-time 1s
 #   skewed   two heavy sessions (32K-token openings) beside twelve light ones
 #            (2K), two bench processes at once
-#   killed   the agent workload; once 12 requests have been routed, the
-#            first instance is killed (SIGKILL) and stays down
+#   killed   the agent workload; once 12 requests have been routed (every
+#            session has a home) and the first instance has none in flight,
+#            it is killed (SIGKILL) and stays down: its sessions must move
+#            (a request cut off mid-answer would end its session instead)
 #   mixed    7900xtx-27b-q4 + 7900xtx-blower-27b-q4, least-outstanding,
 #            concurrency 1, 2048-token prompts, 256 tokens
 #
 # TTFT is as `switchyard bench` prints it: wall time of the sped-up
 # simulator, as issue 13 quotes it (ratios between policies are what
 # count); the mixed fleet's tok/s is the card's own (wall rate / speed
-# factor). Prints a Markdown table (also written to OUT/routing.md) for
+# factor). Load per instance: chat completions it answered (the gateway's
+# access log; not the bench's /tokenize calls), and its engine's busy time
+# (prompt + generation seconds from each sim's /metrics). Session moves:
+# the decisions metric, and how often each session's turns changed
+# instance (turns 2+ matched to the access log by their prompt's tokens).
+# Prints a Markdown table (also written to OUT/routing.md) for
 # docs/routing.md.
 #
 # Usage: bench/routing.sh [options]
@@ -24,6 +31,7 @@
 #   --speed-factor F  simulator speed-up (default 10)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs and bench JSON in DIR (default: a temp dir)
+#   --wait-load L     first wait (at most 600 s) for the 1-min load average to drop below L
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,6 +40,7 @@ repo="$(cd "$here/.." && pwd)"
 source "$here/lib.sh"
 
 policies="round-robin,least-outstanding,session,prefix-affinity"
+wait_load=0
 speed=10
 binary="$repo/build/switchyard"
 out=""
@@ -41,6 +50,7 @@ while [[ $# -gt 0 ]]; do
     --speed-factor) speed="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --wait-load) wait_load="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -53,7 +63,6 @@ command -v curl >/dev/null || die "curl is needed"
 work="${out:-$(mktemp -d)}"
 mkdir -p "$work"
 pids=()
-wait_load=0
 cleanup() { local p; for p in "${pids[@]}"; do stop_pid "$p"; done; [[ -n "$out" ]] || rm -rf "$work"; }
 trap cleanup EXIT
 
@@ -98,13 +107,24 @@ bench() {  # NAME ARGS...: one bench run writing NAME.json
 answered() {  # requests routed to a slot (not the bench's /tokenize and /v1/models calls)
   curl -s "$gateway/metrics" | awk '/^switchyard_route_decisions_total\{/ {n += $NF} END {print n + 0}'
 }
+in_flight() {  # INSTANCE: the gateway's requests on it now
+  curl -s "$gateway/metrics" |
+    awk -v i="instance=\"$1\"" '/^switchyard_instance_in_flight\{/ && index($0, i) {n = $NF} END {print n + 0}'
+}
+scrape_sims() {  # NAME: each live sim's /metrics, for its busy time
+  local i
+  for i in "${!sims[@]}"; do curl -s --max-time 2 "${sims[$i]}/metrics" >"$work/$1.sim$i.metrics" || true; done
+}
 
+wait_for_quiet
+echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >"$work/load.note"
 IFS=, read -r -a policy_list <<<"$policies"
 for policy in "${policy_list[@]}"; do
   echo "== $policy" >&2
   start_fleet "$policy.agent" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
   bench "$policy.agent" "${AGENT[@]}"
   curl -s "$gateway/metrics" >"$work/$policy.agent.metrics"
+  scrape_sims "$policy.agent"
   stop_fleet
 
   start_fleet "$policy.skewed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
@@ -115,15 +135,19 @@ for policy in "${policy_list[@]}"; do
     --turn-growth 256-512 --think-time 1s --seed 8
   wait "$heavy" || die "bench $policy.skewed-heavy failed"
   curl -s "$gateway/metrics" >"$work/$policy.skewed.metrics"
+  scrape_sims "$policy.skewed"
   stop_fleet
 
   start_fleet "$policy.killed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
   bench "$policy.killed" "${AGENT[@]}" &
   run=$!
-  for _ in $(seq 600); do (( $(answered) >= 12 )) && break; sleep 0.1; done
+  for _ in $(seq 600); do (( $(answered) >= 12 )) && (( $(in_flight gpu0) == 0 )) && break; sleep 0.05; done
   kill -KILL "${sim_pids[0]}"
+  echo "killed gpu0 after $(answered) routed requests" >"$work/$policy.killed.note"
   wait "$run" || true  # requests cut off by the kill count as errors, not as a failed run
   curl -s "$gateway/metrics" >"$work/$policy.killed.metrics"
+  sims[0]=""  # dead: nothing to scrape
+  scrape_sims "$policy.killed"
   stop_fleet
 done
 
@@ -134,37 +158,84 @@ curl -s "$gateway/metrics" >"$work/mixed.metrics"
 stop_fleet
 
 python3 - "$work" "$speed" "$policies" >"$work/routing.md" <<'PY'
-import json, re, sys
+import json, os, re, sys
 work, speed, policies = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(",")
 
 def load(name):
     with open(f"{work}/{name}.json") as f:
         return json.load(f)
 
-def metrics(name):
+def metrics(path):
     series = {}
-    for line in open(f"{work}/{name}.metrics"):
-        m = re.match(r'^(\w+)\{(.*)\} (\S+)$', line)
+    if not os.path.exists(path):
+        return series
+    for line in open(path):
+        m = re.match(r'^([\w:]+)(?:\{(.*)\})? (\S+)$', line)
         if m:
-            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
             series.setdefault(m.group(1), []).append((labels, float(m.group(3))))
     return series
 
+ACCESS = re.compile(r'POST /v1/(?:chat/)?completions .*instance=(\S+) status=200 .*tokens=(\d+)\+(\d+)')
+
+def answers(name):
+    """(instance, prompt tokens) of each completion the gateway answered, in order."""
+    out = []
+    for line in open(f"{work}/{name}.gateway.log"):
+        m = ACCESS.search(line)
+        if m and m.group(1) != "-":
+            out.append((m.group(1), int(m.group(2))))
+    return out
+
 def per_instance(name):
     counts = {}
-    for labels, v in metrics(name).get("switchyard_requests_total", []):
-        counts[labels["instance"]] = counts.get(labels["instance"], 0) + v
+    for inst, _ in answers(name):
+        counts[inst] = counts.get(inst, 0) + 1
     return counts
 
+def busy(name):
+    """Seconds each sim spent on prompts and generation (its own counters)."""
+    out = {}
+    for i in range(8):
+        path = f"{work}/{name}.sim{i}.metrics"
+        if not os.path.exists(path):
+            continue
+        s = metrics(path)
+        total = sum(v for key in ("llamacpp:prompt_seconds_total", "llamacpp:tokens_predicted_seconds_total")
+                    for _, v in s.get(key, []))
+        if s:
+            out[f"gpu{i}"] = total
+    return out
+
 def balance(counts):
-    if not counts:
+    if not counts or not sum(counts.values()):
         return "–"
     mean = sum(counts.values()) / len(counts)
     return f"{max(counts.values()) / mean:.2f}"
 
 def moves(name):
-    return int(sum(v for labels, v in metrics(name).get("switchyard_route_decisions_total", [])
+    return int(sum(v for labels, v in metrics(f"{work}/{name}.metrics").get("switchyard_route_decisions_total", [])
                    if labels.get("reason") == "session-moved"))
+
+def changes(name, runs):
+    """Sessions by how often consecutive turns (2+) changed instance, e.g. {0: 10, 1: 2}.
+    A turn is matched to the access log by its prompt's tokens when that count is unique."""
+    by_tokens = {}
+    for inst, prompt in answers(name):
+        by_tokens.setdefault(prompt, []).append(inst)
+    out = {}
+    for run_index, run in enumerate(runs):
+        sessions = {}
+        for r in run.get("requests", []):
+            if r.get("turn", 0) >= 2 and r.get("prompt_tokens"):
+                seen = by_tokens.get(r["prompt_tokens"], [])
+                if len(seen) == 1:
+                    sessions.setdefault((run_index, r["session"]), []).append((r["turn"], seen[0]))
+        for turns in sessions.values():
+            insts = [i for _, i in sorted(turns)]
+            n = sum(1 for a, b in zip(insts, insts[1:]) if a != b)
+            out[n] = out.get(n, 0) + 1
+    return out
 
 def turns(runs):
     """turn -> (cached share, ttft p50 s, ttft p99 s), requests of all runs pooled by turn."""
@@ -186,25 +257,34 @@ def turns(runs):
 def cell(ts, t, i, fmt):
     return fmt.format(ts[t][i]) if t in ts else "–"
 
-print("| policy | variant | cached share t1 / t2 / t3 / t4 | TTFT p50 s t2 / t3 / t4 | TTFT p99 s t2 / t3 / t4 | max/mean load | session moves |")
-print("|---|---|---|---|---|---|---|")
+print(open(f"{work}/load.note").read().strip())
+print()
+print("| policy | variant | cached share t1 / t2 / t3 / t4 | TTFT p50 s t2 / t3 / t4 | TTFT p99 s t2 / t3 / t4 | max/mean answers | max/mean busy | session moves | sessions changing instance 0× / 1× / 2+× |")
+print("|---|---|---|---|---|---|---|---|---|")
 for p in policies:
     for variant, runs in (("agent", [f"{p}.agent"]), ("skewed", [f"{p}.skewed-heavy", f"{p}.skewed-light"]),
                           ("killed", [f"{p}.killed"])):
-        ts = turns([load(r) for r in runs])
-        metric_name = f"{p}.{variant}"
+        loaded = [load(r) for r in runs]
+        ts = turns(loaded)
+        name = f"{p}.{variant}"
         cached = " / ".join(cell(ts, t, 0, "{:.0%}") for t in (1, 2, 3, 4))
         p50 = " / ".join(cell(ts, t, 1, "{:.2f}") for t in (2, 3, 4))
         p99 = " / ".join(cell(ts, t, 2, "{:.2f}") for t in (2, 3, 4))
-        print(f"| {p} | {variant} | {cached} | {p50} | {p99} | {balance(per_instance(metric_name))} | {moves(metric_name)} |")
+        ch = changes(name, loaded)
+        ch_text = f"{ch.get(0, 0)} / {ch.get(1, 0)} / {sum(v for k, v in ch.items() if k >= 2)}"
+        busy_text = balance(busy(name)) if variant != "killed" else "–"
+        print(f"| {p} | {variant} | {cached} | {p50} | {p99} | {balance(per_instance(name))} | {busy_text} | {moves(name)} | {ch_text} |")
 
+notes = [open(f"{work}/{p}.killed.note").read().strip() for p in policies if os.path.exists(f"{work}/{p}.killed.note")]
+print()
+print("Killed variant: " + "; ".join(f"{p}: {n}" for p, n in zip(policies, notes)) + ".")
 mixed = load("mixed")
 step = mixed["steps"][0]
 per = per_instance("mixed")
 print()
 print(f"Mixed fleet (7900xtx-27b-q4 + 7900xtx-blower-27b-q4), least-outstanding, one request at a time: "
       f"{step['output_tokens_per_s'] / speed:.1f} tok/s delivered (the card's own rate); "
-      f"requests per instance: {', '.join(f'{k} {int(v)}' for k, v in sorted(per.items()))}.")
+      f"completions per instance (warm-up included): {', '.join(f'{k} {int(v)}' for k, v in sorted(per.items()))}.")
 PY
 cat "$work/routing.md"
 echo "(configs, logs and JSON in $work)" >&2
