@@ -47,10 +47,12 @@ struct BenchOptions {
   bool simulated = false;
   // Longest silence inside one stream before the request counts as timed out.
   double stream_idle_s = 120;
-  // "standard" (concurrency or rate steps) or "agent": `sessions` multi-turn
+  // "standard" (concurrency or rate steps), "agent": `sessions` multi-turn
   // chats re-sending their growing context (chat API; --concurrency, --rate
-  // and --input-len do not apply).
+  // and --input-len do not apply), or "trace": the timed requests of
+  // `trace_path` replayed (trace_workload.h; the same flags do not apply).
   std::string workload = "standard";
+  std::string trace_path;  // --trace FILE: JSON lines, for --workload trace
   int sessions = 4;
   int turns = 5;
   long start_context = 8192;              // tokens of each session's first prompt

@@ -29,6 +29,7 @@
 #include "bench/report_json.h"
 #include "bench/report_table.h"
 #include "bench/run_report.h"
+#include "bench/trace_workload.h"
 
 namespace switchyard::bench {
 
@@ -99,7 +100,8 @@ class BenchSession {
 
   RunReport run;
   PromptPlan prompts;
-  std::string failure;     // set when the run cannot go on: one line
+  std::vector<TraceEntry> trace_entries;  // --workload trace: the parsed file
+  std::string failure;                    // set when the run cannot go on: one line
   bool simulated = false;  // the probe's response said it came from switchyard's simulator
   // The endpoint is a vLLM engine: its /metrics are scraped around each step
   // for the self-report check.
@@ -109,6 +111,7 @@ class BenchSession {
 
  private:
   awaitable<void> drive_agent();
+  awaitable<void> drive_trace();
   std::string body(const json::value& prompt) const;
   std::string id_body(std::uint64_t seed_step, int step, long index, bool warmup,
                       long length) const;
@@ -302,10 +305,67 @@ awaitable<void> BenchSession::drive_agent() {
   for (auto& r : outcome.records) run.requests.push_back(std::move(r));
 }
 
+// The trace workload: every prompt is built (and sized with /tokenize)
+// before the start, so the sends keep to their times; then each request
+// goes at its t whatever is in flight.
+awaitable<void> BenchSession::drive_trace() {
+  std::cerr << fmt::format("[trace] building prompts: {} requests\n", trace_entries.size());
+  TracePromptSource source;
+  source.token_ids = prompts.mode == "token_ids";
+  source.ids = prompts.ids;
+  source.overhead = prompts.overhead;
+  source.seed = o_.seed;
+  if (prompts.mode == "text_exact")
+    source.count = [this](const std::string& t) {
+      return count_tokens(prompts.tokenize_url, headers_, o_.model, t);
+    };
+  auto built = build_trace_prompts(trace_entries, source);
+  if (!built) {
+    failure = fmt::format("--trace: {}: {}", o_.trace_path, built.error().message);
+    co_return;
+  }
+  std::vector<std::string> bodies;
+  for (std::size_t i = 0; i < trace_entries.size(); ++i) {
+    const auto& e = trace_entries[i];
+    bodies.push_back(trace_body(e.model.empty() ? o_.model : e.model, o_.endpoint == "chat",
+                                (*built)[i], e.output_len));
+  }
+  std::cerr << fmt::format("[trace] replaying {} requests over {:.1f} s\n", trace_entries.size(),
+                           trace_entries.back().t);
+  TraceOutcome outcome = co_await run_trace(gen_, io_.get_executor(), trace_entries, bodies);
+  TraceReport trace;
+  trace.file = o_.trace_path;
+  trace.requests = static_cast<long>(trace_entries.size());
+  const auto sessions = session_indices(trace_entries);
+  trace.sessions = sessions.empty() ? 0 : *std::max_element(sessions.begin(), sessions.end()) + 1;
+  trace.span_s = trace_entries.back().t;
+  trace.makespan_s = outcome.makespan_s;
+  trace.started_unix_s = outcome.started_unix_s;
+  trace.worst_late_ms = outcome.worst_late_ms;
+  trace.phases = summarize_phases(outcome.records);
+  StepPlan plan;
+  StepOutcome step;
+  step.records = std::move(outcome.records);
+  step.wall_s = outcome.makespan_s;
+  step.interrupted = outcome.interrupted;
+  StepReport report = summarize_step(plan, step);
+  report.concurrency = peak_concurrency(step.records);
+  std::cerr << fmt::format("[trace] done: {}/{} ok, makespan {:.1f} s{}\n", report.succeeded,
+                           report.requests, trace.makespan_s,
+                           outcome.interrupted ? " (interrupted)" : "");
+  run.trace = std::move(trace);
+  if (report.requests > 0 || !outcome.interrupted) run.steps.push_back(std::move(report));
+  for (auto& r : step.records) run.requests.push_back(std::move(r));
+}
+
 awaitable<void> BenchSession::drive() {
   if (!co_await probe()) co_return;
   if (o_.workload == "agent") {
     co_await drive_agent();
+    co_return;
+  }
+  if (o_.workload == "trace") {
+    co_await drive_trace();
     co_return;
   }
   const bool open = !o_.rates.empty();
@@ -384,6 +444,20 @@ std::string agent_description(const AgentOptions& a, const PromptPlan& p) {
       a.output_len);
 }
 
+std::string trace_description(const BenchOptions& o, const PromptPlan& p) {
+  const std::string prompt = p.mode == "token_ids" ? std::string("random token ids")
+                             : p.mode == "text_exact"
+                                 ? fmt::format("random English words sized with {}", p.tokenize_url)
+                                 : std::string("random English words (no /tokenize: estimated)");
+  return fmt::format(
+      "trace workload: the requests of {} replayed, each sent at its t (seconds from the start) "
+      "whatever is in flight, with a prompt of its input_len tokens ({}) and its output_len forced "
+      "(max_tokens, min_tokens, ignore_eos); the requests of one session are prefixes of one "
+      "text, so they share their prefix. Per label: TTFT, E2E and failures; the makespan is the "
+      "start to the last response's end.",
+      o.trace_path, prompt);
+}
+
 std::string method_description(const BenchOptions& o, const PromptPlan& p) {
   std::string prompt =
       p.mode == "token_ids" ? fmt::format("random token ids from [{}, {}) of a {}-token vocabulary",
@@ -446,8 +520,15 @@ Result<bool> validate(const BenchOptions& o) {
   if (!o.tokenize_url.empty())
     if (auto url = http::parse_url(o.tokenize_url); !url)
       return Error{"--tokenize-url: " + url.error().message};
-  if (o.workload != "standard" && o.workload != "agent")
-    return Error{"--workload: standard or agent"};
+  if (o.workload != "standard" && o.workload != "agent" && o.workload != "trace")
+    return Error{"--workload: standard, agent or trace"};
+  if (o.workload == "trace") {
+    if (o.trace_path.empty()) return Error{"--trace: give the trace file (JSON lines)"};
+    if (!o.rates.empty()) return Error{"--rate does not apply to --workload trace"};
+    if (o.duration_s > 0) return Error{"--duration does not apply to --workload trace"};
+  } else if (!o.trace_path.empty()) {
+    return Error{"--trace needs --workload trace"};
+  }
   if (o.workload == "agent") {
     if (o.sessions < 1) return Error{"--sessions: must be at least 1"};
     if (o.turns < 1) return Error{"--turns: must be at least 1"};
@@ -465,6 +546,18 @@ Result<bool> validate(const BenchOptions& o) {
 int run_bench(const BenchOptions& options) {
   if (auto ok = validate(options); !ok) return fail(ok.error().message, 2);
   const bool agent = options.workload == "agent";
+  const bool trace = options.workload == "trace";
+  std::vector<TraceEntry> trace_entries;
+  if (trace) {
+    std::ifstream in(options.trace_path, std::ios::binary);
+    if (!in) return fail(fmt::format("--trace: cannot read {}", options.trace_path), 2);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto entries = parse_trace(text.str(), options.output_len);
+    if (!entries)
+      return fail(fmt::format("--trace: {}: {}", options.trace_path, entries.error().message), 2);
+    trace_entries = std::move(*entries);
+  }
   const std::string base = base_url(options.url);
   const HeaderList headers = request_headers(options.api_key, options.headers);
   auto info = probe_endpoint(base, headers, options.model);
@@ -475,6 +568,7 @@ int run_bench(const BenchOptions& options) {
     resolved.endpoint = "chat";  // conversations: the chat API
     resolved.concurrency = {options.sessions};
   }
+  if (trace) resolved.concurrency = {1};  // the trace's own times decide what is in flight
   const BenchOptions& o = resolved;
   if (info->n_vocab && o.vocab_size > *info->n_vocab)
     return fail(fmt::format("--vocab-size: {} is beyond the engine's vocabulary of {} tokens "
@@ -515,11 +609,12 @@ int run_bench(const BenchOptions& options) {
   int max_in_flight = 0;
   for (int n : o.concurrency) max_in_flight = std::max(max_in_flight, n);
   const std::size_t max_connections =
-      o.rates.empty() ? static_cast<std::size_t>(max_in_flight) + 8 : 1024;
+      o.rates.empty() && !trace ? static_cast<std::size_t>(max_in_flight) + 8 : 1024;
   LoadGenerator generator(io.get_executor(), target, max_connections);
 
   BenchSession session(o, headers, io, generator);
   session.prompts = prompts;
+  session.trace_entries = std::move(trace_entries);
   session.vllm_metrics = scrape_vllm_metrics(base, headers).has_value();
   session.run = std::move(run);
   auto& report = session.run;
@@ -558,6 +653,13 @@ int run_bench(const BenchOptions& options) {
     m.warmup = 0;
     m.requests_per_step = static_cast<long>(a.sessions) * a.turns;
     m.description = agent_description(a, p);
+  }
+  if (trace) {
+    m.workload = "trace";
+    m.loop = "trace";
+    m.warmup = 0;
+    m.requests_per_step = report.trace ? report.trace->requests : 0;
+    m.description = trace_description(o, p);
   }
   report.interrupted = interrupted;
   if (report.simulated)

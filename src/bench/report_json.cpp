@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/trace_workload.h"
 #include "common/json_text.h"
 
 namespace switchyard::bench {
@@ -103,6 +104,7 @@ json::object request_json(const RequestRecord& r) {
                  {"error_detail", r.error_detail}};
   if (r.session >= 0) o["session"] = r.session;
   if (r.turn >= 0) o["turn"] = r.turn;
+  if (!r.label.empty()) o["label"] = r.label;
   return o;
 }
 
@@ -169,6 +171,7 @@ std::string run_to_json(const RunReport& run) {
     for (const auto& t : run.turns) turns.push_back(turn_json(t));
     doc["turns"] = std::move(turns);
   }
+  if (run.trace) doc["trace"] = trace_json(*run.trace);
   return to_json_text(doc) + "\n";
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/trace_workload.h"
+
 namespace switchyard::bench {
 
 namespace {
@@ -79,7 +81,13 @@ std::string format_turns(const std::vector<TurnReport>& turns) {
 std::string format_table(const RunReport& run) {
   const auto& m = run.method;
   std::string out =
-      m.workload == "agent"
+      m.workload == "trace" && run.trace
+          ? fmt::format(
+                "{}{} · model {} · {} · trace {}: {} requests, {} sessions over {:.1f} s · "
+                "output forced\n",
+                run.simulated ? "SIMULATED ENGINES · " : "", run.endpoint, run.model, m.api,
+                run.trace->file, run.trace->requests, run.trace->sessions, run.trace->span_s)
+      : m.workload == "agent"
           ? fmt::format(
                 "{}{} · model {} · agent: {} sessions x {} turns · start {} · +{}-{}/turn · "
                 "think {:g} s · output {} (forced)\n",
@@ -92,6 +100,7 @@ std::string format_table(const RunReport& run) {
   out += format_header(m.loop == "open") + "\n";
   for (const auto& s : run.steps) out += format_step_row(s) + "\n";
   if (!run.turns.empty()) out += format_turns(run.turns);
+  if (run.trace) out += format_trace(*run.trace);
   for (const auto& s : run.steps) {
     const std::string where =
         s.rate > 0 ? fmt::format("at {:g} req/s", s.rate) : fmt::format("at N={}", s.concurrency);
@@ -106,8 +115,10 @@ std::string format_table(const RunReport& run) {
           m.workload == "agent" ? std::string("in turn 1") : where, s.prompt_off_target,
           s.prompt_checked, s.worst_prompt_target, s.worst_prompt_tokens);
     if (s.short_outputs > 0)
-      out += fmt::format("! {}: {} request(s) produced fewer than {} tokens\n", where,
-                         s.short_outputs, run.method.output_len);
+      out +=
+          fmt::format("! {}: {} request(s) produced fewer than {} tokens\n", where, s.short_outputs,
+                      m.workload == "trace" ? std::string("their forced")
+                                            : std::to_string(run.method.output_len));
     for (const auto& [kind, example] : s.error_examples)
       out += fmt::format("! {}: {} x {}: {}\n", where, s.errors.at(kind), kind, example);
   }

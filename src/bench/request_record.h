@@ -34,6 +34,7 @@ struct RequestRecord {
   // Agent workload: the conversation (1-based) and its turn (1-based); -1 otherwise.
   int session = -1;
   int turn = -1;
+  std::string label;  // trace workload: the line's label ("" otherwise)
   // When set before the request, `content` collects the generated text
   // (delta.content / text) as streamed: an agent's next turn re-sends it, a
   // needle answer is scored from it.

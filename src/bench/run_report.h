@@ -10,6 +10,7 @@
 #include "bench/load_generator.h"
 #include "bench/request_record.h"
 #include "bench/stats.h"
+#include "bench/trace_report.h"
 
 namespace switchyard::bench {
 
@@ -106,7 +107,8 @@ struct RunReport {
   bool interrupted = false;
   std::vector<std::string> notes;  // what the reader must know (fallbacks, residuals)
   std::vector<StepReport> steps;
-  std::vector<TurnReport> turns;  // agent workload only
+  std::vector<TurnReport> turns;     // agent workload only
+  std::optional<TraceReport> trace;  // trace workload only
   std::vector<RequestRecord> requests;
 };
 

@@ -8,6 +8,7 @@
 
 #include "bench/bench_run.h"
 #include "bench/needle_run.h"
+#include "bench/trace_day.h"
 #include "cli/command.h"
 
 namespace switchyard::cli {
@@ -19,6 +20,8 @@ struct BenchFlags {
   std::vector<std::string> report_files;
   std::string report_html;
   bench::NeedleOptions needle;
+  bench::DayOptions day;
+  std::string day_out;
 };
 
 }  // namespace
@@ -84,9 +87,9 @@ Command add_bench_command(CLI::App& app) {
       ->capture_default_str();
 
   sub->add_option("--workload", o.workload,
-                  "standard (concurrency/rate steps) or agent (multi-turn sessions re-sending "
-                  "their growing context; chat API)")
-      ->check(CLI::IsMember({"standard", "agent"}))
+                  "standard (concurrency/rate steps), agent (multi-turn sessions re-sending "
+                  "their growing context; chat API) or trace (timed requests from --trace)")
+      ->check(CLI::IsMember({"standard", "agent", "trace"}))
       ->capture_default_str();
   sub->add_option("--sessions", o.sessions, "Agent workload: concurrent chat sessions")
       ->check(CLI::Range(1, 100'000))
@@ -103,6 +106,51 @@ Command add_bench_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--think-time", o.think_time,
                   "Agent workload: pause between a session's turns, e.g. 2s or 500ms")
+      ->capture_default_str();
+
+  sub->add_option("--trace", o.trace_path,
+                  "Trace workload: JSON lines {t, input_len, output_len, session, label} to "
+                  "replay (switchyard usage --trace, bench make-trace)");
+
+  auto& d = flags->day;
+  auto* day = sub->add_subcommand(
+      "make-trace",
+      "Write a synthetic day for --workload trace: a chat trickle, a burst, a huge cold prompt");
+  day->add_option("--out,-o", flags->day_out, "Trace file to write (default: stdout)");
+  day->add_option("--seed", d.seed, "Seed for the trickle's times")->capture_default_str();
+  day->add_option("--compress", d.compress,
+                  "Divide every time by this (match the engines' --speed-factor)")
+      ->capture_default_str();
+  day->add_option("--duration", d.duration_s, "Seconds the trickle runs (before --compress)")
+      ->capture_default_str();
+  day->add_option("--trickle-sessions", d.trickle_sessions, "Chats at once")->capture_default_str();
+  day->add_option("--trickle-gap", d.trickle_gap_s, "Mean seconds between a chat's turns")
+      ->capture_default_str();
+  day->add_option("--trickle-input", d.trickle_input, "A chat's first prompt, tokens")
+      ->capture_default_str();
+  day->add_option("--trickle-growth", d.trickle_growth,
+                  "Tokens a turn adds besides the last answer")
+      ->capture_default_str();
+  day->add_option("--trickle-output", d.trickle_output, "Output tokens per chat turn")
+      ->capture_default_str();
+  day->add_option("--trickle-turns", d.trickle_turns, "Turns before a new chat takes over")
+      ->capture_default_str();
+  day->add_option("--burst", d.burst_requests, "Requests of the burst, sent at once (0: none)")
+      ->capture_default_str();
+  day->add_option("--burst-at", d.burst_at_s, "When the burst comes, seconds")
+      ->capture_default_str();
+  day->add_option("--burst-input", d.burst_input, "Prompt tokens per burst request")
+      ->capture_default_str();
+  day->add_option("--burst-output", d.burst_output, "Output tokens per burst request")
+      ->capture_default_str();
+  day->add_option("--cold", d.cold_requests, "Huge cold prompts (0: none)")->capture_default_str();
+  day->add_option("--cold-at", d.cold_at_s, "When the first cold prompt comes, seconds")
+      ->capture_default_str();
+  day->add_option("--cold-gap", d.cold_gap_s, "Seconds between cold prompts")
+      ->capture_default_str();
+  day->add_option("--cold-input", d.cold_input, "Prompt tokens of a cold prompt")
+      ->capture_default_str();
+  day->add_option("--cold-output", d.cold_output, "Output tokens of a cold prompt")
       ->capture_default_str();
 
   auto& n = flags->needle;
@@ -149,8 +197,9 @@ Command add_bench_command(CLI::App& app) {
   report->add_option("files", flags->report_files, "Bench JSON files")->required();
   report->add_option("--html", flags->report_html, "Output HTML file")->required();
 
-  return {sub, [flags, sub, report, needle]() {
+  return {sub, [flags, sub, report, needle, day]() {
             if (report->parsed()) return bench::run_report(flags->report_files, flags->report_html);
+            if (day->parsed()) return bench::run_make_trace(flags->day, flags->day_out);
             if (needle->parsed()) return bench::run_needle(flags->needle);
             if (flags->options.url.empty()) {
               std::cerr << "switchyard bench: --url is required\n" << sub->help();

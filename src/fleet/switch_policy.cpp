@@ -88,28 +88,50 @@ void SwitchPolicy::switched(const std::string& from, const std::string& to, doub
   deep_since_.reset();
   idle_since_.reset();
   quiet_.clear();
+  if (!ok || to == profiles_.front().name) needed_until_.reset();
   if (ok) measured_[{from, to}] = cost;
+}
+
+std::optional<std::string> SwitchPolicy::huge_job(const ProfileSpeed& active,
+                                                  const WaitingJob& job) const {
+  bool fits_somewhere = false;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const auto& inst : active.instances) {
+    if (!fits(inst, job)) continue;
+    fits_somewhere = true;
+    fastest =
+        std::min(fastest, prefill_seconds(inst.estimate, static_cast<double>(job.prompt_tokens)));
+  }
+  if (!fits_somewhere)
+    return fmt::format("a {}-token prompt does not fit a slot of {}", job.prompt_tokens,
+                       active.name);
+  if (fastest > seconds(options_.prefill_bound))
+    return fmt::format("a {}-token prompt would prefill for {:.0f} s on {} (bound {:.0f} s)",
+                       job.prompt_tokens, fastest, active.name, seconds(options_.prefill_bound));
+  return std::nullopt;
 }
 
 std::optional<std::string> SwitchPolicy::huge_prompt(const ProfileSpeed& active,
                                                      const Demand& demand) const {
-  for (const auto& job : demand.waiting) {
-    bool fits_somewhere = false;
-    double fastest = std::numeric_limits<double>::infinity();
-    for (const auto& inst : active.instances) {
-      if (!fits(inst, job)) continue;
-      fits_somewhere = true;
-      fastest =
-          std::min(fastest, prefill_seconds(inst.estimate, static_cast<double>(job.prompt_tokens)));
-    }
-    if (!fits_somewhere)
-      return fmt::format("a {}-token prompt does not fit a slot of {}", job.prompt_tokens,
-                         active.name);
-    if (fastest > seconds(options_.prefill_bound))
-      return fmt::format("a {}-token prompt would prefill for {:.0f} s on {} (bound {:.0f} s)",
-                         job.prompt_tokens, fastest, active.name, seconds(options_.prefill_bound));
-  }
+  for (const auto& job : demand.waiting)
+    if (auto why = huge_job(active, job)) return why;
   return std::nullopt;
+}
+
+void SwitchPolicy::note_need(const ProfileSpeed& active, const Demand& demand, steady_time now) {
+  // Once a waiting job leaves the queue the policy no longer sees it, so
+  // each sighting projects its end here; the last sighting is nearly its start.
+  const auto until = [&](const std::vector<WaitingJob>& jobs) {
+    const auto work = finish_seconds(active, jobs);
+    if (!work) return;
+    const auto end = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(*work));
+    needed_until_ = needed_until_ ? std::max(*needed_until_, end) : end;
+  };
+  const auto& daily = profiles_.front();
+  for (const auto& job : demand.waiting)
+    if (huge_job(daily, job)) until({job});
+  if (static_cast<int>(demand.waiting.size()) >= options_.queue_depth) until(demand.waiting);
 }
 
 std::optional<Decision> SwitchPolicy::decide(const std::string& active, const Demand& demand,
@@ -126,6 +148,9 @@ std::optional<Decision> SwitchPolicy::decide(const std::string& active, const De
   else if (!deep_since_)
     deep_since_ = now;
 
+  const bool daily = active == profiles_.front().name;
+  if (!daily) note_need(*current, demand, now);
+
   std::string trigger, detail;
   if (auto why = huge_prompt(*current, demand)) {
     trigger = "huge_prompt";
@@ -134,11 +159,15 @@ std::optional<Decision> SwitchPolicy::decide(const std::string& active, const De
     trigger = "queue";
     detail = fmt::format("{} queued for {:.0f} s (queue_depth {})", demand.waiting.size(),
                          seconds(now - *deep_since_), options_.queue_depth);
-  } else if (active != profiles_.front().name && idle_since_ &&
-             now - *idle_since_ >= options_.idle) {
+  } else if (!daily && idle_since_ && now - *idle_since_ >= options_.idle) {
     trigger = "idle";
     detail = fmt::format("nothing waiting or running on {} for {:.0f} s", active,
                          seconds(now - *idle_since_));
+  } else if (!daily && needed_until_ && now - *needed_until_ >= options_.idle) {
+    trigger = "idle";
+    detail = fmt::format(
+        "what {} was needed for (huge prompts, a deep queue) done by estimate {:.0f} s ago", active,
+        seconds(now - *needed_until_));
   }
   if (trigger.empty()) {
     quiet_.clear();
@@ -158,6 +187,7 @@ std::optional<Decision> SwitchPolicy::decide(const std::string& active, const De
     return std::nullopt;
   }
   if (trigger == "idle") {
+    needed_until_.reset();
     explanation_ = fmt::format("switching back to {} (idle): {}", profiles_.front().name, detail);
     spdlog::info("profile policy: {}", explanation_);
     return Decision{profiles_.front().name, trigger};
@@ -194,6 +224,9 @@ std::optional<Decision> SwitchPolicy::decide(const std::string& active, const De
   }
   explanation_ = fmt::format("switching to {} ({}: {}): {}", best->name, trigger, detail, numbers);
   spdlog::info("profile policy: {}", explanation_);
+  // The waiting work is what the new profile is for, until it is done there.
+  needed_until_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(best_total));
   return Decision{best->name, trigger};
 }
 

@@ -7,7 +7,10 @@
 // done there (from each instance's throughput seeds) plus, for the others,
 // the measured cost of the last switch between the two, and switches only to
 // one that finishes sooner. Not again within switching.min_dwell; back to
-// the first profile once another has had nothing to do for switching.idle.
+// the first profile once another has had nothing to do for switching.idle,
+// or once what it was needed for (the huge prompts the first profile would
+// switch for, a deep queue) has been done, by estimate, for switching.idle:
+// a chat trickle alone does not keep it.
 // Pure: time is passed in, so it is tested with a fake clock.
 #pragma once
 
@@ -87,6 +90,8 @@ class SwitchPolicy {
   std::optional<Decision> weigh(const ProfileSpeed& active, const Demand& demand,
                                 const std::string& reason);
   std::optional<std::string> huge_prompt(const ProfileSpeed& active, const Demand& demand) const;
+  std::optional<std::string> huge_job(const ProfileSpeed& active, const WaitingJob& job) const;
+  void note_need(const ProfileSpeed& active, const Demand& demand, steady_time now);
 
   const std::vector<ProfileSpeed> profiles_;
   const SwitchingOptions options_;
@@ -94,6 +99,9 @@ class SwitchPolicy {
   std::optional<steady_time> last_switch_;
   std::optional<steady_time> deep_since_;  // the queue trigger's condition holds since
   std::optional<steady_time> idle_since_;  // nothing waiting or running since
+  // When the work the active profile (not the first) is needed for should be
+  // done: the estimated end of the last huge prompt or deep queue seen.
+  std::optional<steady_time> needed_until_;
   // The trigger that led to the last "stay": the same one again is not
   // logged again until it changes.
   std::string quiet_;

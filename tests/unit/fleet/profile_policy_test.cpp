@@ -125,6 +125,46 @@ TEST(ProfilePolicy, BackToTheDailyProfileOnlyAfterTheIdleWindow) {
   EXPECT_TRUE(p.decide("tp2", Demand{}, t0 + 9min));
 }
 
+// The compressed day: a chat trickle keeps TP2 busy after the 130K prompt
+// that TP2 was switched on for. Waiting for "nothing in flight" would keep
+// the whole day on TP2 (slow decode for every chat); once the big prompt is
+// done by estimate, and idle has passed, it goes back.
+TEST(ProfilePolicy, ATrickleDoesNotKeepTheProfileOnceTheHugePromptIsDone) {
+  SwitchPolicy p(box(), options());
+  Demand big;
+  big.waiting.push_back({130000, 256});
+  ASSERT_TRUE(p.decide("replicas", big, t0));
+  p.switched("replicas", "tp2", 18, true, t0 + 18s);
+  Demand trickle;
+  trickle.in_flight = 1;
+  trickle.waiting.push_back({2048, 128});
+  // The 130K prompt runs for ~90 s on TP2 (est.): 18 s + 90 s + idle 2 min.
+  EXPECT_FALSE(p.decide("tp2", trickle, t0 + 3min));
+  EXPECT_FALSE(p.decide("tp2", trickle, t0 + 5min)) << "min_dwell";
+  const auto back = p.decide("tp2", trickle, t0 + 5min + 30s);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->target, "replicas");
+  EXPECT_EQ(back->reason, "idle");
+  EXPECT_NE(p.last_explanation().find("done by estimate"), std::string::npos)
+      << p.last_explanation();
+}
+
+TEST(ProfilePolicy, AnotherHugePromptOnTheProfileKeepsIt) {
+  SwitchPolicy p(box(), options());
+  Demand big;
+  big.waiting.push_back({130000, 256});
+  ASSERT_TRUE(p.decide("replicas", big, t0));
+  p.switched("replicas", "tp2", 18, true, t0 + 18s);
+  Demand busy;
+  busy.in_flight = 1;
+  // A second huge prompt waits on TP2 at 5 min: needed until it is done + idle.
+  Demand second = big;
+  second.in_flight = 1;
+  EXPECT_FALSE(p.decide("tp2", second, t0 + 5min));
+  EXPECT_FALSE(p.decide("tp2", busy, t0 + 7min));
+  EXPECT_TRUE(p.decide("tp2", busy, t0 + 9min));
+}
+
 TEST(ProfilePolicy, UsesTheMeasuredSwitchCost) {
   SwitchPolicy p(box(), options());
   EXPECT_EQ(p.switch_cost("replicas", "tp2"), 20);
