@@ -14,7 +14,9 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "cli/service_notice.h"
 #include "common/buffered_log.h"
+#include "common/sd_notify.h"
 #include "fleet/config_check.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_config.h"
@@ -103,6 +105,15 @@ int run_serve(const ServeFlags& flags) {
     return 2;
   }
 
+  // Read (and unset) before any engine is started, so none inherits it.
+  SdNotifier notifier;
+  try {
+    notifier = SdNotifier::from_environment();
+  } catch (const std::exception& e) {
+    std::cerr << "switchyard serve: " << e.what() << "\n";
+    return 2;
+  }
+
   net::io_context io(1);  // one I/O thread: the router, queue and pools are not locked
   // A terminal gets each line as it is logged; a file or pipe gets them in
   // batches, flushed at least every 50 ms.
@@ -156,6 +167,8 @@ int run_serve(const ServeFlags& flags) {
                                ? fmt::format("http://{}:{}", host, *port)
                                : fmt::format("http://[{}]:{}", host, *port);
   spdlog::info("dashboard: {}/ui", base);
+  cli::ServiceNotice notice(io.get_executor(), std::move(notifier), fleet.instances());
+  notice.listening(fmt::format("listening on {}", base));
   spdlog::info(
       "try: curl -s {}/v1/chat/completions -H 'Content-Type: application/json' -d "
       "'{{\"model\":\"{}\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello\"}}]}}'",
@@ -176,6 +189,7 @@ int run_serve(const ServeFlags& flags) {
         return;
       }
       draining = true;
+      notice.stopping();
       spdlog::info("signal {}: draining {} request(s)", sig, server.active_requests());
       server.stop_accepting();
       gateway.begin_drain();
@@ -210,6 +224,7 @@ int run_serve(const ServeFlags& flags) {
   std::function<void()> wait_hangup = [&] {
     hangup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec || draining) return;
+      notice.reloading();
       auto next = fleet::load_fleet_config(flags.config_path);
       if (next && !flags.listen.empty()) next->listen = flags.listen;
       if (!next) {
@@ -225,6 +240,7 @@ int run_serve(const ServeFlags& flags) {
         *config = fleet::keep_restart_only_settings(*config, std::move(*next));
         spdlog::info("config reloaded from {}: {}", flags.config_path, gateway.reload(*config));
       }
+      notice.reloaded();
       wait_hangup();
     });
   };

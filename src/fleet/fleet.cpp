@@ -458,6 +458,7 @@ awaitable<void> Fleet::State::after_exit(Instance& inst, Watch& watch) {
   watch.process.reset();
   watch.exit_status.reset();
   if (done(inst)) co_return;
+  ++inst.restarts;
   const auto now = clock_type::now();
   watch.crashes = now - watch.last_crash < config.health.crash_window ? watch.crashes + 1 : 1;
   watch.last_crash = now;

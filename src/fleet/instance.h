@@ -54,6 +54,7 @@ struct Instance {
   // request at a time until one succeeds).
   int ejections = 0;
   bool on_trial = false;
+  int restarts = 0;  // times its engine exited and was started again (the console shows it)
   // Profiles: whether its engine sleeps (sleep: true, switched off), and why
   // it last failed to start or exited, for a switch's rollback message.
   bool asleep = false;

@@ -76,29 +76,33 @@ http::Response instance_action(AdminView& view, std::string_view rest) {
 
 }  // namespace
 
+json::object profiles_json(ProfileControl& control) {
+  auto& sw = control.switcher();
+  json::array profiles;
+  for (const auto& p : sw.profiles()) {
+    json::array members;
+    for (const auto& n : p.instances) members.emplace_back(n);
+    profiles.push_back(json::object{
+        {"name", p.name}, {"instances", std::move(members)}, {"active", p.name == sw.active()}});
+  }
+  json::array decisions;
+  for (const auto& d : control.decisions()) decisions.emplace_back(d);
+  return {{"active", sw.active()},
+          {"state", to_string(sw.phase())},
+          {"target", sw.switching() ? json::value(sw.target()) : json::value(nullptr)},
+          {"since", epoch_seconds(sw.since())},
+          {"mode", control.options().mode == fleet::SwitchingOptions::Mode::on_demand ? "on-demand"
+                                                                                      : "manual"},
+          {"last_switch", sw.last() ? json::value(record_json(*sw.last())) : json::value(nullptr)},
+          {"decisions", std::move(decisions)},
+          {"profiles", std::move(profiles)}};
+}
+
 std::string admin_status_json(const AdminView& view) {
   const auto snap = view.snapshot();
   json::object body;
-  json::array profiles;
   if (view.profiles) {
-    auto& sw = view.profiles->switcher();
-    for (const auto& p : sw.profiles()) {
-      json::array members;
-      for (const auto& n : p.instances) members.emplace_back(n);
-      profiles.push_back(json::object{
-          {"name", p.name}, {"instances", std::move(members)}, {"active", p.name == sw.active()}});
-    }
-    body["active"] = sw.active();
-    body["state"] = to_string(sw.phase());
-    body["target"] = sw.switching() ? json::value(sw.target()) : json::value(nullptr);
-    body["since"] = epoch_seconds(sw.since());
-    body["mode"] = view.profiles->options().mode == fleet::SwitchingOptions::Mode::on_demand
-                       ? "on-demand"
-                       : "manual";
-    body["last_switch"] = sw.last() ? json::value(record_json(*sw.last())) : json::value(nullptr);
-    json::array decisions;
-    for (const auto& d : view.profiles->decisions()) decisions.emplace_back(d);
-    body["decisions"] = std::move(decisions);
+    body = profiles_json(*view.profiles);
   } else {
     body["active"] = nullptr;
     body["state"] = "active";
@@ -107,8 +111,8 @@ std::string admin_status_json(const AdminView& view) {
     body["mode"] = "none";
     body["last_switch"] = nullptr;
     body["decisions"] = json::array{};
+    body["profiles"] = json::array{};
   }
-  body["profiles"] = std::move(profiles);
   json::array queue;
   for (const auto& m : snap.models)
     queue.push_back(json::object{{"model", m.name}, {"queued", m.queued}});
@@ -133,6 +137,7 @@ std::string admin_status_json(const AdminView& view) {
 net_awaitable admin_response(AdminView view, const http::Request& request) {
   const std::string_view path = request.head.path();
   if (path == "/admin/status") co_return http::json_response(200, admin_status_json(view));
+  if (path == "/admin/keys") co_return http::json_response(200, view.keys());
   constexpr std::string_view kInstances = "/admin/instances/";
   if (path.starts_with(kInstances)) co_return instance_action(view, path.substr(kInstances.size()));
   // POST /admin/profile

@@ -1,6 +1,7 @@
 // The admin API (docs/profiles.md has the JSON shapes, which the dashboard
 // reads and which stay stable):
 //   GET  /admin/status                   profiles, active, state, since, last switch, queues
+//   GET  /admin/keys                     the keys, their limits, usage today (keys_routes.h)
 //   POST /admin/profile {"profile": P}   a manual switch; answers once P is active, or why not
 //   POST /admin/instances/{name}/drain   admin state draining (finishes its requests)
 //   POST /admin/instances/{name}/enable  admin state active again
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
 
 #include <functional>
 #include <string>
@@ -24,9 +26,15 @@ struct AdminView {
   ProfileControl* profiles;  // null without profiles
   // The snapshot the status is built from (the one /health and /metrics read).
   std::function<obs::StatusSnapshot()> snapshot;
+  // GET /admin/keys's body (gateway/keys_routes.h).
+  std::function<std::string()> keys;
 };
 
 boost::asio::awaitable<http::Response> admin_response(AdminView view, const http::Request& request);
+
+// The profiles part of /admin/status (active, state, target, since, mode,
+// last_switch, decisions, profiles), which the dashboard shows too.
+boost::json::object profiles_json(ProfileControl& control);
 
 // GET /admin/status's body.
 std::string admin_status_json(const AdminView& view);

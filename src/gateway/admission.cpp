@@ -393,4 +393,11 @@ void Admit::release_all() {
     for (KeyWaiter* w : s->waiters) w->timer.cancel();
 }
 
+std::optional<Admit::KeyLoad> Admit::load(std::string_view key) {
+  const auto it = states_.find(key);
+  if (it == states_.end()) return std::nullopt;
+  auto& s = *it->second;
+  return KeyLoad{s.running, s.seats.active(Clock::now()), static_cast<int>(s.waiters.size())};
+}
+
 }  // namespace switchyard::gateway

@@ -17,7 +17,9 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "fleet/fleet_config.h"
 #include "gateway/api_keys.h"
@@ -51,6 +53,15 @@ class Admit final : public Stage {
   void finish(RequestContext& ctx);
   // Shutdown: every wait ends with 503.
   void release_all();
+
+  // What a key holds now, for the console (GET /admin/keys): nullopt before
+  // its first request. Not const: idle seats are let go as they are counted.
+  struct KeyLoad {
+    int running = 0;   // requests admitted and not finished
+    int sessions = 0;  // sessions seated (kept only with max_sessions)
+    int waiting = 0;   // requests waiting in the key's lane
+  };
+  std::optional<KeyLoad> load(std::string_view key);
 
  private:
   std::shared_ptr<KeyState> state_for(const KeyEntry& key);

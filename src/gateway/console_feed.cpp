@@ -55,13 +55,19 @@ void ConsoleFeed::sample() {
   ttfts_.clear();
 }
 
-void ConsoleFeed::begin(const RequestRecord& record, const std::string& key) {
-  running_.emplace_back(&record, &key);
+void ConsoleFeed::changed() {
+  for (auto* tick : streams_) tick->cancel();
 }
 
-void ConsoleFeed::finish(const RequestRecord& record, const std::string& key) {
+void ConsoleFeed::begin(const RequestRecord& record, const std::string& key,
+                        const std::string& session) {
+  running_.push_back({&record, &key, &session});
+}
+
+void ConsoleFeed::finish(const RequestRecord& record, const std::string& key,
+                         const std::string& session) {
   const auto it = std::find_if(running_.begin(), running_.end(),
-                               [&](const auto& r) { return r.first == &record; });
+                               [&](const auto& r) { return r.record == &record; });
   if (it != running_.end()) {
     *it = running_.back();
     running_.pop_back();
@@ -69,6 +75,7 @@ void ConsoleFeed::finish(const RequestRecord& record, const std::string& key) {
   FinishedRequest f;
   f.id = record.id;
   f.key = key;
+  f.session = session;
   f.model = record.model;
   f.instance = record.instance;
   f.outcome = to_string(record.outcome());

@@ -12,6 +12,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ struct ChartPoint {
 };
 
 struct FinishedRequest {
-  std::string id, key, model, instance, outcome;
+  std::string id, key, session, model, instance, outcome;
   int status = 0;
   double ttft = -1;  // seconds
   double duration = 0;
@@ -51,15 +52,30 @@ class ConsoleFeed {
   ConsoleFeed(boost::asio::any_io_executor executor, std::function<Gauges()> gauges);
   ~ConsoleFeed();
 
-  // A request starts / ends; `record` and `key` must stay valid in between.
-  void begin(const RequestRecord& record, const std::string& key);
-  void finish(const RequestRecord& record, const std::string& key);
+  // A request running: its record, the key's name and the agent session,
+  // which the pipeline fills in as it goes.
+  struct Running {
+    const RequestRecord* record;
+    const std::string* key;
+    const std::string* session;
+  };
 
-  const std::vector<std::pair<const RequestRecord*, const std::string*>>& running() const {
-    return running_;
-  }
+  // A request starts / ends; `record`, `key` and `session` must stay valid
+  // in between.
+  void begin(const RequestRecord& record, const std::string& key, const std::string& session);
+  void finish(const RequestRecord& record, const std::string& key, const std::string& session);
+
+  const std::vector<Running>& running() const { return running_; }
   const std::deque<FinishedRequest>& recent() const { return recent_; }
   const std::deque<ChartPoint>& history() const { return history_; }
+
+  // The event streams' waits for their next tick: something worth showing
+  // at once (an instance's state, a switch's step) cuts them short, so a
+  // step shorter than a tick is not missed. A stream adds its timer while
+  // it waits.
+  void add_stream(boost::asio::steady_timer& tick) { streams_.insert(&tick); }
+  void remove_stream(boost::asio::steady_timer& tick) { streams_.erase(&tick); }
+  void changed();
 
  private:
   void sample();
@@ -67,9 +83,10 @@ class ConsoleFeed {
 
   std::function<Gauges()> gauges_;
   boost::asio::steady_timer timer_;
-  std::vector<std::pair<const RequestRecord*, const std::string*>> running_;
+  std::vector<Running> running_;
   std::deque<FinishedRequest> recent_;
   std::deque<ChartPoint> history_;
+  std::set<boost::asio::steady_timer*> streams_;
   // The second in progress.
   std::vector<double> ttfts_;
   ChartPoint pending_;

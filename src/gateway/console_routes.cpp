@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "common/json_text.h"
+#include "gateway/admin_routes.h"
 #include "gateway/ui/ui_assets.h"
 #include "openai/api_error.h"
 
@@ -49,7 +50,8 @@ json::object point_json(const ChartPoint& p) {
 }  // namespace
 
 std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& catalog,
-                         const ConsoleFeed& feed, bool history) {
+                         const ConsoleFeed& feed, ProfileControl* profiles, json::array keys,
+                         bool history) {
   json::array instances;
   for (const auto& i : status.instances)
     instances.push_back(json::object{{"name", i.name},
@@ -60,6 +62,7 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
                                      {"gpus", i.gpus},
                                      {"slots", i.slots},
                                      {"in_flight", i.in_flight},
+                                     {"restarts", i.restarts},
                                      {"routable", i.routable},
                                      {"tokens_per_second", i.tokens_per_second},
                                      {"prefix_cache_hit_ratio", i.prefix_cache_hit_ratio}});
@@ -79,9 +82,10 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
                                     {"severity", f.severity},
                                     {"message", f.message}});
   json::array running;
-  for (const auto& [record, key] : feed.running())
+  for (const auto& [record, key, session] : feed.running())
     running.push_back(json::object{{"id", record->id},
                                    {"key", *key},
+                                   {"session", *session},
                                    {"model", record->model},
                                    {"instance", record->instance},
                                    {"elapsed", record->seconds_since_start()},
@@ -90,6 +94,7 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
   for (const auto& r : feed.recent())
     recent.push_back(json::object{{"id", r.id},
                                   {"key", r.key},
+                                  {"session", r.session},
                                   {"model", r.model},
                                   {"instance", r.instance},
                                   {"status", r.status},
@@ -101,6 +106,8 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
   json::object body{{"draining", status.draining},   {"instances", std::move(instances)},
                     {"models", std::move(models)},   {"findings", std::move(findings)},
                     {"running", std::move(running)}, {"recent", std::move(recent)}};
+  body["keys"] = std::move(keys);
+  body["profiles"] = profiles ? json::value(profiles_json(*profiles)) : json::value(nullptr);
   if (!feed.history().empty()) body["point"] = point_json(feed.history().back());
   if (history) {
     json::array points;
@@ -110,7 +117,7 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
   return to_json_text(body);
 }
 
-net::awaitable<void> stream_events(http::Exchange& exchange,
+net::awaitable<void> stream_events(http::Exchange& exchange, ConsoleFeed& feed,
                                    std::function<std::string(bool first)> picture,
                                    std::function<bool()> ending) {
   http::Headers headers;
@@ -119,10 +126,17 @@ net::awaitable<void> stream_events(http::Exchange& exchange,
   headers.add("X-Accel-Buffering", "no");
   if (!co_await exchange.start_stream(200, std::move(headers))) co_return;
   net::steady_timer tick(co_await net::this_coro::executor);
+  struct Listed {
+    ConsoleFeed& feed;
+    net::steady_timer& tick;
+    ~Listed() { feed.remove_stream(tick); }
+  } listed{feed, tick};
+  feed.add_stream(tick);
   for (bool first = true; !ending(); first = false) {
     if (!co_await exchange.send_chunk("data: " + picture(first) + "\n\n")) co_return;
     tick.expires_after(std::chrono::seconds(1));
-    // A client that leaves ends the stream at once, not at the next tick.
+    // A client that leaves ends the stream at once, not at the next tick;
+    // feed.changed() cancels the tick, which sends the next picture now.
     auto woke = co_await (tick.async_wait(net::as_tuple(net::use_awaitable)) ||
                           exchange.until_client_gone());
     if (woke.index() == 1) co_return;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/array.hpp>
 
 #include <functional>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "gateway/console_feed.h"
 #include "gateway/model_catalog.h"
+#include "gateway/profile_control.h"
 #include "http/exchange.h"
 #include "http/message.h"
 #include "obs/status.h"
@@ -20,14 +22,17 @@ namespace switchyard::gateway {
 http::Response ui_response(std::string_view path);
 
 // The dashboard's picture as JSON: the snapshot, models and aliases, the
-// running and recent requests, this second's chart point, and with
-// `history` the points of the last 15 minutes.
+// profiles (as /admin/status has them; null when `profiles` is null), the
+// keys (as /admin/keys has them), the running and recent requests, this
+// second's chart point, and with `history` the points of the last 15 minutes.
 std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& catalog,
-                         const ConsoleFeed& feed, bool history);
+                         const ConsoleFeed& feed, ProfileControl* profiles, boost::json::array keys,
+                         bool history);
 
-// Streams `picture(first)` as one SSE event a second until the client
-// leaves or `ending()` says the gateway is shutting down.
-boost::asio::awaitable<void> stream_events(http::Exchange& exchange,
+// Streams `picture(first)` as one SSE event a second, and at once on
+// `feed.changed()`, until the client leaves or `ending()` says the gateway
+// is shutting down.
+boost::asio::awaitable<void> stream_events(http::Exchange& exchange, ConsoleFeed& feed,
                                            std::function<std::string(bool first)> picture,
                                            std::function<bool()> ending);
 

@@ -19,6 +19,7 @@
 #include "gateway/console_status.h"
 #include "gateway/forwarder.h"
 #include "gateway/info_routes.h"
+#include "gateway/keys_routes.h"
 #include "gateway/model_catalog.h"
 #include "gateway/pipeline.h"
 #include "gateway/profile_control.h"
@@ -28,6 +29,7 @@
 #include "gateway/routes.h"
 #include "gateway/routing/engine_kv.h"
 #include "gateway/status.h"
+#include "gateway/usage_today.h"
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
 #include "tenancy/key_watcher.h"
@@ -89,6 +91,7 @@ struct Gateway::Impl {
                return g;
              }),
         ledger(c.state_db),
+        usage_today(UsageToday::from_ledger(c.state_db, std::chrono::system_clock::now())),
         key_watcher(c.state_db, stored_version, std::chrono::milliseconds(200),
                     [this, alive = std::weak_ptr<char>(alive)](tenancy::StoredKeys next) {
                       net::post(this->executor, [this, alive, next = std::move(next)]() mutable {
@@ -111,6 +114,7 @@ struct Gateway::Impl {
     fleet.on_change([this](const fleet::Instance& inst) {
       if (inst.routable()) queue.dispatch(inst.model());
       if (inst.state == fleet::InstanceState::ejected) forwarder.abandon_unanswered(inst.index);
+      feed.changed();  // the dashboard shows it now
     });
     // The advisor checks each engine's scrapes as they come.
     scraper.on_scrape([this](const fleet::Instance& inst, const fleet::EngineMetrics& m) {
@@ -169,8 +173,10 @@ struct Gateway::Impl {
     return s;
   }
   AdminView admin_view() {
-    return AdminView{fleet, profiles.get(), [this] { return snapshot(); }};
+    return AdminView{fleet, profiles.get(), [this] { return snapshot(); },
+                     [this] { return keys_body(keys_view()); }};
   }
+  KeysView keys_view() { return KeysView{keys, stored_keys, admit, usage_today}; }
   // Whether the request may see instance detail (names, URLs) in /health.
   bool sees_detail(const http::RequestHead& head) const {
     return !keys.enabled() || config.health_detail_public || keys.allows(head.headers);
@@ -205,6 +211,7 @@ struct Gateway::Impl {
   advisor::LiveAdvisor advisor;              // doctor's backend checks on those scrapes
   ConsoleFeed feed;                          // the dashboard's requests and charts
   tenancy::UsageLedger ledger;
+  UsageToday usage_today;  // each key's ledger totals since UTC midnight
   // Last: its thread posts key changes here until it is joined. Posted
   // changes that run after the gateway is gone find `alive` expired.
   std::shared_ptr<char> alive = std::make_shared<char>();
@@ -310,7 +317,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   ctx.record.bytes_in = request.body.size();
   // The dashboard lists the API's requests, not its own polls.
   const bool listed = route.kind == RouteKind::proxy;
-  if (listed) feed.begin(ctx.record, ctx.key_name);
+  if (listed) feed.begin(ctx.record, ctx.key_name, ctx.session);
   if (route.kind == RouteKind::proxy) {
     co_await pipeline.run(ctx);
     admit.finish(ctx);
@@ -326,7 +333,11 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   } else if (route.kind == RouteKind::events) {
     ctx.record.status = 200;
     co_await stream_events(
-        exchange, [this](bool first) { return console_json(snapshot(), catalog, feed, first); },
+        exchange, feed,
+        [this](bool first) {
+          return console_json(snapshot(), catalog, feed, profiles.get(), keys_json(keys_view()),
+                              first);
+        },
         [this] { return draining; });
   } else if (route.kind == RouteKind::admin) {
     AdminView view = admin_view();
@@ -342,7 +353,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
     ctx.record.bytes_out = reply.body.size();
     if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
   }
-  if (listed) feed.finish(ctx.record, ctx.key_name);
+  if (listed) feed.finish(ctx.record, ctx.key_name, ctx.session);
   accounting.finish(request.head, ctx.record);
 }
 
@@ -370,6 +381,9 @@ void Gateway::Impl::record_usage(const RequestContext& ctx) {
   row.ttft_ms = r.ttfb < 0 ? -1 : r.ttfb * 1000;
   row.duration_ms = r.seconds_since_start() * 1000;
   row.session = ctx.session;
+  if (!row.key.empty())
+    usage_today.add(row.key, row.prompt_tokens, row.completion_tokens,
+                    std::chrono::system_clock::now());
   ledger.submit(std::move(row));
 }
 

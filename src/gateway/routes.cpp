@@ -35,6 +35,7 @@ constexpr Route kRoutes[] = {
     {"/admin/events", "GET", RouteKind::events, std::nullopt, false},
     // The admin key, not an API key, opens these (Gateway::screen).
     {"/admin/status", "GET", RouteKind::admin, std::nullopt, false},
+    {"/admin/keys", "GET", RouteKind::admin, std::nullopt, false},
     {"/admin/profile", "POST", RouteKind::admin, std::nullopt, false},
     {"/admin/instances/", "POST", RouteKind::admin, std::nullopt, false, Dialect::openai, true},
 };

@@ -22,6 +22,7 @@ obs::StatusSnapshot take_snapshot(const InstanceTable& instances, const Router& 
     st.gpus = inst->config.gpus;
     st.slots = inst->slots;
     st.in_flight = router.in_flight(inst->index);
+    st.restarts = inst->restarts;
     st.routable = inst->routable();
     const bool retired = inst->state == fleet::InstanceState::removed ||
                          inst->state == fleet::InstanceState::stopped;

@@ -18,6 +18,7 @@ struct InstanceStatus {
   std::string gpus;   // the instance's gpus, e.g. "0,1"
   int slots = 0;
   int in_flight = 0;
+  int restarts = 0;       // times its engine was restarted after it exited
   bool routable = false;  // takes new requests now (ready and active)
   // Output tokens per second streamed through the gateway from it over the
   // last kGenerationWindow (obs/generation_meter.h).

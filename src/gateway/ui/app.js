@@ -91,10 +91,11 @@ function card(inst) {
     ['slots busy', `${inst.in_flight} / ${inst.slots}`],
     ['tokens/s', rate(inst.tokens_per_second)],
     ['prefix cache hits', inst.prefix_cache_hit_ratio >= 0 ? `${Math.round(inst.prefix_cache_hit_ratio * 100)} %` : '—'],
+    ['restarts', inst.restarts],
     ['admin', inst.admin],
   ];
   const dl = el('dl');
-  for (const [k, v] of rows) dl.append(el('dt', {}, k), el('dd', {}, v));
+  for (const [k, v] of rows) dl.append(el('dt', {}, k), el('dd', { 'data-field': k }, v));
   return el('div', { class: classes.filter(Boolean).join(' '), 'data-instance': inst.name, 'data-state': inst.state },
     el('h3', {}, el('span', {}, inst.name), el('span', { class: 'state' }, inst.state)), slots, dl);
 }
@@ -112,8 +113,11 @@ function renderFleet(s) {
 function requestRow(r, running) {
   const outcome = running ? 'running' : `${r.outcome} ${r.status}`;
   const tokens = running ? `${seconds(r.elapsed)}…` : r.completion_tokens >= 0 ? r.completion_tokens : '—';
+  // A derived session is a long hash: its start tells sessions apart.
+  const session = r.session ? el('span', { title: r.session }, r.session.length > 12 ? `${r.session.slice(0, 12)}…` : r.session) : '—';
   return el('tr', { class: running ? 'running' : r.outcome, 'data-id': r.id },
-    el('td', {}, r.id), el('td', {}, r.key || '—'), el('td', {}, r.model || '—'), el('td', {}, r.instance || '—'),
+    el('td', {}, r.id), el('td', { class: 'key' }, r.key || '—'), el('td', { class: 'session' }, session),
+    el('td', {}, r.model || '—'), el('td', {}, r.instance || '—'),
     el('td', { class: 'outcome' }, outcome), el('td', {}, seconds(r.ttft)), el('td', {}, tokens));
 }
 
@@ -136,12 +140,116 @@ function renderModels(s) {
     el('li', {}, el('strong', {}, m.name), m.aliases.length ? ` — aliases: ${m.aliases.join(', ')}` : '', m.queued ? ` — ${m.queued} queued` : '')));
 }
 
-// Profiles appear once the gateway's picture carries them (the profiles admin API).
+// ---------------------------------------------------------------------------
+// Profiles: which is active, a switch step by step, a button per profile.
+
+const STEPS = ['draining', 'stopping', 'starting', 'warming', 'active'];
+let switching = '';      // the profile this page asked for, until the answer comes
+let profilesShown = '';  // what the panel shows, so a tick that changes nothing keeps its buttons
+
+function switchSteps(p) {
+  if (p.state === 'active') return [];
+  const at = p.state === 'rolling-back' ? -1 : STEPS.indexOf(p.state);
+  return STEPS.map((step, i) => el('li', { class: i < at ? 'done' : i === at ? 'current' : '', 'data-step': step }, step))
+    .concat(p.state === 'rolling-back' ? [el('li', { class: 'current bad', 'data-step': 'rolling-back' }, 'rolling back')] : []);
+}
+
+function lastSwitchText(r) {
+  if (!r) return 'No switch yet.';
+  const steps = [['draining', r.drain_seconds], ['stopping', r.stop_seconds], ['starting', r.start_seconds], ['warming', r.warm_seconds]]
+    .map(([k, v]) => `${k} ${seconds(v)}`).join(' · ');
+  const how = r.ok ? `${r.from} → ${r.to}` : `${r.from} → ${r.to} failed and rolled back (${r.error})`;
+  return `Last switch: ${how}, ${r.reason}, ${seconds(r.seconds)} (${steps})`;
+}
+
+async function requestSwitch(name) {
+  switching = name;
+  profilesShown = '';
+  $('switch-error').textContent = '';
+  const key = sessionStorage.getItem(KEY_STORE) || '';
+  const headers = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
+  try {
+    const res = await fetch('/admin/profile', { method: 'POST', headers, body: JSON.stringify({ profile: name }) });
+    if (!res.ok) {
+      const body = await res.json().catch(() => ({}));
+      $('switch-error').textContent = `Switch to ${name}: ${body.error?.message ?? res.statusText}`;
+    }
+  } catch (e) {
+    $('switch-error').textContent = `Switch to ${name}: ${e.message}`;
+  } finally {
+    switching = '';
+    profilesShown = '';
+  }
+}
+
+function profileCard(p, state) {
+  const busy = state.state !== 'active' || switching !== '';
+  const button = p.active ? el('span', { class: 'muted' }, 'running now')
+    : el('button', { type: 'button', 'data-switch': p.name }, switching === p.name ? 'switching…' : `Switch to ${p.name}`);
+  if (!p.active) {
+    button.disabled = busy;
+    button.addEventListener('click', () => requestSwitch(p.name));
+  }
+  const target = state.target === p.name;
+  return el('div', { class: `card ${p.active ? 'ok' : target ? 'starting' : 'parked'}`, 'data-profile': p.name, 'data-active': String(p.active) },
+    el('h3', {}, el('span', {}, p.name), el('span', { class: 'state' }, p.active ? 'active' : target ? state.state : 'off')),
+    el('p', { class: 'muted' }, p.instances.join(', ')), button);
+}
+
 function renderProfiles(s) {
-  if (!Array.isArray(s.profiles)) return;
-  $('profiles-section').hidden = false;
-  $('profiles').replaceChildren(...s.profiles.map((p) =>
-    el('div', { class: p.active ? 'card ok' : 'card parked' }, el('h3', {}, el('span', {}, p.name), el('span', { class: 'state' }, p.active ? 'active' : '')))));
+  const p = s.profiles;
+  $('profiles-section').hidden = !p;
+  if (!p) return;
+  const shown = JSON.stringify([p.active, p.state, p.target, p.mode, p.last_switch, p.profiles, switching]);
+  if (shown === profilesShown) return;
+  profilesShown = shown;
+  const since = p.since ? new Date(p.since * 1000).toLocaleTimeString() : '';
+  $('switch-state').textContent = p.state === 'active'
+    ? `Active: ${p.active} since ${since} (switching: ${p.mode})`
+    : `Switching ${p.active} → ${p.target}: ${p.state.replace('-', ' ')} since ${since}`;
+  $('switch-state').dataset.state = p.state;
+  $('switch-steps').replaceChildren(...switchSteps(p));
+  $('profiles').replaceChildren(...p.profiles.map((x) => profileCard(x, p)));
+  $('last-switch').textContent = lastSwitchText(p.last_switch);
+}
+
+// ---------------------------------------------------------------------------
+// Keys: limits, today's usage, what each holds now.
+
+const count = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)}k` : String(n));
+const ofCap = (n, cap) => (cap === null || cap === undefined ? String(n) : `${n} / ${cap}`);
+
+function limitsText(l) {
+  const parts = [];
+  if (l.rpm !== null) parts.push(`${l.rpm} rpm`);
+  if (l.tpm !== null) parts.push(`${count(l.tpm)} tpm`);
+  if (l.tokens_per_day !== null) parts.push(`${count(l.tokens_per_day)} tokens/day`);
+  if (l.models.length) parts.push(`models ${l.models.join(', ')}`);
+  if (l.priority) parts.push(`priority ${l.priority}`);
+  if (l.weight !== 1) parts.push(`weight ${l.weight}`);
+  return parts.length ? parts.join(' · ') : 'none';
+}
+
+function renderKeys(s) {
+  const keys = s.keys || [];
+  if (keys.length === 0) {
+    $('key-rows').replaceChildren(el('tr', {}, el('td', { class: 'muted', colspan: '8' }, 'No API keys: anyone who reaches the gateway may use it (docs/keys.md).')));
+    return;
+  }
+  $('key-rows').replaceChildren(...keys.map((k) => {
+    const tokens = k.today.tokens;
+    const budget = k.limits.tokens_per_day;
+    return el('tr', { 'data-key': k.name, class: k.revoked ? 'revoked' : '' },
+      el('td', { class: 'name' }, k.name, k.revoked ? ' (revoked)' : ''),
+      el('td', { class: 'prefix' }, k.prefix ? `${k.prefix}…` : k.source),
+      el('td', { class: 'limits' }, limitsText(k.limits)),
+      el('td', { class: 'requests' }, count(k.today.requests)),
+      el('td', { class: 'tokens', title: `${k.today.prompt_tokens} prompt + ${k.today.completion_tokens} completion` },
+        budget ? `${count(tokens)} / ${count(budget)}` : count(tokens)),
+      el('td', { class: 'sessions' }, k.sessions === null ? '—' : ofCap(k.sessions, k.limits.max_sessions)),
+      el('td', { class: 'running' }, ofCap(k.running, k.limits.max_concurrency)),
+      el('td', { class: 'waiting' }, String(k.waiting)));
+  }));
 }
 
 function render(s) {
@@ -156,6 +264,7 @@ function render(s) {
   renderFindings(s);
   renderModels(s);
   renderProfiles(s);
+  renderKeys(s);
   drawCharts();
 }
 
