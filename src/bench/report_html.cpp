@@ -48,7 +48,7 @@ std::vector<ChartSeries> sweep_series(const std::vector<RunReport>& runs,
 std::string latency_sweep(const std::vector<RunReport>& runs, const std::vector<std::string>& names,
                           const std::string& title, const std::string& x_label,
                           Summary StepReport::*member) {
-  LineChart c{title, x_label, "ms", {}, true, false, std::nullopt};
+  LineChart c{title, x_label, "ms", {}, true, true, std::nullopt};
   c.series = sweep_series(
       runs, names, [member](const StepReport& s) { return (s.*member).p50; }, false, " p50");
   auto p99 = sweep_series(
@@ -81,7 +81,7 @@ std::string distributions(const RunReport& run) {
            "older switchyard, or no request succeeded).</p>\n";
   std::string out = "<div class=\"distributions\">\n";
   for (const auto& d : kDistributions) {
-    LineChart c{d.title, d.x_label, d.y_label, {}, false, true, 1.0};
+    LineChart c{d.title, d.x_label, d.y_label, {}, false, false, 1.0};
     for (std::size_t i = 0; i < run.steps.size(); ++i) {
       const auto& step = run.steps[i];
       ChartSeries s;
@@ -196,7 +196,7 @@ std::string render_html(const std::vector<RunReport>& runs, const std::vector<st
         "(forced output length, random-vocabulary prompts). TTFT, ITL, TPOT and E2E are "
         "defined in docs/bench.md; p50 is drawn solid, p99 dashed.</p>\n<div class=\"charts\">\n";
     const auto metric = [&](const char* chart_title, const char* unit, const StepValue& value) {
-      LineChart c{chart_title, x_label, unit, {}, true, false, std::nullopt};
+      LineChart c{chart_title, x_label, unit, {}, true, true, std::nullopt};
       c.series = sweep_series(runs, names, value, false, "");
       return line_chart(c);
     };

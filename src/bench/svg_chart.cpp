@@ -9,12 +9,12 @@ namespace switchyard::bench {
 
 namespace {
 
-constexpr int kWidth = 720;
+constexpr int kWidth = 680;  // two side by side on a 1440 px page
 constexpr int kLeft = 72;
 constexpr int kRight = 24;
 constexpr int kTop = 34;
 constexpr int kPlotHeight = 230;
-constexpr int kAxisRoom = 44;  // x ticks and the x label under the plot
+constexpr int kAxisRoom = 58;  // x ticks and the x label under the plot
 constexpr int kLegendLine = 16;
 // The legend's monospace 12 px glyphs are 0.6 em wide in DejaVu Sans Mono and
 // Liberation Mono; 0.65 em leaves room for wider fallbacks.
@@ -210,18 +210,13 @@ std::string line_chart(const LineChart& c) {
     const auto& s = c.series[i];
     const std::string dash = s.dashed ? " stroke-dasharray=\"6 4\"" : "";
     std::string points;
-    for (std::size_t k = 0; k < s.points.size(); ++k) {
-      const auto [x, y] = s.points[k];
-      if (c.step_line && k > 0)
-        points += fmt::format("{:.1f},{:.1f} ", px(x), py(s.points[k - 1].second));
-      points += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
-    }
+    for (const auto& [x, y] : s.points) points += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
     if (!points.empty()) points.pop_back();
     svg += fmt::format(
         "<g class=\"series\" data-run=\"{}\" data-name=\"{}\"><polyline points=\"{}\" "
         "fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>",
         s.run, html_escape(s.name), points, s.color, dash);
-    if (!c.step_line)
+    if (c.markers)
       for (const auto& [x, y] : s.points)
         svg += fmt::format(
             "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {} at {}</title>"

@@ -51,7 +51,7 @@ struct LineChart {
   // Sweep charts: ticks at the x values measured (concurrency 1, 2, 4, 8), on
   // a log2 scale when they span a factor of 4 or more. Otherwise round ticks.
   bool x_at_data = false;
-  bool step_line = false;       // draw as steps (a CDF), no point markers
+  bool markers = true;          // a dot with a tooltip at each point; off for a CDF (101 points)
   std::optional<double> y_max;  // fixed top of the y axis (1 for a CDF)
 };
 
