@@ -264,43 +264,51 @@ class Analysis {
     return usage;
   }
 
-  void waiting_with_full_kv(const Names& n) {
-    // Judge each scrape and report the one closer to trouble: waiting with a
-    // full pool first, then more waiting, then fuller.
-    struct Point {
-      double waiting;
-      std::optional<double> usage;
-      auto rank() const {
-        const bool full = waiting > 0 && usage.value_or(0) >= kv_near_full;
-        return std::tuple(full, waiting, usage.value_or(0));
-      }
-    };
-    std::optional<Point> worst;
+  // One scrape's waiting requests and KV pool use.
+  struct KvPoint {
+    std::optional<double> waiting;
+    std::optional<double> usage;
+    auto rank() const {
+      const bool full = waiting.value_or(0) > 0 && usage.value_or(0) >= kv_near_full;
+      return std::tuple(full, waiting.value_or(0), usage.value_or(0));
+    }
+  };
+
+  // The one KV-in-use figure of the report: the measurement, the waiting
+  // note and the full-pool warning all show it, with the waiting count of the
+  // same scrape. Of the two scrapes it is the one closer to trouble — waiting
+  // with a full pool first, then more waiting, then fuller — so a finding
+  // never cites a figure the table beside it contradicts.
+  KvPoint kv_in_use(const Names& n) const {
+    std::optional<KvPoint> worst;
     for (const MetricsText* m : {&m1_, &m2_}) {
-      auto waiting = m->sum(n.waiting);
-      if (!waiting) continue;
-      Point p{*waiting, kv_usage(*m, n)};
+      KvPoint p{m->sum(n.waiting), kv_usage(*m, n)};
+      if (!p.waiting && !p.usage) continue;
       if (!worst || p.rank() > worst->rank()) worst = p;
     }
-    if (auto usage = kv_usage(m2_, n)) measure("kv_cache_usage", *usage, "ratio");
-    if (!worst) return;
-    measure("requests_waiting", worst->waiting, "requests");
-    if (worst->waiting <= 0) return;
-    if (worst->usage && *worst->usage >= kv_near_full) {
+    return worst.value_or(KvPoint{});
+  }
+
+  void waiting_with_full_kv(const Names& n) {
+    const KvPoint kv = kv_in_use(n);
+    if (kv.usage) measure("kv_cache_usage", *kv.usage, "ratio");
+    if (!kv.waiting) return;
+    measure("requests_waiting", *kv.waiting, "requests");
+    if (*kv.waiting <= 0) return;
+    if (kv.usage && *kv.usage >= kv_near_full) {
       warn("backend.kv_full",
            fmt::format("{:.0f} requests are waiting while the KV pool is {:.0f}% full: the engine "
                        "is out of KV cache, not compute. Lower --max-model-len or the number of "
                        "sequences (--max-num-seqs / -np), or admit fewer sessions at the gateway.",
-                       worst->waiting, *worst->usage * 100));
+                       *kv.waiting, *kv.usage * 100));
     } else {
       note("backend.waiting",
            fmt::format("{:.0f} requests wait inside the engine{}: every sequence slot is busy. "
                        "Let the gateway queue instead (cap the instance at its slots), where the "
                        "queue can be fair.",
-                       worst->waiting,
-                       worst->usage
-                           ? fmt::format(" with the KV pool at {:.0f}%", *worst->usage * 100)
-                           : std::string()));
+                       *kv.waiting,
+                       kv.usage ? fmt::format(" with the KV pool at {:.0f}%", *kv.usage * 100)
+                                : std::string()));
     }
   }
 
@@ -403,16 +411,59 @@ class Analysis {
     struct Family {
       const char* name;
       const char* label;
+      const char* text;  // for people
     };
-    for (const Family f : {Family{"vllm:time_to_first_token_seconds", "ttft"},
-                           Family{"vllm:request_queue_time_seconds", "queue_time"}}) {
+    for (const Family f : {Family{"vllm:time_to_first_token_seconds", "ttft", "TTFT"},
+                           Family{"vllm:request_queue_time_seconds", "queue_time", "queue time"}}) {
       auto later = m2_.histogram(f.name);
       auto earlier = m1_.histogram(f.name);
       if (!later || !earlier) continue;
       const Histogram window_h = histogram_delta(*later, *earlier);
       if (window_h.count <= 0) continue;
-      if (auto mean = window_h.mean()) measure(std::string(f.label) + "_mean_s", *mean, "s");
-      if (auto p90 = window_h.quantile(0.9)) measure(std::string(f.label) + "_p90_s", *p90, "s");
+      const auto mean = window_h.mean();
+      const auto p90 = window_h.quantile(0.9);
+      if (mean) measure(std::string(f.label) + "_mean_s", *mean, "s");
+      if (p90) measure(std::string(f.label) + "_p90_s", *p90, "s");
+      if (mean && p90 && *mean > *p90) explain_skew(f.text, window_h, *mean, *p90);
+    }
+  }
+
+  // A mean above the p90 is no counting error: both come from the same
+  // window's observations (sum / count, and the buckets). Say beside the
+  // figures which it is: a few very slow requests (what the buckets prove
+  // about the slowest tenth), a p90 past the largest bucket (a lower bound),
+  // or a p90 interpolated inside the bucket that also holds the mean.
+  void explain_skew(const char* what, const Histogram& h, double mean, double p90) {
+    const double total = h.buckets.back().second;
+    double lower = 0, upper = 0;  // the bucket holding the 90th percentile
+    for (const auto& [bound, cumulative] : h.buckets) {
+      if (cumulative >= 0.9 * total) {
+        upper = bound;
+        break;
+      }
+      lower = bound;
+    }
+    const std::string head = fmt::format(
+        "{} mean {:.2f} s is above its p90 {:.2f} s over the {:.0f} requests of the window: ", what,
+        mean, p90, h.count);
+    if (std::isinf(upper)) {
+      note("backend.latency_skew",
+           head + fmt::format("the p90 lies beyond the histogram's largest bucket ({:g} s), so "
+                              "{:.2f} s is only a lower bound of it.",
+                              lower, p90));
+    } else if (mean > upper) {
+      // The fastest 90% took at most `upper` each; the slowest tenth carry the rest of the sum.
+      const double slow = (h.sum - 0.9 * h.count * upper) / (0.1 * h.count);
+      note("backend.latency_skew",
+           head + fmt::format("not a statistics error, a few very slow requests (long prompts, or "
+                              "requests queued behind them) skew it: the slowest 10% averaged at "
+                              "least {:.2f} s.",
+                              slow));
+    } else {
+      note("backend.latency_skew",
+           head + fmt::format("the p90 is interpolated inside the bucket ({:g} s, {:g} s] that "
+                              "also holds the mean, so the histogram cannot order them.",
+                              lower, upper));
     }
   }
 

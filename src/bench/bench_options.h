@@ -42,6 +42,7 @@ struct BenchOptions {
   long vocab_size = 0;
   std::string json_path;  // --json FILE; "" for none
   std::string html_path;  // --html FILE; "" for none
+  std::string label;      // --label NAME: the run's name in (overlaid) reports; "" for none
   // Label the report "simulated engines" even if the endpoint does not say so
   // (a gateway in front of sims hides them).
   bool simulated = false;

@@ -24,6 +24,7 @@
 #include "bench/endpoint_probe.h"
 #include "bench/engine_metrics.h"
 #include "bench/load_generator.h"
+#include "bench/needle_run.h"
 #include "bench/prompt_builder.h"
 #include "bench/report_html.h"
 #include "bench/report_json.h"
@@ -618,6 +619,7 @@ int run_bench(const BenchOptions& options) {
   session.vllm_metrics = scrape_vllm_metrics(base, headers).has_value();
   session.run = std::move(run);
   auto& report = session.run;
+  report.label = o.label;
   report.endpoint = base;
   report.model = o.model;
   report.started_at = utc_now_iso8601();
@@ -684,24 +686,56 @@ int run_bench(const BenchOptions& options) {
   return 0;
 }
 
-int run_report(const std::vector<std::string>& json_files, const std::string& html_path) {
+namespace {
+
+// `bench needle --json` writes {"kind": "needle", …}; a bench run has no kind.
+bool is_needle_result(const std::string& text) {
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(text, ec);
+  const boost::json::value* kind =
+      !ec && v.is_object() ? v.as_object().if_contains("kind") : nullptr;
+  return kind && kind->is_string() && kind->as_string() == "needle";
+}
+
+}  // namespace
+
+int run_report(const std::vector<std::string>& json_files, const std::vector<std::string>& labels,
+               const std::string& html_path) {
   if (json_files.empty()) return fail("report: give one or more JSON files", 2);
   if (html_path.empty()) return fail("report: --html FILE is required", 2);
+  if (labels.size() > json_files.size())
+    return fail(fmt::format("report: --label given {} times for {} file(s)", labels.size(),
+                            json_files.size()),
+                2);
   std::vector<RunReport> runs;
-  std::vector<std::string> labels;
-  for (const auto& file : json_files) {
+  std::vector<std::string> names;
+  std::vector<NeedleGrid> needles;
+  for (std::size_t i = 0; i < json_files.size(); ++i) {
+    const std::string& file = json_files[i];
     std::ifstream in(file, std::ios::binary);
     if (!in) return fail(fmt::format("report: cannot read {}", file));
     std::stringstream text;
     text << in.rdbuf();
+    const std::string label = i < labels.size() ? labels[i] : std::string();
+    const std::string base_name = file.substr(file.find_last_of('/') + 1);
+    if (is_needle_result(text.str())) {
+      auto grid = needle_grid_from_json(text.str(), file);
+      if (!grid) return fail("report: " + grid.error().message);
+      if (!label.empty()) grid->label = label;
+      if (grid->label.empty()) grid->label = base_name;
+      needles.push_back(std::move(*grid));
+      continue;
+    }
     auto run = run_from_json(text.str(), file);
     if (!run) return fail("report: " + run.error().message);
+    names.push_back(!label.empty() ? label : !run->label.empty() ? run->label : base_name);
     runs.push_back(std::move(*run));
-    labels.push_back(file.substr(file.find_last_of('/') + 1));
   }
-  if (auto w = write_file_atomically(html_path, render_html(runs, labels)); !w)
+  if (auto w = write_file_atomically(html_path, render_html(runs, names, needles)); !w)
     return fail(w.error().message);
-  std::cout << "wrote " << html_path << " (" << runs.size() << " runs)\n";
+  std::cout << "wrote " << html_path << " (" << runs.size() << " runs";
+  if (!needles.empty()) std::cout << ", " << needles.size() << " needle grid(s)";
+  std::cout << ")\n";
   return 0;
 }
 

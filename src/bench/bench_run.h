@@ -15,7 +15,9 @@ namespace switchyard::bench {
 // results are written).
 int run_bench(const BenchOptions& options);
 
-// Overlays the runs in `json_files` into one HTML report at `html_path`.
-int run_report(const std::vector<std::string>& json_files, const std::string& html_path);
+// Overlays the runs in `json_files` (bench and needle results) into one HTML
+// report at `html_path`; `labels[i]`, when given, names the i-th file's run.
+int run_report(const std::vector<std::string>& json_files, const std::vector<std::string>& labels,
+               const std::string& html_path);
 
 }  // namespace switchyard::bench

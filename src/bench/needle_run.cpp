@@ -319,7 +319,64 @@ std::string needle_to_json(const NeedleReport& report) {
                    {"cells", std::move(cells)},
                    {"scores", std::move(scores)}};
   if (report.simulated) doc["warning"] = kNeedleSimulatedWarning;
+  if (!o.label.empty()) doc["label"] = o.label;
   return to_json_text(doc) + "\n";
+}
+
+NeedleGrid needle_grid(const NeedleReport& report) {
+  NeedleGrid g;
+  g.label = report.options.label;
+  g.endpoint = report.endpoint;
+  g.model = report.model;
+  g.simulated = report.simulated;
+  g.contexts = report.contexts;
+  g.depths = report.options.depths;
+  std::map<std::pair<long, double>, std::pair<double, int>> sums;
+  for (const auto& c : report.cells) {
+    auto& s = sums[{c.context, c.depth}];
+    s.first += c.score;
+    ++s.second;
+  }
+  for (const auto& [key, s] : sums) g.scores[key] = s.first / s.second;
+  return g;
+}
+
+Result<NeedleGrid> needle_grid_from_json(const std::string& text, const std::string& source) {
+  boost::system::error_code ec;
+  const json::value v = json::parse(text, ec);
+  if (ec) return Error{fmt::format("{}: not JSON ({})", source, ec.message())};
+  const json::object* o = v.if_object();
+  const json::value* scores = o ? o->if_contains("scores") : nullptr;
+  if (!scores || !scores->is_array())
+    return Error{fmt::format("{}: not a needle result (no scores[])", source)};
+  const auto text_at = [](const json::object& obj, const char* key) {
+    const json::value* f = obj.if_contains(key);
+    return f && f->is_string() ? std::string(f->as_string()) : std::string();
+  };
+  NeedleGrid g;
+  g.label = text_at(*o, "label");
+  g.endpoint = text_at(*o, "endpoint");
+  g.model = text_at(*o, "model");
+  if (const json::value* s = o->if_contains("simulated"); s && s->is_bool())
+    g.simulated = s->as_bool();
+  for (const auto& cell : scores->as_array()) {
+    const json::object* c = cell.if_object();
+    const json::value* context = c ? c->if_contains("context") : nullptr;
+    const json::value* depth = c ? c->if_contains("depth") : nullptr;
+    const json::value* score = c ? c->if_contains("score") : nullptr;
+    if (!context || !depth || !score || !context->is_number() || !depth->is_number() ||
+        !score->is_number())
+      return Error{fmt::format("{}: scores[] needs context, depth and score numbers", source)};
+    const auto key = std::pair(context->to_number<long>(), depth->to_number<double>());
+    g.scores[key] = score->to_number<double>();
+    if (std::find(g.contexts.begin(), g.contexts.end(), key.first) == g.contexts.end())
+      g.contexts.push_back(key.first);
+    if (std::find(g.depths.begin(), g.depths.end(), key.second) == g.depths.end())
+      g.depths.push_back(key.second);
+  }
+  std::sort(g.contexts.begin(), g.contexts.end());
+  std::sort(g.depths.begin(), g.depths.end());
+  return g;
 }
 
 int run_needle(const NeedleOptions& o) {
@@ -370,6 +427,9 @@ int run_needle(const NeedleOptions& o) {
   std::cout << format_needle_table(report) << std::flush;
   if (!o.json_path.empty())
     if (auto w = write_file_atomically(o.json_path, needle_to_json(report)); !w)
+      return fail(w.error().message);
+  if (!o.html_path.empty())
+    if (auto w = write_file_atomically(o.html_path, render_html({}, {}, {needle_grid(report)})); !w)
       return fail(w.error().message);
   if (interrupted) return fail("interrupted: partial results written", 130);
   for (const auto& c : report.cells)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/needle.h"
+#include "bench/report_html.h"
 #include "common/result.h"
 
 namespace switchyard::bench {
@@ -25,6 +26,8 @@ struct NeedleOptions {
   std::uint64_t seed = 0;
   std::string tokenize_url;  // "": {url}/tokenize
   std::string json_path;
+  std::string html_path;       // the score grid as a heat map ("" for none)
+  std::string label;           // names the run in reports; "" for "endpoint model"
   bool simulated = false;      // label the run simulated even if the endpoint does not say so
   double stream_idle_s = 600;  // a long prefill is silent
 };
@@ -71,6 +74,13 @@ std::string format_needle_table(const NeedleReport& report);
 
 // The JSON document (`--json FILE`).
 std::string needle_to_json(const NeedleReport& report);
+
+// The mean score by context × depth, for the HTML report.
+NeedleGrid needle_grid(const NeedleReport& report);
+
+// Reads needle_to_json's scores[] back (for `bench report`); the error names
+// the file and what is wrong.
+Result<NeedleGrid> needle_grid_from_json(const std::string& text, const std::string& source);
 
 // Probes, sizes and sends every request, prints the table, writes the JSON.
 // 0: every request answered (the score does not set the status); 1: an

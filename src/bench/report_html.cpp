@@ -1,7 +1,6 @@
 #include "bench/report_html.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 
 #include <fmt/format.h>
@@ -12,124 +11,29 @@ namespace {
 
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                                    "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-constexpr int kWidth = 640;
-constexpr int kHeight = 320;
-constexpr int kLeft = 70;
-constexpr int kRight = 150;  // room for the legend
-constexpr int kTop = 40;
-constexpr int kBottom = 50;
+constexpr std::size_t kColorCount = sizeof(kColors) / sizeof(kColors[0]);
 
-struct Series {
-  std::string name;  // legend text
-  int run = 0;       // index of the run it belongs to
-  std::string color;
-  bool dashed = false;
-  std::vector<std::pair<double, double>> points;  // (x, y), x ascending
-};
-
-// Human tick labels: 1234.5 → "1235", 0.25 → "0.25".
-std::string tick(double v) {
-  if (v >= 100 || v == std::floor(v)) return fmt::format("{:.0f}", v);
-  if (v >= 10) return fmt::format("{:.1f}", v);
-  return fmt::format("{:.2f}", v);
-}
-
-// One line chart. x is drawn on a log2 scale when every x is positive and
-// they span a factor of 4 or more (concurrency 1, 2, 4, 8 evenly spaced).
-std::string chart(const std::string& title, const std::string& x_label, const std::string& y_label,
-                  const std::vector<Series>& series, bool simulated) {
-  std::vector<double> xs;
-  double y_max = 0;
-  for (const auto& s : series)
-    for (const auto& [x, y] : s.points) {
-      xs.push_back(x);
-      y_max = std::max(y_max, y);
-    }
-  std::sort(xs.begin(), xs.end());
-  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  const bool log_x = !xs.empty() && xs.front() > 0 && xs.back() / xs.front() >= 4;
-  const auto fx = [&](double x) { return log_x ? std::log2(x) : x; };
-  const double x_lo = xs.empty() ? 0 : fx(xs.front());
-  double x_hi = xs.empty() ? 1 : fx(xs.back());
-  if (x_hi <= x_lo) x_hi = x_lo + 1;
-  if (y_max <= 0) y_max = 1;
-  y_max *= 1.1;
-  const double plot_w = kWidth - kLeft - kRight;
-  const double plot_h = kHeight - kTop - kBottom;
-  const auto px = [&](double x) { return kLeft + (fx(x) - x_lo) / (x_hi - x_lo) * plot_w; };
-  const auto py = [&](double y) { return kTop + plot_h - y / y_max * plot_h; };
-
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"{}\" height=\"{}\" "
-      "viewBox=\"0 0 {} {}\" role=\"img\">\n",
-      kWidth, kHeight, kWidth, kHeight);
-  std::string full_title = simulated ? title + " (simulated engines)" : title;
-  svg += fmt::format("<title>{}</title>\n", html_escape(full_title));
-  svg += fmt::format("<text x=\"{}\" y=\"20\" class=\"title\">{}</text>\n", kLeft,
-                     html_escape(full_title));
-  // Axes, grid and ticks.
-  svg += fmt::format(
-      "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" class=\"axis\"/>\n"
-      "<line x1=\"{0}\" y1=\"{2}\" x2=\"{3}\" y2=\"{2}\" class=\"axis\"/>\n",
-      kLeft, kTop, kTop + plot_h, kLeft + plot_w);
-  for (int i = 0; i <= 5; ++i) {
-    const double v = y_max * i / 5;
-    svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" class=\"grid\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" class=\"ytick\">{5}</text>\n",
-        kLeft, py(v), kLeft + plot_w, kLeft - 6, py(v) + 4, tick(v));
-  }
-  for (double x : xs)
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"xtick\">{}</text>\n", px(x),
-                       kTop + plot_h + 16, tick(x));
-  svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" class=\"xlabel\">{}</text>\n", kLeft + plot_w / 2,
-                     kHeight - 8, html_escape(x_label));
-  svg += fmt::format(
-      "<text x=\"14\" y=\"{:.1f}\" class=\"ylabel\" transform=\"rotate(-90 14 "
-      "{:.1f})\">{}</text>\n",
-      kTop + plot_h / 2, kTop + plot_h / 2, html_escape(y_label));
-  // One polyline (and its points) per series; the legend on the right.
-  int legend_y = kTop + 6;
-  for (const auto& s : series) {
-    std::string points;
-    for (const auto& [x, y] : s.points) points += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
-    if (!points.empty()) points.pop_back();
-    svg += fmt::format(
-        "<g class=\"series\" data-run=\"{}\" data-name=\"{}\">"
-        "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>",
-        s.run, html_escape(s.name), points, s.color, s.dashed ? " stroke-dasharray=\"6 4\"" : "");
-    for (const auto& [x, y] : s.points)
-      svg += fmt::format(
-          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {} at "
-          "{}</title></circle>",
-          px(x), py(y), s.color, html_escape(s.name), tick(y), tick(x));
-    svg += "</g>\n";
-    svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
-        "<text x=\"{5}\" y=\"{6}\" class=\"legend\">{7}</text>\n",
-        kLeft + plot_w + 10, legend_y, kLeft + plot_w + 30, s.color,
-        s.dashed ? " stroke-dasharray=\"6 4\"" : "", kLeft + plot_w + 34, legend_y + 4,
-        html_escape(s.name));
-    legend_y += 16;
-  }
-  svg += "</svg>\n";
-  return svg;
-}
+using StepValue = std::function<double(const StepReport&)>;
 
 double step_x(const RunReport& run, const StepReport& s) {
   return run.method.loop == "open" && s.rate > 0 ? s.rate : s.concurrency;
 }
 
-std::vector<Series> series_of(const std::vector<RunReport>& runs,
-                              const std::vector<std::string>& names,
-                              const std::function<double(const StepReport&)>& value, bool dashed,
-                              const std::string& suffix) {
-  std::vector<Series> out;
+std::string step_name(const StepReport& s) {
+  return s.rate > 0 ? fmt::format("{:g} req/s", s.rate) : fmt::format("N={}", s.concurrency);
+}
+
+// One series per run of `value` over its steps (steps that produced nothing
+// are left out: a zero there is no measurement).
+std::vector<ChartSeries> sweep_series(const std::vector<RunReport>& runs,
+                                      const std::vector<std::string>& names, const StepValue& value,
+                                      bool dashed, const std::string& suffix) {
+  std::vector<ChartSeries> out;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    Series s;
+    ChartSeries s;
     s.name = names[i] + suffix;
     s.run = static_cast<int>(i);
-    s.color = kColors[i % (sizeof(kColors) / sizeof(kColors[0]))];
+    s.color = kColors[i % kColorCount];
     s.dashed = dashed;
     for (const auto& step : runs[i].steps)
       if (step.succeeded > 0 || step.output_tokens_per_s > 0)
@@ -140,11 +44,63 @@ std::vector<Series> series_of(const std::vector<RunReport>& runs,
   return out;
 }
 
+// A latency over the sweep: p50 solid and p99 dashed for every run.
+std::string latency_sweep(const std::vector<RunReport>& runs, const std::vector<std::string>& names,
+                          const std::string& title, const std::string& x_label,
+                          Summary StepReport::*member) {
+  LineChart c{title, x_label, "ms", {}, true, true, std::nullopt};
+  c.series = sweep_series(
+      runs, names, [member](const StepReport& s) { return (s.*member).p50; }, false, " p50");
+  auto p99 = sweep_series(
+      runs, names, [member](const StepReport& s) { return (s.*member).p99; }, true, " p99");
+  c.series.insert(c.series.end(), p99.begin(), p99.end());
+  return line_chart(c);
+}
+
+struct Distribution {
+  const char* title;
+  const char* x_label;
+  const char* y_label;
+  Summary StepReport::*member;
+};
+
+constexpr Distribution kDistributions[] = {
+    {"TTFT distribution", "time to first token (ms)", "fraction of requests", &StepReport::ttft_ms},
+    {"ITL distribution", "inter-token latency (ms)", "fraction of token gaps", &StepReport::itl_ms},
+    {"TPOT distribution", "time per output token (ms)", "fraction of requests",
+     &StepReport::tpot_ms},
+    {"E2E distribution", "end-to-end latency (ms)", "fraction of requests", &StepReport::e2e_ms},
+};
+
+// Each step's empirical CDF of every latency, one chart per latency.
+std::string distributions(const RunReport& run) {
+  bool any = false;
+  for (const auto& s : run.steps) any |= !s.ttft_ms.percentiles.empty();
+  if (!any)
+    return "<p class=\"note\">No distributions: this file holds no percentiles (written by an "
+           "older switchyard, or no request succeeded).</p>\n";
+  std::string out = "<div class=\"distributions\">\n";
+  for (const auto& d : kDistributions) {
+    LineChart c{d.title, d.x_label, d.y_label, {}, false, false, 1.0};
+    for (std::size_t i = 0; i < run.steps.size(); ++i) {
+      const auto& step = run.steps[i];
+      ChartSeries s;
+      s.name = step_name(step);
+      s.run = static_cast<int>(i);
+      s.color = kColors[i % kColorCount];
+      s.points = cdf_points((step.*d.member).percentiles);
+      if (!s.points.empty()) c.series.push_back(std::move(s));
+    }
+    out += line_chart(c);
+  }
+  return out + "</div>\n";
+}
+
 std::string summary_cells(const Summary& s) {
   return fmt::format("<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td>", s.p50, s.p90, s.p99);
 }
 
-std::string run_table(const RunReport& run, const std::string& name) {
+std::string run_section(const RunReport& run, const std::string& name) {
   std::string t = fmt::format("<h2>{}</h2>\n<p class=\"meta\">{} · model {} · started {}{}</p>\n",
                               html_escape(name), html_escape(run.endpoint), html_escape(run.model),
                               html_escape(run.started_at),
@@ -160,70 +116,73 @@ std::string run_table(const RunReport& run, const std::string& name) {
       reported =
           fmt::format("{:.0f}{}", *s.self_reported_tokens_per_s, s.inflated ? " (inflated)" : "");
     t += fmt::format(
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td><b>{:.1f}</b></td><td>{:.2f}</td>{}{}<td>{:.1f}</"
-        "td>"
-        "<td>{:.0f}</td><td>{}</td></tr>\n",
-        s.rate > 0 ? fmt::format("{} req/s", tick(s.rate)) : std::to_string(s.concurrency),
-        s.requests, s.succeeded, s.output_tokens_per_s, s.requests_per_s, summary_cells(s.ttft_ms),
-        summary_cells(s.itl_ms), s.tpot_ms.p50, s.e2e_ms.p50, reported);
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td><b>{:.1f}</b></td><td>{:.2f}</td>{}{}"
+        "<td>{:.1f}</td><td>{:.0f}</td><td>{}</td></tr>\n",
+        s.rate > 0 ? step_name(s) : std::to_string(s.concurrency), s.requests, s.succeeded,
+        s.output_tokens_per_s, s.requests_per_s, summary_cells(s.ttft_ms), summary_cells(s.itl_ms),
+        s.tpot_ms.p50, s.e2e_ms.p50, reported);
   }
   t += "</table>\n";
   for (const auto& note : run.notes)
     t += fmt::format("<p class=\"note\">{}</p>\n", html_escape(note));
-  return t;
+  return t + distributions(run);
+}
+
+std::string needle_section(const NeedleGrid& g) {
+  const std::string name = g.label.empty() ? g.endpoint + " " + g.model : g.label;
+  HeatMap m;
+  m.title = "Needle retrieval score";
+  m.x_label = "context (tokens)";
+  m.y_label = "needle depth";
+  for (long c : g.contexts) m.columns.push_back(std::to_string(c));
+  for (double d : g.depths) {
+    m.rows.push_back(fmt::format("{:g}%", d));
+    std::vector<std::optional<double>> row;
+    for (long c : g.contexts) {
+      const auto it = g.scores.find({c, d});
+      row.push_back(it == g.scores.end() ? std::nullopt : std::optional<double>(it->second));
+    }
+    m.cells.push_back(std::move(row));
+  }
+  std::string out = fmt::format("<h2>Needle check: {}</h2>\n<p class=\"meta\">{} · model {}</p>\n",
+                                html_escape(name), html_escape(g.endpoint), html_escape(g.model));
+  if (g.simulated)
+    out +=
+        "<p class=\"note\">Simulated engine: the simulator does not read the prompt, so "
+        "these scores say nothing about the model.</p>\n";
+  return out + heat_map(m);
 }
 
 }  // namespace
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-std::string render_html(const std::vector<RunReport>& runs,
-                        const std::vector<std::string>& labels) {
+std::string render_html(const std::vector<RunReport>& runs, const std::vector<std::string>& labels,
+                        const std::vector<NeedleGrid>& needles) {
   std::vector<std::string> names;
   bool simulated = false;
   bool open = false;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     std::string label = i < labels.size() ? labels[i] : std::string();
+    if (label.empty()) label = runs[i].label;
     names.push_back(label.empty() ? runs[i].endpoint + " " + runs[i].model : label);
     simulated |= runs[i].simulated;
     open |= runs[i].method.loop == "open";
   }
+  for (const auto& g : needles) simulated |= g.simulated;
   const std::string x_label = open ? "request rate (req/s)" : "concurrency (requests in flight)";
   const std::string title = simulated ? "switchyard bench (simulated engines)" : "switchyard bench";
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" +
       html_escape(title) +
       "</title>\n<style>\n"
-      "body{font-family:system-ui,sans-serif;margin:2em;max-width:1000px;color:#222}\n"
+      "body{font-family:system-ui,sans-serif;margin:2em;max-width:1480px;color:#222}\n"
       "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;"
-      "text-align:right}\n.chart text{font-size:12px;fill:#333}.chart .title{font-size:14px;"
-      "font-weight:bold}.chart .ytick{text-anchor:end}.chart .xtick,.chart .xlabel,"
-      ".chart .ylabel{text-anchor:middle}.chart .axis{stroke:#333}.chart .grid{stroke:#eee}\n"
+      "text-align:right}\n.charts,.distributions{display:flex;flex-wrap:wrap;gap:8px}\n"
+      ".chart text{font-size:12px;fill:#333}.chart .title{font-size:14px;font-weight:bold}"
+      ".chart .ytick{text-anchor:end}.chart .xtick,.chart .xlabel,.chart .ylabel,"
+      ".chart .score{text-anchor:middle}.chart .axis{stroke:#333}.chart .grid{stroke:#eee}"
+      ".chart .empty{fill:#f4f4f4;stroke:#ddd}\n"
+      ".chart .legend{font-family:'DejaVu Sans Mono','Liberation Mono',monospace;"
+      "font-size:12px}\n"
       ".banner{background:#fff3cd;border:1px solid #e0c060;padding:.5em 1em}\n"
       "</style>\n</head>\n<body>\n<h1>" +
       html_escape(title) + "</h1>\n";
@@ -231,28 +190,28 @@ std::string render_html(const std::vector<RunReport>& runs,
     html +=
         "<p class=\"banner\">Simulated engines: these numbers come from switchyard's "
         "simulator and say nothing about real hardware.</p>\n";
-  html +=
-      "<p>Output tokens per second is generated tokens / wall time of each step "
-      "(forced output length, random-vocabulary prompts). TTFT, ITL and TPOT are "
-      "defined in docs/bench.md.</p>\n";
-  html +=
-      chart("Output tokens/s", x_label, "tokens/s",
-            series_of(
-                runs, names, [](const StepReport& s) { return s.output_tokens_per_s; }, false, ""),
-            simulated);
-  auto ttft = series_of(
-      runs, names, [](const StepReport& s) { return s.ttft_ms.p50; }, false, " p50");
-  auto ttft99 = series_of(
-      runs, names, [](const StepReport& s) { return s.ttft_ms.p99; }, true, " p99");
-  ttft.insert(ttft.end(), ttft99.begin(), ttft99.end());
-  html += chart("Time to first token", x_label, "ms", ttft, simulated);
-  auto itl = series_of(
-      runs, names, [](const StepReport& s) { return s.itl_ms.p50; }, false, " p50");
-  auto itl99 = series_of(
-      runs, names, [](const StepReport& s) { return s.itl_ms.p99; }, true, " p99");
-  itl.insert(itl.end(), itl99.begin(), itl99.end());
-  html += chart("Inter-token latency", x_label, "ms", itl, simulated);
-  for (std::size_t i = 0; i < runs.size(); ++i) html += run_table(runs[i], names[i]);
+  if (!runs.empty()) {
+    html +=
+        "<p>Output tokens per second is generated tokens / wall time of each step "
+        "(forced output length, random-vocabulary prompts). TTFT, ITL, TPOT and E2E are "
+        "defined in docs/bench.md; p50 is drawn solid, p99 dashed.</p>\n<div class=\"charts\">\n";
+    const auto metric = [&](const char* chart_title, const char* unit, const StepValue& value) {
+      LineChart c{chart_title, x_label, unit, {}, true, true, std::nullopt};
+      c.series = sweep_series(runs, names, value, false, "");
+      return line_chart(c);
+    };
+    html += metric("Output tokens/s", "tokens/s",
+                   [](const StepReport& s) { return s.output_tokens_per_s; });
+    html += latency_sweep(runs, names, "Time to first token", x_label, &StepReport::ttft_ms);
+    html += latency_sweep(runs, names, "Inter-token latency", x_label, &StepReport::itl_ms);
+    html += latency_sweep(runs, names, "Time per output token", x_label, &StepReport::tpot_ms);
+    html += latency_sweep(runs, names, "End-to-end latency", x_label, &StepReport::e2e_ms);
+    html +=
+        metric("Requests/s", "requests/s", [](const StepReport& s) { return s.requests_per_s; });
+    html += "</div>\n";
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) html += run_section(runs[i], names[i]);
+  for (const auto& g : needles) html += needle_section(g);
   html += "</body>\n</html>\n";
   return html;
 }

@@ -21,6 +21,16 @@ json::object summary_json(const Summary& s) {
   return json::object{{"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"mean", s.mean}};
 }
 
+// A latency summary keeps its percentiles too: `bench report` draws the
+// step's CDF from a saved run.
+json::object latency_json(const Summary& s) {
+  json::object o = summary_json(s);
+  json::array percentiles;
+  for (double v : s.percentiles) percentiles.emplace_back(v);
+  o["percentiles"] = std::move(percentiles);
+  return o;
+}
+
 json::value optional_json(const std::optional<double>& v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
@@ -41,10 +51,10 @@ json::object step_json(const StepReport& s) {
       {"wall_s", s.wall_s},
       {"output_tokens_per_s", s.output_tokens_per_s},
       {"requests_per_s", s.requests_per_s},
-      {"ttft_ms", summary_json(s.ttft_ms)},
-      {"itl_ms", summary_json(s.itl_ms)},
-      {"tpot_ms", summary_json(s.tpot_ms)},
-      {"e2e_ms", summary_json(s.e2e_ms)},
+      {"ttft_ms", latency_json(s.ttft_ms)},
+      {"itl_ms", latency_json(s.itl_ms)},
+      {"tpot_ms", latency_json(s.tpot_ms)},
+      {"e2e_ms", latency_json(s.e2e_ms)},
       {"prompt_tokens", summary_json(s.prompt_tokens)},
       {"warmup", s.warmup},
       {"prompt_checked", s.prompt_checked},
@@ -122,6 +132,9 @@ Summary summary_from(const json::object& o, std::string_view key) {
   s.p90 = number(so, "p90");
   s.p99 = number(so, "p99");
   s.mean = number(so, "mean");
+  if (const auto* p = so.if_contains("percentiles"); p && p->is_array())
+    for (const auto& v : p->as_array())
+      if (v.is_number()) s.percentiles.push_back(v.to_number<double>());
   return s;
 }
 
@@ -166,6 +179,7 @@ std::string run_to_json(const RunReport& run) {
                    {"simulated", run.simulated},     {"interrupted", run.interrupted},
                    {"notes", std::move(notes)},      {"steps", std::move(steps)},
                    {"requests", std::move(requests)}};
+  if (!run.label.empty()) doc["label"] = run.label;
   if (m.workload == "agent") {
     json::array turns;
     for (const auto& t : run.turns) turns.push_back(turn_json(t));
@@ -185,6 +199,7 @@ Result<RunReport> run_from_json(const std::string& text, const std::string& sour
   if (!steps || !steps->is_array())
     return Error{fmt::format("{}: not a bench result (no steps[])", source)};
   RunReport run;
+  run.label = string_field(o, "label");
   run.endpoint = string_field(o, "endpoint");
   run.model = string_field(o, "model");
   run.started_at = string_field(o, "started_at");

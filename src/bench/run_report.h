@@ -99,6 +99,7 @@ struct StepReport {
 StepReport summarize_step(const StepPlan& plan, const StepOutcome& outcome);
 
 struct RunReport {
+  std::string label;     // --label: names the run in an overlaid report; "" for none
   std::string endpoint;  // the URL benchmarked
   std::string model;
   std::string started_at;  // ISO 8601, UTC

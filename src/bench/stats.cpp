@@ -22,6 +22,8 @@ Summary summarize(std::vector<double> values) {
   s.p50 = quantile(values, 0.50);
   s.p90 = quantile(values, 0.90);
   s.p99 = quantile(values, 0.99);
+  s.percentiles.reserve(101);
+  for (int i = 0; i <= 100; ++i) s.percentiles.push_back(quantile(values, i / 100.0));
   s.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
   return s;
 }

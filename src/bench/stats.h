@@ -5,13 +5,17 @@
 
 namespace switchyard::bench {
 
-// p50/p90/p99 and the mean of a sample; all zero for an empty sample.
+// p50/p90/p99, the mean and the percentiles of a sample; all zero (and no
+// percentiles) for an empty sample. Every figure is over the same values.
 struct Summary {
   double p50 = 0;
   double p90 = 0;
   double p99 = 0;
   double mean = 0;
   std::size_t count = 0;
+  // The 0th, 1st, …, 100th percentiles (quantile() at q = i / 100): the
+  // sample's distribution for the report's CDFs; empty for an empty sample.
+  std::vector<double> percentiles;
 };
 
 // The q-quantile (0 ≤ q ≤ 1) of `sorted` (ascending) by linear interpolation

@@ -19,6 +19,7 @@ struct BenchFlags {
   bench::BenchOptions options;
   std::vector<std::string> report_files;
   std::string report_html;
+  std::vector<std::string> report_labels;
   bench::NeedleOptions needle;
   bench::DayOptions day;
   std::string day_out;
@@ -78,6 +79,8 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::Range(11L, 100'000'000L));
   sub->add_option("--json", o.json_path, "Write every step and request to FILE");
   sub->add_option("--html", o.html_path, "Write a self-contained HTML report with charts to FILE");
+  sub->add_option("--label", o.label,
+                  "Name of this run in reports and their legends (default: endpoint and model)");
   sub->add_flag(
       "--simulated", o.simulated,
       "Label results 'simulated engines' (when a gateway hides that its engines are sims)");
@@ -184,6 +187,8 @@ Command add_bench_command(CLI::App& app) {
   needle->add_option("--tokenize-url", n.tokenize_url,
                      "Where to count tokens (default URL/tokenize)");
   needle->add_option("--json", n.json_path, "Write every request and the scores to FILE");
+  needle->add_option("--html", n.html_path, "Write the score grid as an HTML heat map to FILE");
+  needle->add_option("--label", n.label, "Name of this run in reports");
   needle->add_flag("--simulated", n.simulated,
                    "Say the engine is simulated (when a gateway hides that its engines are sims)");
   needle
@@ -194,11 +199,16 @@ Command add_bench_command(CLI::App& app) {
 
   auto* report =
       sub->add_subcommand("report", "Overlay saved runs (--json files) in one HTML report");
-  report->add_option("files", flags->report_files, "Bench JSON files")->required();
+  report->add_option("files", flags->report_files, "Bench and needle JSON files")->required();
+  report->add_option("--label", flags->report_labels,
+                     "Name of the n-th file's run (repeatable; default: its --label, else the "
+                     "file name)");
   report->add_option("--html", flags->report_html, "Output HTML file")->required();
 
   return {sub, [flags, sub, report, needle, day]() {
-            if (report->parsed()) return bench::run_report(flags->report_files, flags->report_html);
+            if (report->parsed())
+              return bench::run_report(flags->report_files, flags->report_labels,
+                                       flags->report_html);
             if (day->parsed()) return bench::run_make_trace(flags->day, flags->day_out);
             if (needle->parsed()) return bench::run_needle(flags->needle);
             if (flags->options.url.empty()) {

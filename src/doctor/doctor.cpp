@@ -91,32 +91,6 @@ void add_supervised(const FleetTargets& targets, const DoctorOptions& options, c
   }
 }
 
-std::optional<double> measured(const BackendReport& b, std::string_view name) {
-  for (const auto& m : b.measurements) {
-    if (m.name == name) return m.value;
-  }
-  return std::nullopt;
-}
-
-// A mean above the p90 is no arithmetic slip: a few requests far slower than the rest (a long
-// prefill, a wait in the queue) pull the mean up, while the p90, interpolated inside the
-// histogram's buckets, is what nine requests in ten saw. Say so where it happens.
-void explain_skew(BackendReport& b) {
-  for (const auto& [key, what] :
-       {std::pair{"ttft", "TTFT"}, std::pair{"queue_time", "queue time"}}) {
-    const auto mean = measured(b, std::string(key) + "_mean_s");
-    const auto p90 = measured(b, std::string(key) + "_p90_s");
-    if (!mean || !p90 || *mean <= *p90) continue;
-    b.findings.push_back(
-        {Severity::note, "backend.latency_skew", b.url,
-         fmt::format("{} mean {:.2f} s is above its p90 {:.2f} s: the slowest tenth of the "
-                     "requests took far longer than the rest (long prompts or queueing) and pulls "
-                     "the mean up; the p90 (interpolated in vLLM's histogram buckets) is what "
-                     "most requests saw.",
-                     what, *mean, *p90)});
-  }
-}
-
 }  // namespace
 
 int run_doctor(const DoctorOptions& options, const Fetcher& fetch, std::ostream& out,
@@ -186,7 +160,6 @@ int run_doctor(const DoctorOptions& options, const Fetcher& fetch, std::ostream&
     probe.timeout = options.timeout;
     probe.max_num_seqs = options.max_num_seqs;
     report.backends = probe_backends(urls, fetch, probe);
-    for (auto& backend : report.backends) explain_skew(backend);
   }
 
   if (options.json) {

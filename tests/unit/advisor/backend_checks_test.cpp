@@ -291,6 +291,68 @@ TEST(BackendChecks, VllmLatencyOverTheWindowFromHistograms) {
   EXPECT_DOUBLE_EQ(measured(report, "ttft_mean_s")->value, 1.5);  // 6 s over 4 requests
   ASSERT_NE(measured(report, "ttft_p90_s"), nullptr);
   EXPECT_GT(measured(report, "ttft_p90_s")->value, 0.5);
+  EXPECT_EQ(find(report, "backend.latency_skew"), nullptr);  // mean 1.5 s under p90 4.1 s
+}
+
+// A vLLM page whose only content is a TTFT histogram: cumulative counts at
+// le 0.5, 5 and +Inf, and the sum of the observations.
+std::string ttft_page(double at_half, double at_five, double total, double sum) {
+  return fmt::format(
+      "vllm:num_requests_running 1\n"
+      "vllm:time_to_first_token_seconds_bucket{{le=\"0.5\"}} {}\n"
+      "vllm:time_to_first_token_seconds_bucket{{le=\"5.0\"}} {}\n"
+      "vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\"}} {}\n"
+      "vllm:time_to_first_token_seconds_count {}\n"
+      "vllm:time_to_first_token_seconds_sum {}\n",
+      at_half, at_five, total, total, sum);
+}
+
+TEST(BackendChecks, TtftMeanAboveP90IsExplainedBesideIt) {
+  const std::string empty = ttft_page(0, 0, 0, 0);
+  // Nine requests at 0.1 s, one at 30 s: mean 3.09 s, p90 0.5 s. The fastest
+  // nine took ≤ 0.5 s each, so the slowest one took ≥ 30.9 − 4.5 = 26.4 s.
+  auto report = analyze_backend(observe(empty, ttft_page(9, 9, 10, 30.9)));
+  EXPECT_NEAR(measured(report, "ttft_mean_s")->value, 3.09, 1e-9);
+  EXPECT_DOUBLE_EQ(measured(report, "ttft_p90_s")->value, 0.5);
+  const Finding* f = find(report, "backend.latency_skew");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->severity, Severity::note);
+  EXPECT_TRUE(contains(f->message, "TTFT mean 3.09 s is above its p90 0.50 s over the 10 requests"))
+      << f->message;
+  EXPECT_TRUE(contains(f->message, "the slowest 10% averaged at least 26.40 s")) << f->message;
+
+  // Two of ten past the largest finite bucket: the p90 shown (5 s) is a floor.
+  report = analyze_backend(observe(empty, ttft_page(5, 8, 10, 126.5)));
+  f = find(report, "backend.latency_skew");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->message, "beyond the histogram's largest bucket (5 s)")) << f->message;
+  EXPECT_TRUE(contains(f->message, "5.00 s is only a lower bound")) << f->message;
+
+  // All ten inside (0, 0.5]: the p90 is interpolated (0.45 s), the mean 0.46 s.
+  report = analyze_backend(observe(empty, ttft_page(10, 10, 10, 4.6)));
+  f = find(report, "backend.latency_skew");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->message, "interpolated inside the bucket (0 s, 0.5 s]")) << f->message;
+}
+
+// Two scrapes that disagree: 3 waiting with the pool 83% full, then none
+// waiting at 77%. The table's "KV in use" and the note name the same scrape.
+TEST(BackendChecks, OneKvInUseFigurePerReport) {
+  VllmState a{.running = 8, .waiting = 3, .kv_usage = 0.83};
+  VllmState b{.running = 8, .waiting = 0, .kv_usage = 0.77};
+  const auto report = analyze_backend(observe(vllm_metrics(a), vllm_metrics(b)));
+  ASSERT_NE(measured(report, "kv_cache_usage"), nullptr);
+  EXPECT_DOUBLE_EQ(measured(report, "kv_cache_usage")->value, 0.83);
+  EXPECT_DOUBLE_EQ(measured(report, "requests_waiting")->value, 3);
+  const Finding* f = find(report, "backend.waiting");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(contains(f->message, "with the KV pool at 83%")) << f->message;
+
+  // Nobody waiting at either end: the fuller scrape.
+  a.waiting = 0;
+  const auto calm = analyze_backend(observe(vllm_metrics(a), vllm_metrics(b)));
+  EXPECT_DOUBLE_EQ(measured(calm, "kv_cache_usage")->value, 0.83);
+  EXPECT_EQ(find(calm, "backend.waiting"), nullptr);
 }
 
 TEST(BackendChecks, RestartBetweenScrapesStopsTheAnalysis) {

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "bench/needle_run.h"
 #include "bench/needle_scorer.h"
 
 namespace switchyard::bench {
@@ -173,6 +174,35 @@ TEST(Needle, QuestionNamesEveryKey) {
   const auto q = needle_question(needles);
   for (const auto& n : needles) EXPECT_NE(q.find(n.key), std::string::npos);
   EXPECT_EQ(q.find(needles[0].value), std::string::npos);
+}
+
+TEST(NeedleReport, GridMeansTheTrialsAndSurvivesTheJson) {
+  NeedleReport r;
+  r.endpoint = "http://e";
+  r.model = "m";
+  r.simulated = true;
+  r.options.depths = {10, 90};
+  r.options.label = "128K check";
+  r.contexts = {4096, 131072};
+  const auto cell = [](long context, double depth, double score) {
+    NeedleCell c;
+    c.context = context;
+    c.depth = depth;
+    c.score = score;
+    return c;
+  };
+  r.cells = {cell(4096, 10, 1), cell(4096, 10, 0.5), cell(4096, 90, 1), cell(131072, 10, 0)};
+  const NeedleGrid g = needle_grid(r);
+  EXPECT_DOUBLE_EQ(g.scores.at({4096, 10}), 0.75);
+  EXPECT_EQ(g.scores.count({131072, 90}), 0u);
+  auto back = needle_grid_from_json(needle_to_json(r), "n.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->label, "128K check");
+  EXPECT_TRUE(back->simulated);
+  EXPECT_EQ(back->contexts, (std::vector<long>{4096, 131072}));
+  EXPECT_EQ(back->depths, (std::vector<double>{10, 90}));
+  EXPECT_EQ(back->scores, g.scores);
+  EXPECT_FALSE(needle_grid_from_json("{\"kind\":\"needle\"}", "x.json"));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -29,8 +30,12 @@ RunReport sample_run(const std::string& model, double scale, bool simulated) {
     s.concurrency = n;
     s.requests = s.succeeded = 4 * n;
     s.output_tokens_per_s = 60 * n * scale;
-    s.ttft_ms = {100.0 * n, 150.0 * n, 200.0 * n, 120.0 * n, 4u * n};
-    s.itl_ms = {15, 18, 25, 16, 100};
+    s.ttft_ms.p50 = 100.0 * n;
+    s.ttft_ms.p90 = 150.0 * n;
+    s.ttft_ms.p99 = 200.0 * n;
+    s.ttft_ms.mean = 120.0 * n;
+    s.ttft_ms.count = 4u * n;
+    s.itl_ms = summarize({15, 16, 18, 25});
     s.self_reported_tokens_per_s = 600;
     s.inflated = n == 8;
     s.self_report_ratio = n == 8 ? 2.5 : 1.0;
@@ -82,7 +87,9 @@ TEST(ReportHtml, IsWellFormedWithOneThroughputSeriesPerRun) {
 
   std::vector<const pt::ptree*> svgs;
   collect(tree, "class", "chart", svgs);
-  ASSERT_EQ(svgs.size(), 3u);  // tok/s, TTFT, ITL
+  // Over the sweep: tok/s, TTFT, ITL, TPOT, E2E, req/s; no distributions
+  // (these runs carry no TTFT percentiles).
+  ASSERT_EQ(svgs.size(), 6u);
   std::vector<const pt::ptree*> throughput;
   collect(*svgs[0], "class", "series", throughput);
   ASSERT_EQ(throughput.size(), runs.size());
@@ -93,6 +100,120 @@ TEST(ReportHtml, IsWellFormedWithOneThroughputSeriesPerRun) {
   EXPECT_EQ(ttft.size(), 2 * runs.size());  // p50 and p99 per run
   EXPECT_NE(html.find("simulated engines"), std::string::npos);
   EXPECT_NE(html.find("x&lt;y&gt;.json"), std::string::npos);
+}
+
+// Text of every <text> element under `tree` (their tspans included).
+void texts(const pt::ptree& tree, std::vector<std::string>& out) {
+  for (const auto& [key, child] : tree) {
+    if (key == "text") {
+      std::string t = child.get_value<std::string>();
+      for (const auto& [k, span] : child)
+        if (k == "tspan") t += span.get_value<std::string>();
+      out.push_back(t);
+    }
+    if (key != "<xmlattr>") texts(child, out);
+  }
+}
+
+pt::ptree parse(const std::string& html) {
+  std::istringstream in(html);
+  pt::ptree tree;
+  pt::read_xml(in, tree);
+  return tree;
+}
+
+TEST(ReportHtml, SweepAxesHaveRoundTicks) {
+  // Output tok/s peaks at 960 (tp2 at N=8): the y axis runs 0, 200, …, 1000.
+  const auto tree = parse(render_html({sample_run("a", 1, false), sample_run("b", 2, false)}, {}));
+  std::vector<const pt::ptree*> svgs;
+  collect(tree, "class", "chart", svgs);
+  ASSERT_FALSE(svgs.empty());
+  std::vector<std::string> labels;
+  texts(*svgs[0], labels);
+  for (const char* tick : {"0", "200", "400", "600", "800", "1000", "1", "2", "4", "8"})
+    EXPECT_NE(std::find(labels.begin(), labels.end(), tick), labels.end()) << tick;
+  EXPECT_EQ(std::find(labels.begin(), labels.end(), "1056"), labels.end());  // no 1.1 × max
+}
+
+TEST(ReportHtml, EachStepsLatencyDistributionsAsCdfs) {
+  auto run = sample_run("m", 1, false);
+  for (auto& s : run.steps) {
+    std::vector<double> ttft;
+    for (int i = 1; i <= 20; ++i) ttft.push_back(10.0 * i * s.concurrency);
+    s.ttft_ms = summarize(ttft);
+    s.tpot_ms = summarize({5, 6, 7});
+    s.e2e_ms = summarize({300, 400});
+  }
+  const auto tree = parse(render_html({run}, {"with distributions"}));
+  std::vector<const pt::ptree*> blocks;
+  collect(tree, "class", "distributions", blocks);
+  ASSERT_EQ(blocks.size(), 1u);
+  std::vector<const pt::ptree*> cdfs;
+  collect(*blocks[0], "class", "chart", cdfs);
+  ASSERT_EQ(cdfs.size(), 4u);  // TTFT, ITL, TPOT, E2E
+  std::vector<const pt::ptree*> steps;
+  collect(*cdfs[0], "class", "series", steps);
+  ASSERT_EQ(steps.size(), run.steps.size());
+  EXPECT_EQ(steps[3]->get<std::string>("<xmlattr>.data-name"), "N=8");
+  std::vector<std::string> labels;
+  texts(*cdfs[0], labels);
+  EXPECT_NE(std::find(labels.begin(), labels.end(), "1.0"), labels.end());  // y: fraction to 1
+}
+
+TEST(ReportHtml, LongLabelsWrapInsideTheChart) {
+  const std::string label(150, 'L');
+  const auto tree = parse(render_html({sample_run("m", 1, false)}, {label}));
+  std::vector<const pt::ptree*> svgs;
+  collect(tree, "class", "chart", svgs);
+  ASSERT_FALSE(svgs.empty());
+  std::vector<const pt::ptree*> legend;
+  collect(*svgs[0], "class", "legend", legend);
+  ASSERT_EQ(legend.size(), 1u);
+  std::size_t chars = 0, lines = 0;
+  for (const auto& [key, span] : *legend[0])
+    if (key == "tspan") {
+      ++lines;
+      chars += span.get_value<std::string>().size();
+    }
+  EXPECT_GE(lines, 2u);
+  EXPECT_EQ(chars, label.size());
+}
+
+TEST(ReportHtml, NeedleGridAsAHeatMap) {
+  NeedleGrid g;
+  g.label = "needle run";
+  g.endpoint = "http://e";
+  g.model = "m";
+  g.contexts = {4096, 32768};
+  g.depths = {10, 90};
+  g.scores = {{{4096, 10}, 1.0}, {{4096, 90}, 0.5}, {{32768, 10}, 0.0}};
+  const auto tree = parse(render_html({}, {}, {g}));
+  std::vector<const pt::ptree*> maps;
+  collect(tree, "class", "chart heatmap", maps);
+  ASSERT_EQ(maps.size(), 1u);
+  std::vector<const pt::ptree*> cells;
+  collect(*maps[0], "class", "cell", cells);
+  ASSERT_EQ(cells.size(), 3u);  // the missing (32768, 90) is an empty rect
+  EXPECT_EQ(cells[0]->get<std::string>("<xmlattr>.data-score"), "1.000");
+  EXPECT_EQ(cells[0]->get<std::string>("rect.<xmlattr>.fill"), score_color(1.0));
+  std::vector<const pt::ptree*> empty;
+  collect(*maps[0], "class", "cell empty", empty);
+  EXPECT_EQ(empty.size(), 1u);
+}
+
+TEST(ReportJson, KeepsTheLabelAndTheLatencyPercentiles) {
+  auto run = sample_run("m", 1, false);
+  run.label = "tp2 fp8";
+  run.steps[0].ttft_ms = summarize({1, 2, 3, 4});
+  auto back = run_from_json(run_to_json(run), "a.json");
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->label, "tp2 fp8");
+  ASSERT_EQ(back->steps[0].ttft_ms.percentiles.size(), 101u);
+  EXPECT_DOUBLE_EQ(back->steps[0].ttft_ms.percentiles[50], 2.5);
+  const auto& itl = run.steps[0].itl_ms.percentiles;
+  ASSERT_EQ(back->steps[0].itl_ms.percentiles.size(), itl.size());
+  for (std::size_t i = 0; i < itl.size(); ++i)
+    EXPECT_NEAR(back->steps[0].itl_ms.percentiles[i], itl[i], 1e-9 * itl[i]) << i;
 }
 
 TEST(ReportHtml, RealEnginesAreNotLabelledSimulated) {
