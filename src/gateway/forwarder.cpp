@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/byte_search.h"
 #include "http/sse.h"
 #include "http/upstream.h"
 #include "openai/api_error.h"
@@ -38,10 +39,13 @@ bool forces_usage(const RequestContext& ctx) {
 // Whether an SSE event carries generated text (a chat or completion delta,
 // an Anthropic text delta): engines stream one token per such event by
 // default, so counting them measures generation as it happens.
+const ByteSearch content_key("content\":");  // "reasoning_content" too
+const ByteSearch text_key("\"text\":");
+
 bool carries_output(std::string_view event) {
-  for (std::string_view key : {"content\":", "\"text\":"}) {
-    for (auto at = event.find(key); at != std::string_view::npos; at = event.find(key, at + 1)) {
-      auto rest = event.substr(at + key.size());
+  for (const ByteSearch* key : {&content_key, &text_key}) {
+    for (auto at = key->find(event); at; at = key->find(event, *at + 1)) {
+      auto rest = event.substr(*at + key->size());
       while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
       if (rest.size() >= 2 && rest[0] == '"' && rest[1] != '"') return true;
     }

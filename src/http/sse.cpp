@@ -16,7 +16,7 @@ void SseSplitter::feed(std::string_view bytes) {
   buffer_.append(bytes);
 }
 
-std::optional<std::string> SseSplitter::next() {
+std::optional<std::string_view> SseSplitter::next() {
   if (overflowed_) return std::nullopt;
   // An event ends at the first blank line: "\n\n", "\r\n\r\n" or mixed.
   const char* data = buffer_.data();
@@ -41,7 +41,7 @@ std::optional<std::string> SseSplitter::next() {
       continue;
     }
     if (j + 1 - start_ > max_event_) break;
-    std::string event = buffer_.substr(start_, j + 1 - start_);
+    const std::string_view event = std::string_view(buffer_).substr(start_, j + 1 - start_);
     start_ = scan_ = j + 1;
     return event;
   }

@@ -22,8 +22,9 @@ class SseSplitter {
   // Ignored once overflowed().
   void feed(std::string_view bytes);
   // The next complete event, or nullopt until more bytes arrive (for good
-  // once overflowed()).
-  std::optional<std::string> next();
+  // once overflowed()). A view into the splitter, valid until the next feed():
+  // a relay forwards events without copying each one.
+  std::optional<std::string_view> next();
   // Bytes received that do not yet form a complete event.
   std::string_view pending() const { return std::string_view(buffer_).substr(start_); }
   // Whether an event was longer than max_event: the stream cannot be relayed

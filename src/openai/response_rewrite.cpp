@@ -1,7 +1,6 @@
 #include "openai/response_rewrite.h"
 
-#include <array>
-
+#include "common/byte_search.h"
 #include "common/json_text.h"
 #include "openai/json_scan.h"
 
@@ -29,42 +28,10 @@ std::optional<std::string_view> event_json(std::string_view event) {
   return std::nullopt;
 }
 
-// Horspool's search: skips ahead by up to the needle's length, where
-// string_view::find stops at every occurrence of the needle's first byte
-// (glibc's memmem costs more to set up than a chunk takes to search, and
-// std::boyer_moore_horspool_searcher hashes every byte it looks at).
-class Searcher {
- public:
-  // `needle` (non-empty) must outlive the searcher.
-  explicit Searcher(std::string_view needle) : needle_(needle) {
-    skip_.fill(needle.size());
-    for (std::size_t i = 0; i + 1 < needle.size(); ++i)
-      skip_[static_cast<unsigned char>(needle[i])] = needle.size() - 1 - i;
-  }
-  std::optional<std::size_t> find(std::string_view haystack) const {
-    const std::size_t n = needle_.size();
-    const char* h = haystack.data();
-    for (std::size_t at = 0; at + n <= haystack.size();) {
-      const char last = h[at + n - 1];
-      if (last == needle_[n - 1]) {
-        std::size_t i = n - 1;
-        while (i > 0 && h[at + i - 1] == needle_[i - 1]) --i;
-        if (i == 0) return at;
-      }
-      at += skip_[static_cast<unsigned char>(last)];
-    }
-    return std::nullopt;
-  }
-
- private:
-  std::string_view needle_;
-  std::array<std::size_t, 256> skip_;
-};
-
 constexpr std::string_view kUsage = "usage\"";
 constexpr std::string_view kTokensPredicted = "tokens_predicted\"";
-const Searcher usage_searcher(kUsage);
-const Searcher predicted_searcher(kTokensPredicted);
+const ByteSearch usage_searcher(kUsage);
+const ByteSearch predicted_searcher(kTokensPredicted);
 
 bool mentions_usage(std::string_view json) {
   return usage_searcher.find(json) || predicted_searcher.find(json);
@@ -89,7 +56,7 @@ struct ResponseRewriter::SeenModel {
   std::string member;  // `"model":` and the engine's token
   std::size_t token_size;
   bool is_clients;  // the token already names the client's model
-  Searcher searcher;
+  ByteSearch searcher;
   SeenModel(std::string m, std::size_t size, bool clients)
       : member(std::move(m)), token_size(size), is_clients(clients), searcher(member) {}
 };

@@ -12,7 +12,7 @@ TEST(SseSplitter, YieldsWholeEventsAcrossArbitraryPieces) {
   std::vector<std::string> events;
   for (char c : stream) {
     s.feed(std::string_view(&c, 1));
-    while (auto e = s.next()) events.push_back(*e);
+    while (auto e = s.next()) events.emplace_back(*e);
   }
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0], "data: {\"a\":1}\n\n");
