@@ -347,9 +347,6 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
     // Often the whole body came with the headers; otherwise read.
     auto ec = parse_buffered(*s.parser, conn.buffer);
     if (!ec && s.parser->body_bytes() == 0 && !s.done()) {
-      // A stream's next event is rarely there yet right after the last one
-      // was relayed; while other calls run, they run first (let_loop_run).
-      if (s.pool->calls > 1) co_await let_loop_run(conn.socket);
       conn.deadline.expires_after(s.pool->options.idle_timeout);
       ec = co_await read_more(conn.socket, conn.buffer, *s.parser);
       conn.deadline.expires_never();
