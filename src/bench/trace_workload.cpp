@@ -136,7 +136,9 @@ awaitable<void> replay_one(LoadGenerator& generator, asio::any_io_executor execu
   out.session = session;
   out.turn = turn;
   out.label = std::move(label);
-  out.start_s = seconds_between(t0, at);
+  // The step's own start_s counts from just after `at`, up to the send that
+  // e2e_ms is measured from: start_s + e2e_ms is when the response ended.
+  out.start_s += seconds_between(t0, at);
   sent = 1;
 }
 
