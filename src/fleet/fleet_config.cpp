@@ -606,52 +606,51 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
   return c;
 }
 
+namespace {
+
+// Every setting a reload cannot change, by its config name: `visit(name,
+// from, to)` on each pair of members, so that reporting the changed ones
+// and keeping the running ones walk the one list.
+template <class From, class To, class Visit>
+void each_restart_only(From& from, To& to, Visit visit) {
+  visit("listen", from.listen, to.listen);
+  visit("body_limit", from.body_limit, to.body_limit);
+  visit("max_connections", from.max_connections, to.max_connections);
+  visit("routing", from.routing, to.routing);
+  visit("timeouts.connect", from.timeouts.connect, to.timeouts.connect);
+  visit("timeouts.first_byte", from.timeouts.first_byte, to.timeouts.first_byte);
+  visit("timeouts.stream_idle", from.timeouts.stream_idle, to.timeouts.stream_idle);
+  visit("timeouts.client_header", from.timeouts.client_header, to.timeouts.client_header);
+  visit("timeouts.client_body", from.timeouts.client_body, to.timeouts.client_body);
+  visit("timeouts.startup", from.timeouts.startup, to.timeouts.startup);
+  visit("timeouts.drain", from.timeouts.drain, to.timeouts.drain);
+  visit("timeouts.stop", from.timeouts.stop, to.timeouts.stop);
+  visit("health.interval", from.health.interval, to.health.interval);
+  visit("health.backoff", from.health.backoff, to.health.backoff);
+  visit("health.backoff_max", from.health.backoff_max, to.health.backoff_max);
+  visit("health.crash_loop", from.health.crash_loop, to.health.crash_loop);
+  visit("health.crash_window", from.health.crash_window, to.health.crash_window);
+  visit("health.metrics_interval", from.health.metrics_interval, to.health.metrics_interval);
+  visit("queue.max_length", from.queue.max_length, to.queue.max_length);
+  visit("queue.max_wait", from.queue.max_wait, to.queue.max_wait);
+  visit("state_db", from.state_db, to.state_db);
+  visit("profiles", from.profiles, to.profiles);
+  visit("switching", from.switching, to.switching);
+}
+
+}  // namespace
+
 std::vector<std::string> restart_only_changes(const FleetConfig& running, const FleetConfig& next) {
   std::vector<std::string> changed;
-  const auto check = [&](bool differs, const char* name) {
-    if (differs) changed.emplace_back(name);
-  };
-  check(running.listen != next.listen, "listen");
-  check(running.body_limit != next.body_limit, "body_limit");
-  check(running.max_connections != next.max_connections, "max_connections");
-  check(running.routing != next.routing, "routing");
-  const auto& a = running.timeouts;
-  const auto& b = next.timeouts;
-  check(a.connect != b.connect, "timeouts.connect");
-  check(a.first_byte != b.first_byte, "timeouts.first_byte");
-  check(a.stream_idle != b.stream_idle, "timeouts.stream_idle");
-  check(a.client_header != b.client_header, "timeouts.client_header");
-  check(a.client_body != b.client_body, "timeouts.client_body");
-  check(a.startup != b.startup, "timeouts.startup");
-  check(a.drain != b.drain, "timeouts.drain");
-  check(a.stop != b.stop, "timeouts.stop");
-  const auto& h = running.health;
-  const auto& k = next.health;
-  check(h.interval != k.interval, "health.interval");
-  check(h.backoff != k.backoff, "health.backoff");
-  check(h.backoff_max != k.backoff_max, "health.backoff_max");
-  check(h.crash_loop != k.crash_loop, "health.crash_loop");
-  check(h.crash_window != k.crash_window, "health.crash_window");
-  check(h.metrics_interval != k.metrics_interval, "health.metrics_interval");
-  check(running.queue.max_length != next.queue.max_length, "queue.max_length");
-  check(running.queue.max_wait != next.queue.max_wait, "queue.max_wait");
-  check(running.state_db != next.state_db, "state_db");
-  check(running.profiles != next.profiles, "profiles");
-  check(running.switching != next.switching, "switching");
+  each_restart_only(running, next, [&](const char* name, const auto& a, const auto& b) {
+    if (a != b) changed.emplace_back(name);
+  });
   return changed;
 }
 
 FleetConfig keep_restart_only_settings(const FleetConfig& running, FleetConfig next) {
-  next.listen = running.listen;
-  next.body_limit = running.body_limit;
-  next.max_connections = running.max_connections;
-  next.routing = running.routing;
-  next.timeouts = running.timeouts;
-  next.health = running.health;
-  next.queue = running.queue;
-  next.state_db = running.state_db;
-  next.profiles = running.profiles;
-  next.switching = running.switching;
+  each_restart_only(running, next,
+                    [](const char*, const auto& kept, auto& applied) { applied = kept; });
   return next;
 }
 

@@ -9,7 +9,9 @@ import assert from 'node:assert/strict';
 
 import { fetchJson, startSim, stopAll } from './harness.mjs';
 
-const SPEED = 25;
+// Slow enough that a loaded machine's scheduling delays between requests
+// (tens of milliseconds) stay small against a request's wall time.
+const SPEED = 10;
 const PROMPT_TOKENS = 2048;
 const OUTPUT_TOKENS = 256;
 
@@ -53,7 +55,7 @@ describe('sim presets deliver the field reports\' throughput', () => {
       const sim = await startSim({ speedFactor: SPEED, alias: 'm' }, ['--preset', preset]);
       const vllm = preset.endsWith('vllm');
       for (const [n, want] of Object.entries(row).map(([k, v]) => [Number(k), v])) {
-        // About 30 modelled seconds per case (~1.2 s of wall time).
+        // About 30 modelled seconds per case (~3 s of wall time).
         const perWorker = vllm ? (n <= 2 ? 3 : 2) : Math.ceil(6 / n);
         const got = await closedLoop(sim.url, n, perWorker);
         t.diagnostic(`${preset} N=${n}: ${got.toFixed(1)} tok/s (table ${want})`);
