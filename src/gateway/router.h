@@ -84,6 +84,9 @@ class Router {
   // What the instance of `lease` (granted, released or not) delivered for
   // its request, for the policy to learn from (rates, cache hits).
   void finished(const RouteLease& lease, const openai::Usage& usage);
+  // The policy's score for sending `query` to instance `index`
+  // (RoutingPolicy::match), whether it has a free slot or not; takes none.
+  double match(const RouteQuery& query, std::size_t index);
   // The policy's name, the label of the decisions metric.
   const char* policy_name() const { return policy_->name(); }
 
