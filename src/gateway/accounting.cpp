@@ -22,13 +22,24 @@ const char* to_string(RequestRecord::Outcome outcome) {
   return "unknown";
 }
 
-void Accounting::finish(const http::RequestHead& head, const RequestRecord& record) {
+void Accounting::finish(const http::RequestHead& head, const RequestRecord& record,
+                        std::string_view key) {
   const double total = record.seconds_since_start();
   const int status = record.logged_status();
   const std::string_view outcome = to_string(record.outcome());
   metrics_.request_finished(record.model, record.instance, status, outcome, record.ttfb, total);
   if (record.usage)
     metrics_.add_tokens(record.model, record.usage->prompt_tokens, record.usage->completion_tokens);
+  if (!key.empty()) {
+    // A limit's refusal (429) or the key's model list (403); other errors
+    // are the request's own or the fleet's.
+    const bool refused = (status == 429 || status == 403) && !record.error_code.empty();
+    const auto& u = record.usage;
+    metrics_.key_request_finished(
+        key, outcome, u ? u->prompt_tokens : 0, u ? u->completion_tokens : 0,
+        u ? u->cached_tokens : 0,
+        refused ? std::string_view(record.error_code) : std::string_view());
+  }
   // Formatted at compile time, and milliseconds as whole tenths (integers
   // format at a fraction of a float's cost): one line per request is on the
   // hot path.
@@ -46,6 +57,13 @@ void Accounting::finish(const http::RequestHead& head, const RequestRecord& reco
   if (record.outcome() != RequestRecord::Outcome::ok &&
       record.outcome() != RequestRecord::Outcome::error)
     fmt::format_to(std::back_inserter(line), FMT_COMPILE(" {}"), outcome);
+  if (!key.empty()) fmt::format_to(std::back_inserter(line), FMT_COMPILE(" key={}"), key);
+  // The wait for a slot, apart from ms: bench/fairness.sh reads it per key.
+  if (record.queued > 0) {
+    const long long queued = tenths(record.queued);
+    fmt::format_to(std::back_inserter(line), FMT_COMPILE(" queued_ms={}.{}"), queued / 10,
+                   queued % 10);
+  }
   if (record.usage)
     fmt::format_to(std::back_inserter(line), FMT_COMPILE(" tokens={}+{}"),
                    record.usage->prompt_tokens, record.usage->completion_tokens);

@@ -10,7 +10,8 @@ namespace switchyard::gateway {
 class Accounting {
  public:
   explicit Accounting(obs::GatewayMetrics& metrics) : metrics_(metrics) {}
-  void finish(const http::RequestHead& head, const RequestRecord& record);
+  // `key`: the API key's name; empty without keys.
+  void finish(const http::RequestHead& head, const RequestRecord& record, std::string_view key);
 
  private:
   obs::GatewayMetrics& metrics_;

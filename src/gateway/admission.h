@@ -62,9 +62,14 @@ class Admit final : public Stage {
     int waiting = 0;   // requests waiting in the key's lane
   };
   std::optional<KeyLoad> load(std::string_view key);
+  // Budget start: the tokens each key (by name) used on the UTC day of
+  // `as_of` before this gateway started; a key's tokens-per-day starts from
+  // them, so a restart does not renew its budget.
+  void start_budgets(std::map<std::string, std::int64_t, std::less<>> spent, tenancy::Time as_of);
 
  private:
   std::shared_ptr<KeyState> state_for(const KeyEntry& key);
+  void start_budget(KeyState& state);
 
   boost::asio::any_io_executor executor_;
   const bool& draining_;
@@ -72,7 +77,15 @@ class Admit final : public Stage {
   const fleet::QueueOptions& queue_;
   bool closed_ = false;
   std::map<std::string, std::shared_ptr<KeyState>, std::less<>> states_;
+  // start_budgets(): applied to a key's state when it is made.
+  std::map<std::string, std::int64_t, std::less<>> spent_before_;
+  tenancy::Time spent_as_of_{};
 };
+
+// Tokens (prompt + completion) each key used on the UTC day of `now` by the
+// usage ledger in `state_db`; empty (logged) when it cannot be read.
+std::map<std::string, std::int64_t, std::less<>> spent_today(const std::string& state_db,
+                                                             tenancy::Time now);
 
 // Tokens a request may use at most, for the reservation and the queue's
 // charge: its prompt (a byte count / 4) plus its max_tokens (or

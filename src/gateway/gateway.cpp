@@ -98,6 +98,8 @@ struct Gateway::Impl {
                         if (alive.lock()) apply_stored_keys(std::move(next.keys));
                       });
                     }) {
+    const auto started = tenancy::Clock::now();
+    admit.start_budgets(spent_today(c.state_db, started), started);
     if (!c.profiles.empty()) {
       profiles = std::make_unique<ProfileControl>(executor, c, fleet, router, queue, metrics);
       route.set_gate(profiles.get());
@@ -105,7 +107,7 @@ struct Gateway::Impl {
     // A freed slot goes to the next waiter of its model; a removed instance
     // is stopped once its last request is done.
     router.on_release([this](std::size_t index, const std::string& model) {
-      queue.dispatch(model);
+      queue.dispatch(model, index);
       if (profiles) profiles->slot_released(index);
       if (router.in_flight(index) == 0 && retiring.erase(index)) stop_instance(index);
     });
@@ -321,6 +323,9 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   if (route.kind == RouteKind::proxy) {
     co_await pipeline.run(ctx);
     admit.finish(ctx);
+    if (ctx.record.usage)
+      queue.correct(ctx.model, ctx.key_name, ctx.share,
+                    ctx.record.usage->prompt_tokens + ctx.record.usage->completion_tokens);
     record_usage(ctx);
     if (ctx.record.usage) {
       std::optional<std::chrono::steady_clock::time_point> first_byte;
@@ -354,7 +359,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
     if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
   }
   if (listed) feed.finish(ctx.record, ctx.key_name, ctx.session);
-  accounting.finish(request.head, ctx.record);
+  accounting.finish(request.head, ctx.record, ctx.key_name);
 }
 
 void Gateway::Impl::record_usage(const RequestContext& ctx) {

@@ -8,6 +8,7 @@ boost::asio::awaitable<void> RequestContext::answer(const openai::ApiError& erro
   reply.headers.add("X-Request-Id", record.id);
   for (auto [name, value] : response_headers) reply.headers.add(name, value);
   record.status = reply.status;
+  record.error_code = error.code;
   record.bytes_out = reply.body.size();
   if (!co_await exchange.respond(std::move(reply))) record.client_gone = true;
 }

@@ -27,7 +27,9 @@ struct RequestRecord {
   std::size_t bytes_in = 0;
   std::size_t bytes_out = 0;
   int status = 0;
-  double ttfb = -1;  // seconds to the first byte sent; < 0 if none
+  std::string error_code;  // the code of the error the gateway answered with, if any
+  double ttfb = -1;        // seconds to the first byte sent; < 0 if none
+  double queued = 0;       // seconds it waited in the model's queue for a slot
   int attempts = 0;
   std::vector<std::string> failed_on;  // instances an attempt failed on, in order
   bool client_gone = false;

@@ -89,8 +89,10 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
   }
   Admission admission = std::get<0>(std::move(waited));
   metrics_.observe_queue_wait(ctx.model, admission.waited_seconds);
+  ctx.record.queued += admission.waited_seconds;
   switch (admission.outcome) {
     case Admission::Outcome::granted:
+      if (admission.charged) ctx.share.charged = admission.charged;
       ctx.target = admission.lease.instance();
       ctx.lease = std::move(admission.lease);
       routed(ctx, ctx.lease.decision());

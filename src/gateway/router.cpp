@@ -104,6 +104,11 @@ void Router::finished(const RouteLease& lease, const openai::Usage& usage,
   policy_->finished(candidate(*instances_[lease.instance()], /*need_slot=*/false), feedback);
 }
 
+double Router::match(const RouteQuery& query, std::size_t index) {
+  if (index >= instances_.size() || instances_[index]->model() != query.model) return 0;
+  return policy_->match(query, candidate(*instances_[index], /*need_slot=*/false));
+}
+
 void Router::release(std::size_t index) {
   assert(index < in_flight_.size() && in_flight_[index] > 0);
   --in_flight_[index];

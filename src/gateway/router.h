@@ -94,6 +94,9 @@ class Router {
   // elsewhere than /props (vLLM's /metrics: routing/engine_kv.h), for the
   // prefix index's bound; a size read from /props comes first.
   void set_kv_tokens(std::size_t index, long tokens);
+  // The policy's score for sending `query` to instance `index`
+  // (RoutingPolicy::match), whether it has a free slot or not; takes none.
+  double match(const RouteQuery& query, std::size_t index);
   // The policy's name, the label of the decisions metric.
   const char* policy_name() const { return policy_->name(); }
 

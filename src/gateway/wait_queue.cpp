@@ -15,8 +15,10 @@ struct WaitQueue::Waiter {
   RouteQuery query;
   QueueShare share;
   bool retry = false;
+  std::uint64_t arrival = 0;        // its place in arrival order
   bool queued = true;               // still in its line (not yet handed a slot or refused)
   std::optional<RouteLease> lease;  // set by dispatch()
+  std::uint64_t charged = 0;        // set by dispatch(): the band that charged its cost
   bool shutting_down = false;
   bool key_revoked = false;
   bool rearmed = false;  // extend() moved the bound: wait again
@@ -46,11 +48,32 @@ void WaitQueue::remove(Line& line, const std::shared_ptr<Waiter>& waiter) {
   if (lane == band->second.lanes.end()) return;
   std::erase(lane->second.waiters, waiter);
   if (lane->second.waiters.empty()) {
-    // An emptied lane keeps no deficit: idle time earns no credit (DRR).
-    std::erase(band->second.ring, lane->first);
+    // Idle time earns no credit: only a tag ahead of the band's virtual
+    // time is remembered, and an emptied band forgets them all.
+    if (lane->second.start > band->second.now)
+      band->second.finish.insert_or_assign(lane->first, lane->second.start);
     band->second.lanes.erase(lane);
     if (band->second.lanes.empty()) line.bands.erase(band);
   }
+}
+
+WaitQueue::Lane& WaitQueue::fair_pick(Band& band) {
+  Lane* best = nullptr;
+  for (auto& [key, lane] : band.lanes) {
+    if (!best || lane.start < best->start) {
+      best = &lane;
+      continue;
+    }
+    if (lane.start > best->start) continue;
+    // A tie: neither key has been served ahead of the other (a band's first
+    // requests, whose keys' running requests got their slots before any
+    // queue formed): the lighter backlog first, then the earlier arrival.
+    if (lane.waiters.size() < best->waiters.size() ||
+        (lane.waiters.size() == best->waiters.size() &&
+         lane.waiters.front()->arrival < best->waiters.front()->arrival))
+      best = &lane;
+  }
+  return *best;
 }
 
 void WaitQueue::grant(Waiter& waiter, RouteLease lease) {
@@ -85,14 +108,22 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   waiter->share.cost = std::max<std::int64_t>(1, share.cost);
   waiter->share.weight = share.weight > 0 ? share.weight : 1;
   waiter->retry = retry;
+  waiter->arrival = ++arrivals_;
   waiter->timer.expires_after(max_wait);
   ++line.size;
   if (retry) {
     line.retries.push_back(waiter);
   } else {
     Band& band = line.bands[waiter->share.priority];
+    if (band.id == 0) band.id = ++bands_;
     auto [lane, added] = band.lanes.try_emplace(std::string(query.key));
-    if (added) band.ring.push_back(lane->first);
+    if (added) {
+      lane->second.start = band.now;
+      if (auto f = band.finish.find(query.key); f != band.finish.end()) {
+        lane->second.start = std::max(band.now, f->second);
+        band.finish.erase(f);
+      }
+    }
     lane->second.weight = waiter->share.weight;
     lane->second.waiters.push_back(waiter);
   }
@@ -113,6 +144,7 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   if (waiter->lease) {
     result.outcome = Admission::Outcome::granted;
     result.lease = std::move(*waiter->lease);
+    result.charged = waiter->charged;
   } else if (waiter->key_revoked) {
     result.outcome = Admission::Outcome::key_revoked;
   } else if (waiter->shutting_down) {
@@ -123,7 +155,23 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   co_return result;
 }
 
-void WaitQueue::dispatch(const std::string& model) {
+WaitQueue::Lane& WaitQueue::handoff(Band& band, Lane& fair, std::size_t freed) {
+  const auto& head = *fair.waiters.front();
+  const double finish = fair.start + static_cast<double>(head.share.cost) / fair.weight;
+  Lane* best = &fair;
+  double best_match = router_.match(head.query, freed);
+  for (auto& [key, lane] : band.lanes) {
+    if (&lane == &fair || lane.start >= finish) continue;
+    const double m = router_.match(lane.waiters.front()->query, freed);
+    if (m > best_match || (m == best_match && m > 0 && lane.start < best->start)) {
+      best = &lane;
+      best_match = m;
+    }
+  }
+  return *best;
+}
+
+void WaitQueue::dispatch(const std::string& model, std::optional<std::size_t> freed) {
   auto it = lines_.find(model);
   if (it == lines_.end() || closed_) return;
   Line& line = it->second;
@@ -138,35 +186,47 @@ void WaitQueue::dispatch(const std::string& model) {
     }
     remove(line, waiter);
     grant(*waiter, std::move(*lease));
+    freed.reset();
   }
-  // Then each band in turn, highest first, by deficit round robin.
+  // Then each band in turn, highest first, by start tags.
   while (!line.bands.empty()) {
     Band& band = line.bands.begin()->second;
-    // Each round gives every key its weight times the largest request at
-    // the head of a lane: a key is served about one request per round, or
-    // more small ones to the tokens of one large one.
-    std::int64_t quantum = 1;
-    for (const auto& [key, lane] : band.lanes)
-      quantum = std::max(quantum, lane.waiters.front()->share.cost);
-    for (;;) {
-      Lane& lane = band.lanes.find(band.ring.front())->second;
-      auto waiter = lane.waiters.front();
-      if (lane.deficit < static_cast<double>(waiter->share.cost)) {
-        lane.deficit += static_cast<double>(quantum) * lane.weight;
-        band.ring.push_back(band.ring.front());
-        band.ring.pop_front();
-        continue;
-      }
-      // Requests of a band have tried nothing yet: no slot for one is no
-      // slot for any.
-      auto lease = router_.acquire(waiter->query);
-      if (!lease) return;
-      lane.deficit -= static_cast<double>(waiter->share.cost);
-      const bool band_ends = band.lanes.size() == 1 && lane.waiters.size() == 1;
-      remove(line, waiter);
-      grant(*waiter, std::move(*lease));
-      if (band_ends) break;  // remove() erased the band
-    }
+    Lane& fair = fair_pick(band);
+    Lane& lane = freed ? handoff(band, fair, *freed) : fair;
+    freed.reset();  // one slot freed there; any further ones go in fair order
+    auto waiter = lane.waiters.front();
+    // Requests of a band have tried nothing yet: no slot for one is no slot
+    // for any.
+    auto lease = router_.acquire(waiter->query);
+    if (!lease) return;
+    band.now = std::max(band.now, lane.start);
+    lane.start += static_cast<double>(waiter->share.cost) / lane.weight;
+    std::erase_if(band.finish, [&](const auto& f) { return f.second <= band.now; });
+    waiter->charged = band.id;
+    remove(line, waiter);  // may erase the lane and the band
+    grant(*waiter, std::move(*lease));
+  }
+}
+
+void WaitQueue::correct(std::string_view model, std::string_view key, const QueueShare& share,
+                        std::int64_t used) {
+  if (share.charged == 0) return;
+  auto line = lines_.find(model);
+  if (line == lines_.end()) return;
+  auto band = line->second.bands.find(share.priority);
+  if (band == line->second.bands.end() || band->second.id != share.charged) return;
+  Band& b = band->second;
+  const double delta = static_cast<double>(used - std::max<std::int64_t>(1, share.cost)) /
+                       (share.weight > 0 ? share.weight : 1);
+  // Virtual time never runs back: a refund brings a key level with the
+  // band's time at most.
+  if (auto lane = b.lanes.find(key); lane != b.lanes.end()) {
+    lane->second.start = std::max(b.now, lane->second.start + delta);
+  } else if (auto f = b.finish.find(key); f != b.finish.end()) {
+    f->second += delta;
+    if (f->second <= b.now) b.finish.erase(f);
+  } else if (delta > 0) {
+    b.finish.emplace(std::string(key), b.now + delta);
   }
 }
 

@@ -4,11 +4,26 @@
 //
 //   1. retries, which have waited their turn already, in the order they came;
 //   2. priority bands, highest first (the key's `priority`);
-//   3. within a band, deficit round robin across API keys, charged in
-//      estimated tokens and weighted by the key's `weight` (after VTC,
-//      arXiv 2401.00588): a key flooding the queue delays another key's
-//      lone request by about one request, not by the whole flood;
+//   3. within a band, start-time fair queueing across API keys (Goyal, Vin
+//      and Cheng, SIGCOMM 1996), charged in estimated tokens and weighted by
+//      the key's `weight`, as VTC (arXiv 2401.00588) charges tokens, and
+//      corrected to the usage at the end (correct()): each key's next
+//      request carries a virtual start tag, and the smallest goes first (on
+//      a tie the key with fewer waiting). A key that starts waiting begins at the band's virtual
+//      time (the start tag served last) unless it was served past it already, so a key that sends
+//      one request at a time goes ahead of a flooding key's next request: it waits for the next
+//      freed slot, at most one request's service time, not for the flood;
 //   4. FIFO within a key.
+//
+// Prefix handoff (issue 13): a slot freed on instance X goes, among the
+// waiters fairness allows next, to the one whose prompt X holds most of by
+// the routing policy's own score (Router::match; 0 for policies without
+// affinity, which leaves the fair order alone). Those waiters are the first
+// waiter of the lane with the smallest start tag (the fair pick) and the
+// first waiters of the same band's other lanes whose start tag is below the
+// fair pick's finish tag: start-time fair queueing would start them before
+// the fair pick's request ends, so taking one first delays the fair pick by
+// one request at most, never a higher band and never a key's own order.
 //
 // A slot is handed on only when Router::acquire grants one for the waiter's
 // own query, as before.
@@ -42,6 +57,7 @@ struct Admission {
   Outcome outcome = Outcome::cancelled;
   RouteLease lease;
   double waited_seconds = 0;
+  std::uint64_t charged = 0;  // the band that charged its cost (QueueShare::charged); 0: none
 };
 
 // Single-threaded, like the Router it feeds from.
@@ -61,8 +77,16 @@ class WaitQueue {
                                             QueueShare share = {});
 
   // Hands free slots of `model` to its waiters in queue order, each by its
-  // own query. Called when a slot frees and when an instance becomes ready.
-  void dispatch(const std::string& model);
+  // own query. Called when a slot frees (`freed`: on which instance, for the
+  // prefix handoff) and when an instance becomes ready.
+  void dispatch(const std::string& model, std::optional<std::size_t> freed = std::nullopt);
+
+  // A request the queue charged (`share.charged` set from its Admission)
+  // ended having used `used` tokens: its key's tags move by the difference,
+  // so a key is charged what its requests used, not their max_tokens (as
+  // VTC charges served tokens). Nothing when that band is gone.
+  void correct(std::string_view model, std::string_view key, const QueueShare& share,
+               std::int64_t used);
 
   // Ends the waits of `key`'s requests with key_revoked.
   void refuse_key(std::string_view key);
@@ -80,12 +104,16 @@ class WaitQueue {
   struct Waiter;
   struct Lane {
     double weight = 1;
-    double deficit = 0;  // tokens this key may still be served this round
+    double start = 0;  // the virtual start tag of its first waiter
     std::deque<std::shared_ptr<Waiter>> waiters;
   };
   struct Band {
     std::map<std::string, Lane, std::less<>> lanes;  // keys with waiters
-    std::deque<std::string> ring;                    // the same keys, in round order
+    // Keys without waiters that were served past `now`: where their next
+    // request starts (one at a time they may not take more than their share).
+    std::map<std::string, double, std::less<>> finish;
+    double now = 0;        // virtual time: the start tag of the request served last
+    std::uint64_t id = 0;  // unique while the queue lives: a request's charge names it
   };
   struct Line {
     std::deque<std::shared_ptr<Waiter>> retries;
@@ -93,6 +121,12 @@ class WaitQueue {
     int size = 0;
   };
   void remove(Line& line, const std::shared_ptr<Waiter>& waiter);
+  // The lane whose first waiter fairness serves next: the smallest start
+  // tag; on a tie the fewer waiters, then the earlier arrival.
+  static Lane& fair_pick(Band& band);
+  // The lane to serve from `band` when a slot freed on `freed`: of those
+  // fairness allows next (see the top of this file), the best match there.
+  Lane& handoff(Band& band, Lane& fair, std::size_t freed);
   // Calls `f` with every waiter of `line`.
   template <class F>
   static void for_each_waiter(Line& line, F f);
@@ -102,6 +136,8 @@ class WaitQueue {
   Router& router_;
   const fleet::QueueOptions options_;
   std::map<std::string, Line, std::less<>> lines_;
+  std::uint64_t arrivals_ = 0;  // numbers waiters in arrival order
+  std::uint64_t bands_ = 0;     // numbers bands as they are created
   bool closed_ = false;
 };
 

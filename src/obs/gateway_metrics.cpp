@@ -135,6 +135,37 @@ struct GatewayMetrics::Impl {
           .Help("1 for each instance's admin state (active, draining, parked), 0 for the others.")
           .Register(registry);
 
+  // Per key (docs/keys.md): series found once per key and label value; keys
+  // are the config's and the key store's, outcomes and codes fixed sets.
+  struct KeySeries {
+    std::map<std::string, prometheus::Counter*, std::less<>> requests;    // by outcome
+    std::map<std::string, prometheus::Counter*, std::less<>> rejections;  // by reason
+    prometheus::Counter* prompt = nullptr;
+    prometheus::Counter* completion = nullptr;
+    prometheus::Counter* cached = nullptr;
+  };
+  std::map<std::string, KeySeries, std::less<>> keys;
+  prometheus::Family<prometheus::Counter>& key_requests =
+      prometheus::BuildCounter()
+          .Name("switchyard_key_requests_total")
+          .Help("Requests by API key name and outcome (ok, error, upstream_failed, client_closed).")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& key_tokens =
+      prometheus::BuildCounter()
+          .Name("switchyard_key_tokens_total")
+          .Help(
+              "Tokens engines reported in usage, by API key name and kind (prompt, completion, "
+              "cached: the part of prompt served from the prefix cache).")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& key_rejections =
+      prometheus::BuildCounter()
+          .Name("switchyard_key_rejections_total")
+          .Help(
+              "Requests the gateway refused with a 429 or 403, by API key name and reason (the "
+              "error code: rate_limit_exceeded, budget_exceeded, concurrency_limit_exceeded, "
+              "session_limit_exceeded, model_not_allowed, queue_full).")
+          .Register(registry);
+
   // Routing: found once per (policy, reason); both sets are small and fixed.
   std::map<std::tuple<std::string, std::string>, prometheus::Counter*, std::less<>> decisions_by;
   prometheus::Histogram* match_ratio = nullptr;
@@ -225,6 +256,35 @@ void GatewayMetrics::route_decided(std::string_view policy, std::string_view rea
     m.match_ratio = &m.match.Add(
         {}, prometheus::Histogram::BucketBoundaries{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1});
   m.match_ratio->Observe(match);
+}
+
+void GatewayMetrics::key_request_finished(std::string_view key, std::string_view outcome,
+                                          long prompt_tokens, long completion_tokens,
+                                          long cached_tokens, std::string_view reason) {
+  auto& m = *impl_;
+  auto it = m.keys.find(key);
+  if (it == m.keys.end()) {
+    const std::string name(key);
+    Impl::KeySeries k;
+    k.prompt = &m.key_tokens.Add({{"key", name}, {"kind", "prompt"}});
+    k.completion = &m.key_tokens.Add({{"key", name}, {"kind", "completion"}});
+    k.cached = &m.key_tokens.Add({{"key", name}, {"kind", "cached"}});
+    it = m.keys.emplace(name, std::move(k)).first;
+  }
+  auto& k = it->second;
+  const auto series = [&](auto& by, auto& family, const char* label, std::string_view value) {
+    auto s = by.find(value);
+    if (s == by.end())
+      s = by.emplace(std::string(value),
+                     &family.Add({{"key", it->first}, {label, std::string(value)}}))
+              .first;
+    return s->second;
+  };
+  series(k.requests, m.key_requests, "outcome", outcome)->Increment();
+  if (!reason.empty()) series(k.rejections, m.key_rejections, "reason", reason)->Increment();
+  if (prompt_tokens > 0) k.prompt->Increment(prompt_tokens);
+  if (completion_tokens > 0) k.completion->Increment(completion_tokens);
+  if (cached_tokens > 0) k.cached->Increment(cached_tokens);
 }
 
 std::string GatewayMetrics::render(const StatusSnapshot& status) const {

@@ -44,6 +44,13 @@ class GatewayMetrics {
   // track prefixes, nothing observed).
   void route_decided(std::string_view policy, std::string_view reason, double match);
 
+  // Per API key, labelled by the key's name (never the key): one finished
+  // request's outcome (as request_finished), the tokens its usage reported,
+  // and, when the gateway refused it with a 429 or 403, the error code it
+  // was refused with (`reason`; empty: not refused).
+  void key_request_finished(std::string_view key, std::string_view outcome, long prompt_tokens,
+                            long completion_tokens, long cached_tokens, std::string_view reason);
+
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.
   std::string render(const StatusSnapshot& status) const;

@@ -6,9 +6,13 @@
 // clients received.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 import {
-  USER_MESSAGES, expectError, fetchJson, queueDepth, runSwitchyard, scrapeMetric, simInstance, startGateway, stopAll, waitUntil,
+  USER_MESSAGES, expectError, fetchJson, metricValue, queueDepth, runSwitchyard, scrapeMetric, simInstance, startGateway, stopAll,
+  waitUntil,
 } from './harness.mjs';
 
 const TIMEOUT = { timeout: 30_000 };
@@ -121,6 +125,32 @@ describe('keys CLI and limits', () => {
     assert.equal((await a('second')).status, 200);
   });
 
+  test('per-key metrics: requests by outcome, tokens by kind, rejections by reason, named by the key\'s name', TIMEOUT, async () => {
+    const key = await createKey(gw, 'metered', ['--rpm', '2']);
+    const answers = [];
+    await waitUntil(async () => {
+      const r = await chat(gw.url, key, { content: 'count my tokens' });
+      if (r.status === 200) answers.push(r);
+      return r.status === 200;
+    }, { timeoutMs: 2000, what: 'the key accepted' });
+    answers.push(await chat(gw.url, key, { content: 'count my tokens' }));
+    assert.equal(answers[1].status, 200);
+    expectError(assert, await chat(gw.url, key), 429, { code: 'rate_limit_exceeded' });
+    const sum = (f) => answers.reduce((n, r) => n + f(r.body.usage), 0);
+    const text = (await fetchJson(`${gw.url}/metrics`)).text;
+    const value = (name, labels) => metricValue(text, name, { key: 'metered', ...labels });
+    assert.equal(value('switchyard_key_requests_total', { outcome: 'ok' }), 2);
+    assert.equal(value('switchyard_key_requests_total', { outcome: 'error' }), 1);
+    assert.equal(value('switchyard_key_rejections_total', { reason: 'rate_limit_exceeded' }), 1);
+    assert.equal(value('switchyard_key_tokens_total', { kind: 'prompt' }), sum((u) => u.prompt_tokens));
+    assert.equal(value('switchyard_key_tokens_total', { kind: 'completion' }), sum((u) => u.completion_tokens));
+    assert.equal(value('switchyard_key_tokens_total', { kind: 'cached' }), sum((u) => u.prompt_tokens_details?.cached_tokens ?? 0));
+    const other = await createKey(gw, 'metered-models', ['--models', 'some-other-model']);
+    await waitUntil(async () => (await chat(gw.url, other)).status === 403, { timeoutMs: 2000, what: 'the key known' });
+    assert.ok(await scrapeMetric(gw.url, 'switchyard_key_rejections_total', { key: 'metered-models', reason: 'model_not_allowed' }) >= 1);
+    assert.ok(!text.includes(key), 'the key itself is never a label');
+  });
+
   test('a key limited to some models gets 403 model_not_allowed for others', TIMEOUT, async () => {
     const key = await createKey(gw, 'other-models', ['--models', 'some-other-model']);
     await waitUntil(async () => (await chat(gw.url, key)).status === 403, { timeoutMs: 2000, what: 'the key known' });
@@ -182,5 +212,42 @@ describe('fair queue and ledger', () => {
     assert.equal(mine.length, 5);
     assert.equal(mine[0].max_tokens, 6);
     assert.equal(mine[0].model, MODEL);
+  });
+});
+
+describe('day budget across a restart', () => {
+  let dir;
+  before(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-budget-')); });
+  after(async () => {
+    await stopAll();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a restarted gateway starts each key\'s day from the ledger: spend, restart, refused', { timeout: 60_000 }, async () => {
+    const config = {
+      state_db: path.join(dir, 'state.db'),
+      models: [{ name: MODEL, aliases: ['default'] }],
+      instances: [simInstance('gpu0', MODEL, { slots: 1, speedFactor: 50 })],
+      api_keys: [STATIC, { key: 'sk-day', name: 'day', tokens_per_day: 100 }],
+    };
+    const ask = (url, maxTokens) => fetchJson(`${url}/v1/chat/completions`, {
+      headers: bearer('sk-day'), timeoutMs: 20_000,
+      body: { model: MODEL, max_tokens: maxTokens, ignore_eos: true, messages: [{ role: 'user', content: 'Spend.' }] },
+    });
+    let gw = await startGateway(config);
+    const spent = await ask(gw.url, 60);
+    assert.equal(spent.status, 200);
+    const used = spent.body.usage.prompt_tokens + spent.body.usage.completion_tokens;
+    assert.ok(used > 100 - 40, `used ${used}: the next request (about 40 reserved) must not fit`);
+    await waitUntil(async () => {
+      const r = await runSwitchyard(['usage', '-c', gw.configFile, '--by', 'key', '--csv']);
+      return /^day,1,/m.test(r.output);
+    }, { what: 'the ledger row' });
+    await gw.stop();
+
+    gw = await startGateway(config);
+    const refused = await ask(gw.url, 30);
+    expectError(assert, refused, 429, { code: 'budget_exceeded', messageIncludes: `has used ${used} of its 100 tokens` });
+    assert.equal((await chat(gw.url, STATIC)).status, 200, 'other keys are not held');
   });
 });

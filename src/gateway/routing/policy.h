@@ -69,6 +69,11 @@ class RoutingPolicy {
   virtual RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) = 0;
   // A request routed to `instance` ended with an answer whose usage was known.
   virtual void finished(const Candidate& instance, const RouteFeedback& feedback) = 0;
+  // How much of what `query` needs `instance` holds by this policy's own
+  // score (0..1: the share of its prompt's blocks last sent there, 1 for a
+  // session's home), routing nothing; 0 for policies without affinity. The
+  // wait queue's prefix handoff reads it (gateway/wait_queue.h).
+  virtual double match(const RouteQuery&, const Candidate&) { return 0; }
 };
 
 std::unique_ptr<RoutingPolicy> make_routing_policy(const fleet::RoutingOptions& options);

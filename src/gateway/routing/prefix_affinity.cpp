@@ -43,4 +43,12 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
   return d;
 }
 
+double PrefixAffinity::match(const RouteQuery& query, const Candidate& instance) {
+  state_.sync({&instance, 1});  // a restarted engine holds nothing
+  const auto blocks = state_.blocks(query);
+  if (blocks.empty()) return 0;
+  return static_cast<double>(state_.match(instance.index, blocks)) /
+         static_cast<double>(blocks.size());
+}
+
 }  // namespace switchyard::gateway

@@ -30,6 +30,7 @@ class PrefixAffinity final : public RoutingPolicy {
   void finished(const Candidate& instance, const RouteFeedback& feedback) override {
     state_.finished(instance, feedback);
   }
+  double match(const RouteQuery& query, const Candidate& instance) override;
 
  private:
   const double balance_factor_;

@@ -33,6 +33,11 @@ class SessionAffinity final : public RoutingPolicy {
     state_.finished(instance, feedback);
   }
 
+  // 1 for the session's home, else 0.
+  double match(const RouteQuery& query, const Candidate& instance) override {
+    return home(query.session) == instance.index ? 1 : 0;
+  }
+
   // The session's home instance, if it has one (for tests and logs).
   std::optional<std::size_t> home(std::string_view session) const { return homes_.find(session); }
 

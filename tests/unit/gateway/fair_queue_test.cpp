@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -69,7 +70,9 @@ TEST_F(FairQueue, ALoneRequestIsNotStuckBehindAnotherKeysFlood) {
   // FIFO would serve all 50 first; round robin serves the lone key within a round.
   ASSERT_EQ(order.size(), 3u);
   EXPECT_NE(std::find(order.begin(), order.end(), "lone"), order.end()) << order[0] << order[1];
-  EXPECT_EQ(order[0], "f0");  // FIFO within a key
+  // Neither key served yet: the lighter backlog first; FIFO within a key.
+  EXPECT_EQ(order[0], "lone");
+  EXPECT_EQ(order[1], "f0");
 }
 
 TEST_F(FairQueue, WeightsShareSlotsInProportion) {
@@ -122,6 +125,141 @@ TEST_F(FairQueue, ARevokedKeysWaitersAreRefusedAtOnce) {
   run();
   EXPECT_EQ(outcomes, (std::vector<Admission::Outcome>(2, Admission::Outcome::key_revoked)));
   EXPECT_EQ(queue.depth("m"), 0);
+}
+
+// The flood against the lone key on a fake clock: every request holds its
+// slot for exactly one service time; the flood keeps 50 requests waiting
+// (closed loop: each one that ends is sent again); the lone key sends one
+// request at a time, a varying think time after its last one ended, so its
+// arrivals fall at every phase of the slots' service. Each request ends
+// having used `used` tokens, and the queue is told (as the gateway tells it).
+struct FloodVsLone : testing::Test {
+  static constexpr long kService = 1000;  // fake milliseconds
+
+  struct Running {
+    long end;
+    RouteLease lease;
+    bool lone;
+    QueueShare share;
+  };
+
+  // `slots` slots, busy with the flood's requests ending evenly spread over
+  // one service time.
+  void start(int slots, QueueShare flood, QueueShare lone) {
+    flood_share = flood;
+    lone_share = lone;
+    testing_support::add_instance(table, "m", slots);
+    router.on_release([this](std::size_t, const std::string& model) { queue.dispatch(model); });
+    for (int i = 0; i < slots; ++i)
+      running.push_back({kService * (i + 1) / slots,
+                         *router.acquire(RouteQuery{"m", nullptr, flood_key, {}, {}}), false,
+                         flood});
+    for (int i = 0; i < 50; ++i) send(false);
+    run();
+  }
+  void send(bool lone) {
+    const long sent = now;
+    net::co_spawn(
+        io,
+        [this, lone, sent]() -> net::awaitable<void> {
+          QueueShare share = lone ? lone_share : flood_share;
+          Admission a = co_await queue.acquire(
+              RouteQuery{"m", nullptr, lone ? lone_key : flood_key, {}, {}}, false, 1h, share);
+          if (a.outcome != Admission::Outcome::granted) co_return;
+          if (lone) lone_waits.push_back(now - sent);
+          if (lone && refill) send(true);
+          share.charged = a.charged;
+          running.push_back({now + kService, std::move(a.lease), lone, share});
+        },
+        net::detached);
+  }
+  void run() {
+    io.restart();
+    io.poll();
+  }
+  // Runs the fake clock from event to event until the lone key has been
+  // served `n` requests; returns the longest of its waits.
+  long worst_lone_wait(int n, std::int64_t used) {
+    long next_lone = kService / 3;
+    bool lone_out = false;
+    while (static_cast<int>(lone_waits.size()) < n) {
+      auto first =
+          std::min_element(running.begin(), running.end(),
+                           [](const Running& a, const Running& b) { return a.end < b.end; });
+      if (!lone_out && next_lone <= first->end) {
+        now = next_lone;
+        lone_out = true;
+        send(true);
+        run();
+        continue;
+      }
+      now = first->end;
+      Running done = std::move(*first);
+      running.erase(first);
+      // As the gateway does: the slot is handed on first, then the usage is known.
+      done.lease.release();
+      run();
+      queue.correct("m", done.lone ? lone_key : flood_key, done.share, used);
+      if (done.lone) {
+        lone_out = false;
+        // Think times at every phase of a service time (a stride coprime to it).
+        next_lone = now + (static_cast<long>(lone_waits.size()) * 379) % kService;
+      } else {
+        send(false);
+        run();
+      }
+    }
+    return *std::max_element(lone_waits.begin(), lone_waits.end());
+  }
+
+  const std::string flood_key = "flood", lone_key = "lone";
+  net::io_context io;
+  InstanceTable table;
+  Router router{table, make_routing_policy(fleet::RoutingPolicy::least_outstanding)};
+  WaitQueue queue{io.get_executor(), router, fleet::QueueOptions{1000, 3600s}};
+  long now = 0;
+  std::vector<Running> running;
+  std::vector<long> lone_waits;
+  QueueShare flood_share, lone_share;
+  bool refill = false;  // the lone key sends again as soon as a request gets a slot
+};
+
+TEST_F(FloodVsLone, TheLoneKeyWaitsAtMostOneServiceTimeOnOneSlot) {
+  start(1, QueueShare{0, 1, 100}, QueueShare{0, 1, 100});
+  // Round robin that lets the flood's lane go first served the lone
+  // request at the second freed slot: up to two service times.
+  EXPECT_LE(worst_lone_wait(40, 100), kService);
+}
+
+TEST_F(FloodVsLone, AMaxTokensEstimateDoesNotCostTheLoneKeyItsTurn) {
+  // The flood asks max_tokens 8, the lone key none (1024 reserved); both
+  // use 100 tokens. Charged by the estimate, the lone key would wait for
+  // about ten flood requests after each of its own.
+  start(4, QueueShare{0, 1, 100}, QueueShare{0, 1, 1100});
+  EXPECT_LE(worst_lone_wait(40, 100), kService);
+}
+
+TEST_F(FloodVsLone, AKeyRefillingItsLaneGetsItsShareNotEverySlot) {
+  // The other key sends its next request the moment one gets a slot, so
+  // its lane is always new to the queue: its virtual finish holds it to
+  // half of the slot against the flood, not all of it.
+  start(1, QueueShare{0, 1, 100}, QueueShare{0, 1, 100});
+  refill = true;
+  send(true);
+  run();
+  for (int i = 0; i < 200; ++i) {
+    auto first = std::min_element(running.begin(), running.end(),
+                                  [](const Running& a, const Running& b) { return a.end < b.end; });
+    now = first->end;
+    Running done = std::move(*first);
+    running.erase(first);
+    done.lease.release();
+    run();
+    if (!done.lone) send(false);
+    run();
+  }
+  const auto lone = static_cast<long>(lone_waits.size());
+  EXPECT_NEAR(lone, 100, 2);
 }
 
 }  // namespace
