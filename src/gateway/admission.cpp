@@ -6,13 +6,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "openai/json_scan.h"
-#include "tenancy/usage_report.h"
 
 namespace switchyard::gateway {
 
@@ -248,27 +246,6 @@ void Admit::start_budget(KeyState& state) {
   // Counted on the day it was spent: past midnight it no longer applies.
   if (state.day) state.day->adjust(spent_as_of_, spent->second);
   spent_before_.erase(spent);
-}
-
-std::map<std::string, std::int64_t, std::less<>> spent_today(const std::string& state_db,
-                                                             tenancy::Time now) {
-  std::map<std::string, std::int64_t, std::less<>> spent;
-  if (state_db.empty() || !std::filesystem::exists(state_db)) return spent;
-  const auto unread = [&](const Error& e) {
-    spdlog::error("keys: today's usage not read from {} ({}); day budgets start from 0", state_db,
-                  e.message);
-    return spent;
-  };
-  auto db = tenancy::Database::open(state_db, /*read_only=*/true);
-  if (!db) return unread(db.error());
-  const auto midnight = std::chrono::floor<std::chrono::days>(now);
-  const auto since_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(midnight.time_since_epoch()).count();
-  auto totals = tenancy::usage_totals(*db, since_ms, tenancy::GroupBy::key);
-  if (!totals) return unread(totals.error());
-  for (const auto& t : *totals)
-    if (!t.group.empty()) spent[t.group] = t.prompt_tokens + t.completion_tokens;
-  return spent;
 }
 
 awaitable<Verdict> Admit::run(RequestContext& ctx) {

@@ -82,11 +82,6 @@ class Admit final : public Stage {
   tenancy::Time spent_as_of_{};
 };
 
-// Tokens (prompt + completion) each key used on the UTC day of `now` by the
-// usage ledger in `state_db`; empty (logged) when it cannot be read.
-std::map<std::string, std::int64_t, std::less<>> spent_today(const std::string& state_db,
-                                                             tenancy::Time now);
-
 // Tokens a request may use at most, for the reservation and the queue's
 // charge: its prompt (a byte count / 4) plus its max_tokens (or
 // max_completion_tokens, n_predict; 1024 when absent on a generating route).

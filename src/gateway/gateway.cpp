@@ -99,7 +99,7 @@ struct Gateway::Impl {
                       });
                     }) {
     const auto started = tenancy::Clock::now();
-    admit.start_budgets(spent_today(c.state_db, started), started);
+    admit.start_budgets(usage_today.tokens(started), started);
     if (!c.profiles.empty()) {
       profiles = std::make_unique<ProfileControl>(executor, c, fleet, router, queue, metrics);
       route.set_gate(profiles.get());

@@ -54,4 +54,12 @@ DayUsage UsageToday::of(std::string_view key, Time now) const {
   return it == by_key_.end() ? DayUsage{} : it->second;
 }
 
+std::map<std::string, std::int64_t, std::less<>> UsageToday::tokens(Time now) const {
+  std::map<std::string, std::int64_t, std::less<>> out;
+  if (day_of(now) != day_) return out;
+  for (const auto& [key, u] : by_key_)
+    if (!key.empty()) out[key] = u.prompt_tokens + u.completion_tokens;
+  return out;
+}
+
 }  // namespace switchyard::gateway

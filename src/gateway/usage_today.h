@@ -32,6 +32,8 @@ class UsageToday {
            Time now);
   // The key's usage today; zeros when it has none.
   DayUsage of(std::string_view key, Time now) const;
+  // Tokens (prompt + completion) by key today: where day budgets start.
+  std::map<std::string, std::int64_t, std::less<>> tokens(Time now) const;
 
  private:
   static std::int64_t day_of(Time t);
