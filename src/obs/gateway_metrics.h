@@ -44,6 +44,12 @@ class GatewayMetrics {
   // track prefixes, nothing observed).
   void route_decided(std::string_view policy, std::string_view reason, double match);
 
+  // Redis of the shared limits (docs/keys.md, "Several gateways"): whether
+  // it is reachable and how many gateways its heartbeat counts; each
+  // command's outcome and time. No series until first called (no redis:).
+  void set_redis_state(bool up, int gateways);
+  void redis_command(bool ok, double seconds);
+
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.
   std::string render(const StatusSnapshot& status) const;
