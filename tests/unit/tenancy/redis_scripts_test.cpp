@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <regex>
+#include <charconv>
 #include <set>
 
 #include "tenancy/shared_limits.h"
@@ -17,12 +17,15 @@ const Script* const all[] = {&redis_scripts::take_rates, &redis_scripts::correct
                              &redis_scripts::release,    &redis_scripts::heartbeat};
 
 // The highest KEYS[n] / ARGV[n] a script reads.
-int highest(std::string_view text, const char* what) {
-  const std::regex re(std::string(what) + R"(\[(\d+)\])");
+int highest(std::string_view text, std::string_view what) {
+  const std::string open = std::string(what) + "[";
   int top = 0;
-  const std::string s(text);
-  for (auto it = std::sregex_iterator(s.begin(), s.end(), re); it != std::sregex_iterator(); ++it)
-    top = std::max(top, std::stoi((*it)[1]));
+  for (auto at = text.find(open); at != std::string_view::npos; at = text.find(open, at + 1)) {
+    int n = 0;
+    const char* first = text.data() + at + open.size();
+    std::from_chars(first, text.data() + text.size(), n);
+    top = std::max(top, n);
+  }
   return top;
 }
 
