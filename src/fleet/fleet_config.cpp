@@ -302,6 +302,29 @@ void parse_state_db(const YAML::Node& root, FleetConfig& c) {
   c.state_db = db.lexically_normal().string();
 }
 
+// redis, redis_down, redis_lease_ttl: the shared limits.
+void parse_redis(const YAML::Node& root, FleetConfig& c) {
+  if (const auto node = root["redis"]) {
+    auto address = parse_redis_url(non_empty(node, "redis"));
+    if (!address) fail(node, address.error().message);
+    c.redis = std::move(*address);
+  }
+  if (const auto node = root["redis_down"]) {
+    const auto mode = scalar(node, "redis_down");
+    if (mode != "reject" && mode != "local")
+      fail(node, fmt::format("redis_down: '{}' is not one of: reject, local", mode));
+    c.redis_down = mode == "local" ? FleetConfig::RedisDown::local : FleetConfig::RedisDown::reject;
+  }
+  if (const auto node = root["redis_lease_ttl"]) {
+    c.redis_lease_ttl = duration(node, "redis_lease_ttl");
+    if (c.redis_lease_ttl < std::chrono::milliseconds(300))
+      fail(node, "redis_lease_ttl: must be at least 300ms (leases are renewed every third of it)");
+  }
+  if (!c.redis && (root["redis_down"] || root["redis_lease_ttl"]))
+    fail(root["redis_down"] ? root["redis_down"] : root["redis_lease_ttl"],
+         "redis_down and redis_lease_ttl need redis: redis://host:port/db");
+}
+
 // profiles: {name: [instance, ...], ...}, in the file's order (the first is
 // active at start).
 void parse_profiles(const YAML::Node& node, std::vector<ProfileConfig>& profiles) {
@@ -550,9 +573,10 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     }
     if (!root.IsMap()) throw ConfigError{1, "expected a mapping with 'models' and 'instances'"};
     check_keys(root, "",
-               {"listen", "models", "instances", "api_keys", "admin_key", "routing", "body_limit",
-                "max_connections", "attempts", "retry_budget", "health_detail", "timeouts",
-                "health", "queue", "state_db", "profiles", "switching"});
+               {"listen",        "models",     "instances",       "api_keys",   "admin_key",
+                "routing",       "body_limit", "max_connections", "attempts",   "retry_budget",
+                "health_detail", "timeouts",   "health",          "queue",      "state_db",
+                "profiles",      "switching",  "redis",           "redis_down", "redis_lease_ttl"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -574,6 +598,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (const auto keys = root["api_keys"]) parse_api_keys(keys, c);
     parse_state_db(root, c);
     if (const auto admin = root["admin_key"]) c.admin_key = non_empty(admin, "admin_key");
+    parse_redis(root, c);
     if (const auto routing = root["routing"]) parse_routing(routing, c.routing);
     if (const auto limit = root["body_limit"]) {
       auto size = parse_size(scalar(limit, "body_limit"));
@@ -634,6 +659,9 @@ void each_restart_only(From& from, To& to, Visit visit) {
   visit("queue.max_length", from.queue.max_length, to.queue.max_length);
   visit("queue.max_wait", from.queue.max_wait, to.queue.max_wait);
   visit("state_db", from.state_db, to.state_db);
+  visit("redis", from.redis, to.redis);
+  visit("redis_down", from.redis_down, to.redis_down);
+  visit("redis_lease_ttl", from.redis_lease_ttl, to.redis_lease_ttl);
   visit("profiles", from.profiles, to.profiles);
   visit("switching", from.switching, to.switching);
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "fleet/redis_url.h"
 
 namespace switchyard::fleet {
 
@@ -209,6 +210,18 @@ struct FleetConfig {
   std::string state_db;
   // The admin routes' key (gateway/admin_access.h); empty: loopback clients only.
   std::string admin_key;
+  // Shared limits (docs/keys.md, "Several gateways"): every gateway with the
+  // same `redis:` enforces each key's limits together. Unset: each gateway
+  // counts on its own.
+  std::optional<RedisAddress> redis;
+  // While Redis is unreachable: reject (the default) answers requests that
+  // need a limit check 503 limits_unavailable; local lets each gateway
+  // enforce limit ÷ gateways (last seen), never the whole limit.
+  enum class RedisDown { reject, local } redis_down = RedisDown::reject;
+  // A held slot or seat lease in Redis lasts this long unless renewed (every
+  // third of it): a crashed gateway's slots free within it. Shorter frees
+  // them sooner at the cost of more renewals.
+  std::chrono::milliseconds redis_lease_ttl{10000};
   RoutingOptions routing;
   std::uint64_t body_limit = 32ull << 20;
   // Open client connections at most (http::ServerOptions::max_connections).

@@ -27,6 +27,7 @@ struct KeyWaiter {
   net::steady_timer timer;  // expires at the wait bound or a seat's idle-out; cancelled to wake
   std::string seat;         // the session it needs a seat for; empty: none
   State state = State::waiting;
+  bool shared = false;  // asks Redis itself: a wake only makes it ask again
 };
 
 namespace {
@@ -73,6 +74,51 @@ void add_rate_headers(RequestContext& ctx, const KeyState& s, tenancy::Time now)
   }
 }
 
+ApiError tokens_over_tpm(const std::string& name, std::int64_t cost, std::int64_t tpm) {
+  return limit_error(
+      fmt::format("the request may use {} tokens (prompt estimate + max_tokens), more than the "
+                  "key '{}' may use per minute ({}); lower max_tokens",
+                  cost, name, tpm),
+      "rate_limit_exceeded", std::chrono::minutes(1));
+}
+
+void add_shared_rate_headers(RequestContext& ctx, const fleet::KeyLimits& l,
+                             const tenancy::RatesTaken& t) {
+  auto& h = ctx.response_headers;
+  if (l.rpm) {
+    h.set("x-ratelimit-limit-requests", std::to_string(*l.rpm));
+    h.set("x-ratelimit-remaining-requests", std::to_string(t.requests.remaining));
+    h.set("x-ratelimit-reset-requests", reset_text(t.requests.reset));
+  }
+  if (l.tpm) {
+    h.set("x-ratelimit-limit-tokens", std::to_string(*l.tpm));
+    h.set("x-ratelimit-remaining-tokens", std::to_string(t.tokens.remaining));
+    h.set("x-ratelimit-reset-tokens", reset_text(t.tokens.reset));
+  }
+}
+
+// The 429 of a rate the shared script refused, worded as the local one.
+ApiError shared_rate_error(const std::string& name, const fleet::KeyLimits& l,
+                           const tenancy::RatesTaken& t, std::int64_t cost) {
+  using R = tenancy::RatesTaken::Refused;
+  if (t.refused == R::rpm)
+    return limit_error(fmt::format("the key '{}' is over its limit of {} requests per minute; "
+                                   "retry in {}",
+                                   name, l.rpm.value_or(0), seconds_text(t.retry_after)),
+                       "rate_limit_exceeded", t.retry_after);
+  if (t.refused == R::tpm)
+    return limit_error(fmt::format("the key '{}' is over its limit of {} tokens per minute "
+                                   "(this request reserves {}); retry in {}",
+                                   name, l.tpm.value_or(0), cost, seconds_text(t.retry_after)),
+                       "rate_limit_exceeded", t.retry_after);
+  return limit_error(
+      fmt::format("the key '{}' has used {} of its {} tokens for today (UTC; this request "
+                  "reserves {}); the budget renews in {}",
+                  name, t.used_today, l.tokens_per_day.value_or(0), cost,
+                  seconds_text(t.retry_after)),
+      "budget_exceeded", t.retry_after);
+}
+
 // The first limit of rpm, tpm and tokens per day that `cost` does not fit.
 std::optional<ApiError> rate_refusal(const KeyState& s, std::int64_t cost, tenancy::Time now) {
   if (s.rpm) {
@@ -83,12 +129,7 @@ std::optional<ApiError> rate_refusal(const KeyState& s, std::int64_t cost, tenan
                          "rate_limit_exceeded", t.retry_after);
   }
   if (s.tpm) {
-    if (cost > s.tpm->limit())
-      return limit_error(
-          fmt::format("the request may use {} tokens (prompt estimate + max_tokens), more than the "
-                      "key '{}' may use per minute ({}); lower max_tokens",
-                      cost, s.name, s.tpm->limit()),
-          "rate_limit_exceeded", std::chrono::minutes(1));
+    if (cost > s.tpm->limit()) return tokens_over_tpm(s.name, cost, s.tpm->limit());
     if (auto t = s.tpm->peek(now, cost); !t.ok)
       return limit_error(fmt::format("the key '{}' is over its limit of {} tokens per minute "
                                      "(this request reserves {}); retry in {}",
@@ -140,12 +181,18 @@ KeyTicket& KeyTicket::operator=(KeyTicket&& o) noexcept {
     state_ = std::move(o.state_);
     session_ = std::move(o.session_);
     reserved_ = o.reserved_;
+    shared_ = std::move(o.shared_);
+    lease_ = std::exchange(o.lease_, 0);
     o.state_.reset();
   }
   return *this;
 }
 
 void KeyTicket::correct(std::int64_t used, tenancy::Time now) {
+  if (lease_) {
+    if (auto shared = shared_.lock()) shared->correct(lease_, used);
+    return;
+  }
   auto s = state_.lock();
   if (!s) return;
   const std::int64_t delta = used - reserved_;
@@ -154,9 +201,19 @@ void KeyTicket::correct(std::int64_t used, tenancy::Time now) {
   reserved_ = used;
 }
 
+void KeyTicket::refund() {
+  if (auto shared = shared_.lock(); shared && lease_) shared->refund(lease_);
+}
+
 void KeyTicket::release() {
   auto s = state_.lock();
   state_.reset();
+  if (const auto lease = std::exchange(lease_, 0)) {
+    if (auto shared = shared_.lock()) shared->close(lease);
+    shared_.reset();
+    if (s) serve_waiters(*s);  // waiters on this gateway ask Redis again at once
+    return;
+  }
   if (!s) return;
   --s->running;
   if (!session_.empty()) s->seats.leave(session_, Clock::now());
@@ -167,6 +224,11 @@ void serve_waiters(KeyState& s) {
   const auto now = Clock::now();
   for (KeyWaiter* w : s.waiters) {
     if (w->state != KeyWaiter::State::waiting) continue;
+    if (w->shared) {
+      if (s.revoked) w->state = KeyWaiter::State::revoked;
+      w->timer.cancel();
+      continue;
+    }
     if (s.revoked) {
       w->state = KeyWaiter::State::revoked;
     } else if (has_room(s, w->seat, now)) {
@@ -273,6 +335,25 @@ awaitable<Verdict> Admit::run(RequestContext& ctx) {
   std::shared_ptr<KeyState> state = state_for(*key);
   const std::int64_t cost = estimated_tokens(ctx);
   ctx.share = QueueShare{key->limits.priority, key->limits.weight, cost};
+  if (shared_ && tenancy::needs_shared_state(key->limits)) {
+    const KeyEntry entry = *key;  // the key table may be swapped while Redis answers
+    std::string failure = shared_->up() ? std::string() : shared_->client().last_error();
+    if (failure.empty()) {
+      if (auto verdict = co_await run_shared(ctx, entry, state, cost, failure)) co_return *verdict;
+    }
+    if (!local_when_down_) {
+      ApiError error = ApiError::unavailable(shared_->down_message(failure), "limits_unavailable");
+      error.retry_after = 1;
+      co_await ctx.answer(error);
+      co_return Verdict::answered;
+    }
+    state = fallback_for(entry);
+  }
+  co_return co_await run_local(ctx, std::move(state), cost);
+}
+
+awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyState> state,
+                                    std::int64_t cost) {
   auto now = Clock::now();
   if (auto refusal = rate_refusal(*state, cost, now)) {
     add_rate_headers(ctx, *state, now);
@@ -281,7 +362,7 @@ awaitable<Verdict> Admit::run(RequestContext& ctx) {
   }
 
   // A session needs a seat only when the key caps sessions.
-  const std::string seat = key->limits.max_sessions ? ctx.session : std::string();
+  const std::string seat = state->limits.max_sessions ? ctx.session : std::string();
   if (state->waiters.empty() && has_room(*state, seat, now)) {
     take_room(*state, seat, now);
   } else {
@@ -377,6 +458,96 @@ awaitable<Verdict> Admit::run(RequestContext& ctx) {
   co_return Verdict::next;
 }
 
+awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const KeyEntry& key,
+                                                    std::shared_ptr<KeyState> state,
+                                                    std::int64_t cost, std::string& failure) {
+  const auto& limits = key.limits;
+  if (limits.tpm && cost > *limits.tpm) {
+    co_await ctx.answer(tokens_over_tpm(key.name, cost, *limits.tpm));
+    co_return Verdict::answered;
+  }
+  const std::string seat = limits.max_sessions ? ctx.session : std::string();
+  ctx.ticket = KeyTicket(state, shared_, shared_->open(key.name, limits, seat));
+  const std::uint64_t lease = ctx.ticket.lease();
+  if (limits.rpm || limits.tpm || limits.tokens_per_day) {
+    auto taken = co_await shared_->take_rates(lease, cost);
+    if (!taken) {
+      failure = taken.error().message;
+      ctx.ticket.release();
+      co_return std::nullopt;
+    }
+    add_shared_rate_headers(ctx, limits, *taken);
+    if (taken->refused != tenancy::RatesTaken::Refused::none) {
+      ctx.ticket.release();
+      co_await ctx.answer(shared_rate_error(key.name, limits, *taken, cost));
+      co_return Verdict::answered;
+    }
+  }
+  if (!limits.max_concurrency && !limits.max_sessions) co_return Verdict::next;
+
+  // Waits by asking again: when a lease of the key ends on this gateway, or
+  // on a short timer for those ending elsewhere, bounded by queue.max_wait.
+  constexpr auto retry = std::chrono::milliseconds(50);
+  KeyWaiter waiter(executor_);
+  waiter.shared = true;
+  const auto place = state->waiters.insert(state->waiters.end(), &waiter);
+  const auto deadline = std::chrono::steady_clock::now() + queue_.max_wait;
+  tenancy::SlotTaken last;
+  bool granted = false, client_gone = false;
+  while (!closed_ && waiter.state == KeyWaiter::State::waiting) {
+    auto slot = co_await shared_->acquire(lease);
+    if (!slot) {
+      failure = slot.error().message;
+      break;
+    }
+    last = *slot;
+    if (slot->answer == tenancy::SlotAnswer::taken) {
+      granted = true;
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline || closed_ || waiter.state != KeyWaiter::State::waiting) break;
+    waiter.timer.expires_at(std::min(deadline, now + retry));
+    auto woken = co_await (waiter.timer.async_wait(net::as_tuple(net::use_awaitable)) ||
+                           ctx.exchange.until_client_gone());
+    if (woken.index() == 1) {
+      client_gone = true;
+      break;
+    }
+  }
+  state->waiters.erase(place);
+  if (granted) co_return Verdict::next;
+  ctx.ticket.refund();
+  ctx.ticket.release();
+  if (!failure.empty()) co_return std::nullopt;
+  if (client_gone) {
+    ctx.record.client_gone = true;
+    co_return Verdict::answered;
+  }
+  ApiError error;
+  if (waiter.state == KeyWaiter::State::revoked) {
+    error = ApiError::unauthorized("the API key was revoked");
+  } else if (closed_) {
+    error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
+  } else if (last.answer == tenancy::SlotAnswer::sessions_full) {
+    error = limit_error(
+        fmt::format("the key '{}' has {} active session(s), its max_sessions, across the "
+                    "gateways sharing its limits; the oldest seat frees in {} (a session idles "
+                    "out {} after its last request)",
+                    key.name, limits.max_sessions.value_or(0), seconds_text(last.seat_frees_in),
+                    seconds_text(limits.session_idle)),
+        "session_limit_exceeded", last.seat_frees_in);
+  } else {
+    error = limit_error(
+        fmt::format("the key '{}' has {} request(s) running, its max_concurrency, across the "
+                    "gateways sharing its limits, and none finished within {}",
+                    key.name, limits.max_concurrency.value_or(0), seconds_text(queue_.max_wait)),
+        "concurrency_limit_exceeded", std::chrono::seconds(1));
+  }
+  co_await ctx.answer(error);
+  co_return Verdict::answered;
+}
+
 void Admit::finish(RequestContext& ctx) {
   if (!ctx.ticket) return;
   // Without a usage report, a request that sent nothing to the client used
@@ -389,25 +560,45 @@ void Admit::finish(RequestContext& ctx) {
   ctx.ticket.release();
 }
 
+void Admit::share_limits(std::shared_ptr<tenancy::SharedLimits> shared, bool local_when_down) {
+  shared_ = std::move(shared);
+  local_when_down_ = local_when_down;
+}
+
+std::shared_ptr<KeyState> Admit::fallback_for(const KeyEntry& key) {
+  const auto limits = tenancy::split_limits(key.limits, shared_->gateways());
+  auto it = fallback_.find(key.name);
+  if (it == fallback_.end())
+    it = fallback_.emplace(key.name, std::make_shared<KeyState>(key.name, limits)).first;
+  else
+    it->second->set_limits(limits);
+  return it->second;
+}
+
 void Admit::keys_changed() {
-  for (auto it = states_.begin(); it != states_.end();) {
-    auto& s = *it->second;
-    if (const KeyEntry* key = keys_.by_name(it->first)) {
-      s.set_limits(key->limits);
-      serve_waiters(s);
-      ++it;
-    } else {
-      s.revoked = true;
-      serve_waiters(s);
-      it = states_.erase(it);
+  const auto update = [this](auto& states, bool split) {
+    for (auto it = states.begin(); it != states.end();) {
+      auto& s = *it->second;
+      if (const KeyEntry* key = keys_.by_name(it->first)) {
+        s.set_limits(split ? tenancy::split_limits(key->limits, shared_->gateways()) : key->limits);
+        serve_waiters(s);
+        ++it;
+      } else {
+        s.revoked = true;
+        serve_waiters(s);
+        it = states.erase(it);
+      }
     }
-  }
+  };
+  update(states_, false);
+  update(fallback_, true);
 }
 
 void Admit::release_all() {
   closed_ = true;
-  for (auto& [name, s] : states_)
-    for (KeyWaiter* w : s->waiters) w->timer.cancel();
+  for (auto* states : {&states_, &fallback_})
+    for (auto& [name, s] : *states)
+      for (KeyWaiter* w : s->waiters) w->timer.cancel();
 }
 
 std::optional<Admit::KeyLoad> Admit::load(std::string_view key) {

@@ -53,6 +53,11 @@ class Admit final : public Stage {
   void finish(RequestContext& ctx);
   // Shutdown: every wait ends with 503.
   void release_all();
+  // Limits shared through Redis from now on (docs/keys.md, "Several
+  // gateways"); while it is unreachable, requests that need a check get 503
+  // limits_unavailable, or with `local_when_down` each key's limits ÷ the
+  // gateways last seen, enforced here.
+  void share_limits(std::shared_ptr<tenancy::SharedLimits> shared, bool local_when_down);
 
   // What a key holds now, for the console (GET /admin/keys): nullopt before
   // its first request. Not const: idle seats are let go as they are counted.
@@ -70,6 +75,16 @@ class Admit final : public Stage {
  private:
   std::shared_ptr<KeyState> state_for(const KeyEntry& key);
   void start_budget(KeyState& state);
+  std::shared_ptr<KeyState> fallback_for(const KeyEntry& key);
+  boost::asio::awaitable<Verdict> run_local(RequestContext& ctx, std::shared_ptr<KeyState> state,
+                                            std::int64_t cost);
+  // nullopt when Redis failed before anything was decided (`failure` says
+  // why): the caller answers as redis_down says.
+  boost::asio::awaitable<std::optional<Verdict>> run_shared(RequestContext& ctx,
+                                                            const KeyEntry& key,
+                                                            std::shared_ptr<KeyState> state,
+                                                            std::int64_t cost,
+                                                            std::string& failure);
 
   boost::asio::any_io_executor executor_;
   const bool& draining_;
@@ -80,6 +95,10 @@ class Admit final : public Stage {
   // start_budgets(): applied to a key's state when it is made.
   std::map<std::string, std::int64_t, std::less<>> spent_before_;
   tenancy::Time spent_as_of_{};
+  std::shared_ptr<tenancy::SharedLimits> shared_;  // null: limits are this gateway's own
+  bool local_when_down_ = false;
+  // The split limits' counters while Redis is unreachable (redis_down: local).
+  std::map<std::string, std::shared_ptr<KeyState>, std::less<>> fallback_;
 };
 
 // Tokens a request may use at most, for the reservation and the queue's

@@ -33,6 +33,7 @@
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
 #include "tenancy/key_watcher.h"
+#include "tenancy/shared_limits.h"
 #include "tenancy/usage_ledger.h"
 
 namespace switchyard::gateway {
@@ -100,6 +101,7 @@ struct Gateway::Impl {
                     }) {
     const auto started = tenancy::Clock::now();
     admit.start_budgets(usage_today.tokens(started), started);
+    if (c.redis) share_limits(c);
     if (!c.profiles.empty()) {
       profiles = std::make_unique<ProfileControl>(executor, c, fleet, router, queue, metrics);
       route.set_gate(profiles.get());
@@ -133,6 +135,27 @@ struct Gateway::Impl {
     router.on_release(nullptr);
     fleet.on_change(nullptr);
     scraper.stop();
+    if (shared_limits) shared_limits->stop();
+  }
+  // redis: the keys' limits shared with the other gateways on it.
+  void share_limits(const fleet::FleetConfig& c) {
+    tenancy::SharedLimitsOptions o;
+    o.redis.host = c.redis->host;
+    o.redis.port = c.redis->port;
+    o.redis.db = c.redis->db;
+    o.lease_ttl = c.redis_lease_ttl;
+    o.gateway_id = fmt::format("{:016x}", rng());
+    o.local_when_down = c.redis_down == fleet::FleetConfig::RedisDown::local;
+    shared_limits = std::make_shared<tenancy::SharedLimits>(executor, std::move(o));
+    admit.share_limits(shared_limits, c.redis_down == fleet::FleetConfig::RedisDown::local);
+    tenancy::SharedLimits& shared = *shared_limits;
+    metrics.set_redis_state(false, shared.gateways());
+    shared.on_state([this, &shared](bool up) { metrics.set_redis_state(up, shared.gateways()); });
+    shared.client().on_command([this, &shared](bool ok, double seconds) {
+      metrics.redis_command(ok, seconds);
+      metrics.set_redis_state(shared.up(), shared.gateways());
+    });
+    shared_limits->start();
   }
   // The keys in the state database, at start-up (the watcher keeps them
   // current from then on).
@@ -214,6 +237,7 @@ struct Gateway::Impl {
   ConsoleFeed feed;                          // the dashboard's requests and charts
   tenancy::UsageLedger ledger;
   UsageToday usage_today;  // each key's ledger totals since UTC midnight
+  std::shared_ptr<tenancy::SharedLimits> shared_limits;  // null without redis:
   // Last: its thread posts key changes here until it is joined. Posted
   // changes that run after the gateway is gone find `alive` expired.
   std::shared_ptr<char> alive = std::make_shared<char>();

@@ -181,6 +181,33 @@ struct GatewayMetrics::Impl {
           .Name("switchyard_route_prefix_match_ratio")
           .Help("Share of a routed prompt's blocks last sent to the instance chosen.")
           .Register(registry);
+
+  // Redis of the shared limits: series made on first use.
+  prometheus::Family<prometheus::Gauge>& redis_up_family =
+      prometheus::BuildGauge()
+          .Name("switchyard_redis_up")
+          .Help("1 while the Redis of the shared limits is reachable, else 0.")
+          .Register(registry);
+  prometheus::Family<prometheus::Gauge>& redis_gateways_family =
+      prometheus::BuildGauge()
+          .Name("switchyard_redis_gateways")
+          .Help("Gateways sharing the limits, as the last heartbeat in Redis counted them.")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& redis_commands_family =
+      prometheus::BuildCounter()
+          .Name("switchyard_redis_commands_total")
+          .Help("Redis commands by result: ok (answered) or error (no answer, timeout).")
+          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& redis_seconds_family =
+      prometheus::BuildHistogram()
+          .Name("switchyard_redis_command_seconds")
+          .Help("Time from sending a Redis command to its answer.")
+          .Register(registry);
+  prometheus::Gauge* redis_up = nullptr;
+  prometheus::Gauge* redis_gateways = nullptr;
+  prometheus::Counter* redis_ok = nullptr;
+  prometheus::Counter* redis_errors = nullptr;
+  prometheus::Histogram* redis_seconds = nullptr;
 };
 
 GatewayMetrics::GatewayMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -285,6 +312,29 @@ void GatewayMetrics::key_request_finished(std::string_view key, std::string_view
   if (prompt_tokens > 0) k.prompt->Increment(prompt_tokens);
   if (completion_tokens > 0) k.completion->Increment(completion_tokens);
   if (cached_tokens > 0) k.cached->Increment(cached_tokens);
+}
+
+void GatewayMetrics::set_redis_state(bool up, int gateways) {
+  auto& m = *impl_;
+  if (!m.redis_up) {
+    m.redis_up = &m.redis_up_family.Add({});
+    m.redis_gateways = &m.redis_gateways_family.Add({});
+  }
+  m.redis_up->Set(up ? 1 : 0);
+  m.redis_gateways->Set(gateways);
+}
+
+void GatewayMetrics::redis_command(bool ok, double seconds) {
+  auto& m = *impl_;
+  if (!m.redis_ok) {
+    m.redis_ok = &m.redis_commands_family.Add({{"result", "ok"}});
+    m.redis_errors = &m.redis_commands_family.Add({{"result", "error"}});
+    m.redis_seconds = &m.redis_seconds_family.Add(
+        {}, prometheus::Histogram::BucketBoundaries{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1});
+  }
+  (ok ? m.redis_ok : m.redis_errors)->Increment();
+  if (ok) m.redis_seconds->Observe(seconds);
 }
 
 std::string GatewayMetrics::render(const StatusSnapshot& status) const {

@@ -50,6 +50,11 @@ class GatewayMetrics {
   // was refused with (`reason`; empty: not refused).
   void key_request_finished(std::string_view key, std::string_view outcome, long prompt_tokens,
                             long completion_tokens, long cached_tokens, std::string_view reason);
+  // Redis of the shared limits (docs/keys.md, "Several gateways"): whether
+  // it is reachable and how many gateways its heartbeat counts; each
+  // command's outcome and time. No series until first called (no redis:).
+  void set_redis_state(bool up, int gateways);
+  void redis_command(bool ok, double seconds);
 
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.

@@ -1,0 +1,127 @@
+// Per-key limits shared by every gateway that uses the same Redis
+// (docs/keys.md, "Several gateways"): rpm / tpm / tokens per day in one
+// script per check, running slots and session seats as leases in sorted
+// sets scored by their expiry, renewed while held, so a crashed gateway's
+// leases free within the lease TTL. A heartbeat counts the gateways, for
+// the `redis_down: local` split. Single-threaded: the I/O thread only.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "fleet/fleet_config.h"
+#include "tenancy/limits.h"
+#include "tenancy/redis_client.h"
+#include "tenancy/redis_scripts.h"
+
+namespace switchyard::tenancy {
+
+struct SharedLimitsOptions {
+  RedisClientOptions redis;
+  // A held lease's life unless renewed; renewed every third of it.
+  std::chrono::milliseconds lease_ttl{10000};
+  // This gateway's name in the leases and the heartbeat; unique per process.
+  std::string gateway_id;
+  // Only for the log line of a transition: what the gateway does while down.
+  bool local_when_down = false;
+};
+
+// What the rate script saw: for the x-ratelimit-* headers.
+struct RateState {
+  std::int64_t remaining = 0;
+  Duration reset{};
+};
+
+struct RatesTaken {
+  enum class Refused { none, rpm, tpm, day } refused = Refused::none;
+  Duration retry_after{};
+  RateState requests, tokens;
+  std::int64_t used_today = 0;
+};
+
+enum class SlotAnswer { taken, concurrency_full, sessions_full };
+struct SlotTaken {
+  SlotAnswer answer = SlotAnswer::taken;
+  Duration seat_frees_in{};  // sessions_full: until the oldest seat frees
+};
+
+// limit ÷ gateways for `redis_down: local`, rounded down but at least 1:
+// never the whole limit when more than one gateway shares it.
+fleet::KeyLimits split_limits(const fleet::KeyLimits& limits, int gateways);
+// Whether a key's limits need Redis at all (models, priority and weight do not).
+bool needs_shared_state(const fleet::KeyLimits& limits);
+
+class SharedLimits {
+ public:
+  SharedLimits(boost::asio::any_io_executor executor, SharedLimitsOptions options);
+  ~SharedLimits();
+
+  void start();
+  void stop();
+  bool up() const { return client_.up(); }
+  RedisClient& client() { return client_; }
+  // Up and down transitions, after they are logged.
+  void on_state(std::function<void(bool up)> fn) { on_state_ = std::move(fn); }
+  // Gateways seen by the last heartbeat (this one included); 1 before any.
+  int gateways() const { return gateways_; }
+  // "redis at 127.0.0.1:6379 unreachable: Connection refused".
+  std::string down_message(const std::string& why) const;
+
+  // A request's lease, held until close(): it names the request in Redis.
+  std::uint64_t open(const std::string& key, const fleet::KeyLimits& limits,
+                     const std::string& session);
+  // Takes one request and `cost` tokens of the lease's key.
+  boost::asio::awaitable<Result<RatesTaken>> take_rates(std::uint64_t lease, std::int64_t cost);
+  // A running slot (and seat) for the lease, renewed until close().
+  boost::asio::awaitable<Result<SlotTaken>> acquire(std::uint64_t lease);
+  // The tokens taken corrected to `used` (in the background).
+  void correct(std::uint64_t lease, std::int64_t used);
+  // Gives back what the rates took (the request was refused after them).
+  void refund(std::uint64_t lease);
+  // Gives the slot back (in the background) and forgets the lease.
+  void close(std::uint64_t lease);
+
+ private:
+  struct Lease {
+    std::string key;
+    fleet::KeyLimits limits;
+    std::string session;
+    std::string member;
+    std::int64_t reserved = 0;  // tokens taken by take_rates
+    bool took_request = false;
+    bool holds_slot = false;
+  };
+  boost::asio::awaitable<Result<RedisReply>> eval(const redis_scripts::Script& script,
+                                                  std::vector<std::string> keys,
+                                                  std::vector<std::string> args);
+  void spawn_eval(const redis_scripts::Script& script, std::vector<std::string> keys,
+                  std::vector<std::string> args);
+  boost::asio::awaitable<void> keep_alive();
+  std::vector<std::string> rate_keys(const Lease& lease) const;
+
+  // Constant after construction.
+  boost::asio::any_io_executor executor_;
+  const SharedLimitsOptions options_;
+  // The I/O thread's.
+  RedisClient client_;
+  boost::asio::steady_timer tick_;
+  std::map<std::string_view, std::string> shas_;  // script name → SHA1 once loaded
+  std::map<std::uint64_t, Lease> leases_;
+  std::uint64_t next_lease_ = 1;
+  int gateways_ = 1;
+  bool stopped_ = false;
+  std::function<void(bool)> on_state_;
+  std::shared_ptr<char> alive_ = std::make_shared<char>();
+};
+
+}  // namespace switchyard::tenancy

@@ -1,0 +1,165 @@
+// Limits shared across gateways through a real Redis (issue 14, "Several
+// gateways"): two gateways in front of the same sim, one redis-server on a
+// free port. max_concurrency is never exceeded across both (the sim's own
+// counter says so), rpm is exact across both, Redis killed gives 503
+// limits_unavailable with `redis_down: reject` and each gateway half the
+// limit with `local`, and a restarted Redis is used again.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+
+import {
+  expectError, fetchJson, metricValue, scrapeMetric, startGateway, startSim, stopAll, waitUntil,
+} from './harness.mjs';
+
+const REDIS = '/usr/bin/redis-server';
+const skip = fs.existsSync(REDIS) ? false : `${REDIS} is missing (scripts/setup installs redis-server)`;
+const TIMEOUT = { timeout: 60_000 };
+const MODEL = 'm';
+const bearer = (key) => ({ authorization: `Bearer ${key}` });
+const chat = (url, key, maxTokens = 4) => fetchJson(`${url}/v1/chat/completions`, {
+  headers: bearer(key),
+  body: { model: MODEL, max_tokens: maxTokens, messages: [{ role: 'user', content: 'Say something.' }] },
+  timeoutMs: 30_000,
+});
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// Whether a Redis answers PING on `port`.
+function ping(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let got = '';
+    const done = (ok) => { socket.destroy(); resolve(ok); };
+    socket.setTimeout(1000, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => { got += d; if (got.includes('\r\n')) done(got.startsWith('+PONG')); });
+  });
+}
+
+// redis-server on `port`, no persistence; stop() kills it and waits.
+const redises = new Set();
+async function startRedis(port) {
+  const child = spawn(REDIS, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: 'ignore' });
+  const exited = new Promise((resolve) => child.on('close', resolve));
+  const handle = {
+    port,
+    stop: async () => { child.kill('SIGKILL'); await exited; redises.delete(handle); },
+  };
+  redises.add(handle);
+  await waitUntil(() => ping(port), { timeoutMs: 10_000, what: `redis-server on ${port}` });
+  return handle;
+}
+async function stopRedises() {
+  for (const r of [...redises]) await r.stop();
+}
+
+function gatewayConfig(sim, redisPort, extra = {}) {
+  return {
+    models: [{ name: MODEL, aliases: ['default'] }],
+    instances: [{ name: 'shared-sim', model: MODEL, url: sim.url, slots: 8 }],
+    api_keys: [
+      'sk-admin',
+      { key: 'sk-conc', name: 'conc', max_concurrency: 2 },
+      { key: 'sk-rpm', name: 'rpm', rpm: 6 },
+      { key: 'sk-free', name: 'free' },
+    ],
+    redis: `redis://127.0.0.1:${redisPort}/0`,
+    queue: { max_wait: '20s' },
+    ...extra,
+  };
+}
+
+const simMax = async (sim) => metricValue(await (await fetch(`${sim.url}/metrics`)).text(),
+  'switchyard_sim:requests_processing_max');
+
+describe('limits shared through Redis (redis_down: reject)', { skip }, () => {
+  let redis, sim, a, b;
+  before(async () => {
+    redis = await startRedis(await freePort());
+    // 16 tokens at 40 tok/s: each request holds its slot for about 0.4 s.
+    sim = await startSim({ slots: 8, tokensPerSecond: 40, speedFactor: 1, alias: MODEL });
+    a = await startGateway(gatewayConfig(sim, redis.port));
+    b = await startGateway(gatewayConfig(sim, redis.port));
+    for (const gw of [a, b])
+      await waitUntil(async () => (await scrapeMetric(gw.url, 'switchyard_redis_up')) === 1,
+        { timeoutMs: 10_000, what: 'redis up' });
+  });
+  after(async () => { await stopAll(); await stopRedises(); });
+
+  test('max_concurrency 2 is never exceeded across both gateways (the sim counts)', TIMEOUT, async () => {
+    const burst = [];
+    for (let i = 0; i < 8; ++i) burst.push(chat((i % 2 ? b : a).url, 'sk-conc', 16));
+    const results = await Promise.all(burst);
+    for (const r of results) assert.equal(r.status, 200, r.text);
+    assert.equal(await simMax(sim), 2, 'two at once, never more, across both gateways');
+  });
+
+  test('rpm is exact across both gateways: the 7th request of 6 per minute gets 429', TIMEOUT, async () => {
+    for (let i = 0; i < 6; ++i) {
+      const r = await chat((i % 2 ? b : a).url, 'sk-rpm');
+      assert.equal(r.status, 200, `request ${i + 1}: ${r.text}`);
+      assert.equal(r.headers.get('x-ratelimit-limit-requests'), '6');
+      assert.equal(r.headers.get('x-ratelimit-remaining-requests'), String(5 - i));
+    }
+    for (const gw of [a, b]) {
+      const over = await chat(gw.url, 'sk-rpm');
+      expectError(assert, over, 429, { code: 'rate_limit_exceeded', messageIncludes: '6 requests per minute' });
+      assert.ok(Number(over.headers.get('retry-after')) >= 1);
+    }
+  });
+
+  test('Redis killed: 503 limits_unavailable naming it; keys without limits go on; restarted: recovers', TIMEOUT, async () => {
+    await redis.stop();
+    await waitUntil(async () => (await chat(a.url, 'sk-conc')).status === 503, { timeoutMs: 10_000, what: '503 while redis is down' });
+    for (const gw of [a, b]) {
+      const r = await chat(gw.url, 'sk-conc');
+      expectError(assert, r, 503, { code: 'limits_unavailable', messageIncludes: `redis at 127.0.0.1:${redis.port} unreachable` });
+    }
+    assert.equal((await chat(a.url, 'sk-free')).status, 200, 'a key without limits needs no Redis');
+    assert.equal(await scrapeMetric(a.url, 'switchyard_redis_up'), 0);
+    assert.match(a.output(), /redis at 127\.0\.0\.1:\d+ unreachable .*503/);
+    redis = await startRedis(redis.port);
+    for (const gw of [a, b])
+      await waitUntil(async () => (await chat(gw.url, 'sk-conc')).status === 200, { timeoutMs: 15_000, what: 'recovered' });
+    assert.equal(await scrapeMetric(a.url, 'switchyard_redis_up'), 1);
+  });
+});
+
+describe('redis_down: local splits the limit between the gateways', { skip }, () => {
+  let redis, sim, a, b;
+  before(async () => {
+    redis = await startRedis(await freePort());
+    sim = await startSim({ slots: 8, speedFactor: 50, alias: MODEL });
+    const config = gatewayConfig(sim, redis.port, { redis_down: 'local' });
+    config.api_keys[2].rpm = 4;
+    a = await startGateway(config);
+    b = await startGateway(config);
+    await waitUntil(async () => (await scrapeMetric(a.url, 'switchyard_redis_gateways')) === 2,
+      { timeoutMs: 10_000, what: 'both gateways counted' });
+  });
+  after(async () => { await stopAll(); await stopRedises(); });
+
+  test('with Redis gone each gateway allows rpm ÷ 2, never the whole rpm', TIMEOUT, async () => {
+    await redis.stop();
+    await waitUntil(async () => (await scrapeMetric(a.url, 'switchyard_redis_up')) === 0, { timeoutMs: 10_000, what: 'redis down seen' });
+    for (let i = 0; i < 2; ++i) assert.equal((await chat(a.url, 'sk-rpm')).status, 200, `request ${i + 1}`);
+    const over = await chat(a.url, 'sk-rpm');
+    expectError(assert, over, 429, { code: 'rate_limit_exceeded', messageIncludes: '2 requests per minute' });
+    assert.match(a.output(), /unreachable .*÷ 2 gateway\(s\)/);
+    assert.equal((await chat(b.url, 'sk-rpm')).status, 200, 'the other gateway has its own half');
+  });
+});
