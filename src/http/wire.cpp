@@ -1,5 +1,9 @@
 #include "http/wire.h"
 
+// Beast 1.81's status.hpp streams a string_view without including <ostream>
+// (the precompiled header hides it; the fuzz build has none).
+#include <ostream>
+
 #include <boost/beast/http/status.hpp>
 
 #include <charconv>
