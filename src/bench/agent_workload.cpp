@@ -54,10 +54,6 @@ std::optional<long> parse_long(std::string_view text) {
   return v;
 }
 
-double seconds_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
 // Waits `seconds`, in slices, returning early once the generator stops
 // (Ctrl-C) so a thinking session does not hold the run up.
 awaitable<void> think(asio::steady_timer& timer, const LoadGenerator& generator, double seconds) {

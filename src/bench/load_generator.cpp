@@ -31,10 +31,6 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-double seconds_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
 std::string failure_kind(http::UpstreamFailure failure) {
   switch (failure) {
     case http::UpstreamFailure::connect:

@@ -27,6 +27,10 @@ namespace switchyard::bench {
 
 using Clock = std::chrono::steady_clock;
 
+inline double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 struct LoadTarget {
   http::Url url;
   std::string path;       // "/v1/completions" or "/v1/chat/completions"

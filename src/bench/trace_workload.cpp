@@ -37,10 +37,6 @@ std::mt19937_64 session_rng(std::uint64_t seed, int session) {
   return std::mt19937_64(seq);
 }
 
-double seconds_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
-
 // A whole number >= 1 (a JSON integer, or a double without a fraction, as
 // JSON writers emit counts).
 std::optional<long> count_field(const json::value& v) {
