@@ -183,7 +183,9 @@ async function requestSwitch(name) {
 }
 
 function profileCard(p, state) {
-  const busy = state.state !== 'active' || switching !== '';
+  // A requested switch holds the buttons until the feed shows it done (the
+  // POST answers only then, and may come after the feed's picture).
+  const busy = state.state !== 'active' || (switching !== '' && state.active !== switching);
   const button = p.active ? el('span', { class: 'muted' }, 'running now')
     : el('button', { type: 'button', 'data-switch': p.name }, switching === p.name ? 'switching…' : `Switch to ${p.name}`);
   if (!p.active) {
