@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "bench/prompt_builder.h"
+
 namespace switchyard::bench {
 
 namespace asio = boost::asio;
@@ -26,13 +28,6 @@ constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 // Smallest user message: a turn always says something.
 constexpr long kMinUserTokens = 16;
-
-std::mt19937_64 session_rng(std::uint64_t seed, int session, int purpose) {
-  std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
-                    static_cast<std::uint32_t>(session), static_cast<std::uint32_t>(purpose),
-                    0x6167656eU};
-  return std::mt19937_64(seq);
-}
 
 std::optional<double> parse_number(std::string_view text) {
   if (text.empty()) return std::nullopt;
@@ -135,7 +130,7 @@ SessionSizes session_sizes(const AgentOptions& o, int session, long message_over
   sizes.system_tokens =
       std::max(kMinUserTokens, o.start_context - first_user - 2 * message_overhead);
   sizes.user_tokens.push_back(first_user);
-  auto rng = session_rng(o.seed, session, 1);
+  auto rng = session_rng(o.seed, session, RngPurpose::agent_sizes);
   std::uniform_int_distribution<long> growth(o.growth_min, o.growth_max);
   for (int turn = 2; turn <= o.turns; ++turn)
     sizes.user_tokens.push_back(
@@ -146,7 +141,7 @@ SessionSizes session_sizes(const AgentOptions& o, int session, long message_over
 Result<SessionScript> build_script(const AgentOptions& o, int session, long message_overhead,
                                    const MakeText& make) {
   const SessionSizes sizes = session_sizes(o, session, message_overhead);
-  auto rng = session_rng(o.seed, session, 2);
+  auto rng = session_rng(o.seed, session, RngPurpose::agent_text);
   SessionScript script;
   auto system = make(rng, sizes.system_tokens);
   if (!system) return system.error();

@@ -58,6 +58,12 @@ std::string_view random_word(std::mt19937_64& rng) {
 
 }  // namespace
 
+std::mt19937_64 session_rng(std::uint64_t seed, int session, RngPurpose purpose) {
+  std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
+                    static_cast<std::uint32_t>(session), static_cast<std::uint32_t>(purpose)};
+  return std::mt19937_64(seq);
+}
+
 TokenIdRange usable_token_ids(long n_vocab) {
   TokenIdRange range{10, n_vocab};
   if (n_vocab > 4096) range.end = n_vocab - 512;

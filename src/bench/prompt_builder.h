@@ -14,6 +14,14 @@
 
 namespace switchyard::bench {
 
+// What a session's generator is for: each purpose draws its own sequence.
+enum class RngPurpose : std::uint32_t { agent_sizes = 1, agent_text = 2, trace_text = 3 };
+
+// A generator for one session, the same for the same (seed, session,
+// purpose) on every run and independent across them, so that a rerun or a
+// replay rebuilds the same prompts.
+std::mt19937_64 session_rng(std::uint64_t seed, int session, RngPurpose purpose);
+
 // The ids a random prompt draws from: [first, end).
 struct TokenIdRange {
   long first = 0;

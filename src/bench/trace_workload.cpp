@@ -31,12 +31,6 @@ constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 // /tokenize calls per prompt before settling for the closest prefix below.
 constexpr int kMaxCountCalls = 24;
 
-std::mt19937_64 session_rng(std::uint64_t seed, int session) {
-  std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
-                    static_cast<std::uint32_t>(session), 0x74726163U};
-  return std::mt19937_64(seq);
-}
-
 // A whole number >= 1 (a JSON integer, or a double without a fraction, as
 // JSON writers emit counts).
 std::optional<long> count_field(const json::value& v) {
@@ -226,7 +220,7 @@ Result<std::vector<json::value>> build_trace_prompts(const std::vector<TraceEntr
   std::vector<std::vector<long>> id_streams(static_cast<std::size_t>(count));
   std::vector<std::string> texts(static_cast<std::size_t>(count));
   for (int s = 0; s < count; ++s) {
-    auto rng = session_rng(source.seed, s);
+    auto rng = session_rng(source.seed, s, RngPurpose::trace_text);
     const long n = longest[static_cast<std::size_t>(s)];
     if (source.token_ids)
       id_streams[static_cast<std::size_t>(s)] = random_token_prompt(rng, n, source.ids);

@@ -9,6 +9,11 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -43,6 +48,77 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+std::optional<tenancy::GroupBy> group_by(std::string_view name) {
+  using tenancy::GroupBy;
+  constexpr std::pair<std::string_view, GroupBy> kGroups[] = {{"key", GroupBy::key},
+                                                              {"model", GroupBy::model},
+                                                              {"day", GroupBy::day},
+                                                              {"session", GroupBy::session}};
+  for (auto [n, g] : kGroups)
+    if (n == name) return g;
+  return std::nullopt;
+}
+
+// The columns after the group, once for the table, --csv and --json.
+struct Column {
+  std::string_view name;   // the --json member and --csv header
+  std::string_view title;  // the table's header
+  std::variant<std::int64_t tenancy::UsageTotals::*, double tenancy::UsageTotals::*> field;
+};
+constexpr Column kColumns[] = {
+    {"requests", "REQUESTS", &tenancy::UsageTotals::requests},
+    {"errors", "ERRORS", &tenancy::UsageTotals::errors},
+    {"prompt_tokens", "PROMPT", &tenancy::UsageTotals::prompt_tokens},
+    {"cached_tokens", "CACHED", &tenancy::UsageTotals::cached_tokens},
+    {"completion_tokens", "COMPLETION", &tenancy::UsageTotals::completion_tokens},
+    {"mean_ttft_ms", "TTFT MS", &tenancy::UsageTotals::mean_ttft_ms},
+    {"mean_duration_ms", "MS", &tenancy::UsageTotals::mean_duration_ms},
+};
+
+// A column's value as text: counts whole, means to one decimal.
+std::string cell(const Column& c, const tenancy::UsageTotals& t) {
+  return std::visit(
+      [&](auto member) {
+        const auto v = t.*member;
+        if constexpr (std::is_floating_point_v<decltype(v)>) return fmt::format("{:.1f}", v);
+        return fmt::format("{}", v);
+      },
+      c.field);
+}
+
+void print_json(std::string_view by, const std::vector<tenancy::UsageTotals>& totals) {
+  boost::json::array out;
+  for (const auto& t : totals) {
+    boost::json::object o;
+    o[by] = t.group;
+    for (const auto& c : kColumns) std::visit([&](auto member) { o[c.name] = t.*member; }, c.field);
+    out.push_back(std::move(o));
+  }
+  std::cout << to_json_text(out) << "\n";
+}
+
+void print_csv(std::string_view by, const std::vector<tenancy::UsageTotals>& totals) {
+  std::cout << by;
+  for (const auto& c : kColumns) std::cout << ',' << c.name;
+  std::cout << '\n';
+  for (const auto& t : totals) {
+    std::cout << csv_field(t.group);
+    for (const auto& c : kColumns) std::cout << ',' << cell(c, t);
+    std::cout << '\n';
+  }
+}
+
+void print_table(std::string_view by, const std::vector<tenancy::UsageTotals>& totals) {
+  std::cout << fmt::format("{:<24}", by);
+  for (const auto& c : kColumns) std::cout << fmt::format(" {:>12}", c.title);
+  std::cout << '\n';
+  for (const auto& t : totals) {
+    std::cout << fmt::format("{:<24}", t.group.empty() ? "-" : t.group);
+    for (const auto& c : kColumns) std::cout << fmt::format(" {:>12}", cell(c, t));
+    std::cout << '\n';
+  }
+}
+
 void print_trace(const std::vector<tenancy::UsageRow>& rows) {
   const std::int64_t t0 = rows.empty() ? 0 : rows.front().time_ms;
   for (const auto& r : rows) {
@@ -67,15 +143,8 @@ int run_usage(const UsageFlags& flags) {
   if (!config) return fail(config.error().message);
   auto since = fleet::parse_duration(flags.since);
   if (!since) return fail("--since: " + since.error().message);
-  tenancy::GroupBy by = tenancy::GroupBy::key;
-  if (flags.by == "model")
-    by = tenancy::GroupBy::model;
-  else if (flags.by == "day")
-    by = tenancy::GroupBy::day;
-  else if (flags.by == "session")
-    by = tenancy::GroupBy::session;
-  else if (flags.by != "key")
-    return fail(fmt::format("--by: '{}' is not one of: key, model, day, session", flags.by));
+  const auto by = group_by(flags.by);
+  if (!by) return fail(fmt::format("--by: '{}' is not one of: key, model, day, session", flags.by));
   if (flags.json + flags.csv + flags.trace > 1)
     return fail("--json, --csv and --trace: give one at most");
   if (!std::filesystem::exists(config->state_db))
@@ -92,41 +161,14 @@ int run_usage(const UsageFlags& flags) {
     print_trace(*rows);
     return 0;
   }
-  auto totals = tenancy::usage_totals(*db, since_ms, by);
+  auto totals = tenancy::usage_totals(*db, since_ms, *by);
   if (!totals) return fail(totals.error().message);
-  if (flags.json) {
-    boost::json::array out;
-    for (const auto& t : *totals) {
-      boost::json::object o;
-      o[flags.by] = t.group;
-      o["requests"] = t.requests;
-      o["errors"] = t.errors;
-      o["prompt_tokens"] = t.prompt_tokens;
-      o["cached_tokens"] = t.cached_tokens;
-      o["completion_tokens"] = t.completion_tokens;
-      o["mean_ttft_ms"] = t.mean_ttft_ms;
-      o["mean_duration_ms"] = t.mean_duration_ms;
-      out.push_back(std::move(o));
-    }
-    std::cout << to_json_text(out) << "\n";
-  } else if (flags.csv) {
-    std::cout << flags.by
-              << ",requests,errors,prompt_tokens,cached_tokens,completion_tokens,mean_ttft_ms,"
-                 "mean_duration_ms\n";
-    for (const auto& t : *totals)
-      std::cout << fmt::format("{},{},{},{},{},{},{:.1f},{:.1f}\n", csv_field(t.group), t.requests,
-                               t.errors, t.prompt_tokens, t.cached_tokens, t.completion_tokens,
-                               t.mean_ttft_ms, t.mean_duration_ms);
-  } else {
-    std::cout << fmt::format("{:<24} {:>9} {:>7} {:>12} {:>12} {:>12} {:>10} {:>10}\n", flags.by,
-                             "REQUESTS", "ERRORS", "PROMPT", "CACHED", "COMPLETION", "TTFT MS",
-                             "MS");
-    for (const auto& t : *totals)
-      std::cout << fmt::format("{:<24} {:>9} {:>7} {:>12} {:>12} {:>12} {:>10.1f} {:>10.1f}\n",
-                               t.group.empty() ? "-" : t.group, t.requests, t.errors,
-                               t.prompt_tokens, t.cached_tokens, t.completion_tokens,
-                               t.mean_ttft_ms, t.mean_duration_ms);
-  }
+  if (flags.json)
+    print_json(flags.by, *totals);
+  else if (flags.csv)
+    print_csv(flags.by, *totals);
+  else
+    print_table(flags.by, *totals);
   return 0;
 }
 

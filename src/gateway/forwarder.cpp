@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/byte_search.h"
 #include "http/sse.h"
 #include "http/upstream.h"
 #include "openai/api_error.h"
@@ -34,23 +33,6 @@ bool retryable_status(int status) {
 bool forces_usage(const RequestContext& ctx) {
   const auto e = *ctx.route.endpoint;
   return ctx.facts.stream && (e == Endpoint::chat_completions || e == Endpoint::completions);
-}
-
-// Whether an SSE event carries generated text (a chat or completion delta,
-// an Anthropic text delta): engines stream one token per such event by
-// default, so counting them measures generation as it happens.
-const ByteSearch content_key("content\":");  // "reasoning_content" too
-const ByteSearch text_key("\"text\":");
-
-bool carries_output(std::string_view event) {
-  for (const ByteSearch* key : {&content_key, &text_key}) {
-    for (auto at = key->find(event); at; at = key->find(event, *at + 1)) {
-      auto rest = event.substr(*at + key->size());
-      while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-      if (rest.size() >= 2 && rest[0] == '"' && rest[1] != '"') return true;
-    }
-  }
-  return false;
 }
 
 // Request headers an engine may need that the gateway passes on.
@@ -129,7 +111,12 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
   } else {
     upstream.body = ctx.request.body;
   }
-  openai::ResponseRewriter rewriter(ctx.client_model, force_usage && !ctx.facts.include_usage);
+  const auto endpoint = *ctx.route.endpoint;
+  openai::ResponseRewriter rewriter(
+      ctx.client_model, force_usage && !ctx.facts.include_usage,
+      endpoint == Endpoint::native_completion || endpoint == Endpoint::infill
+          ? openai::UsageMember::tokens_predicted
+          : openai::UsageMember::usage);
 
   http::UpstreamCall call(*inst.pool);
   // Abandoned if the instance is ejected before the client has a byte.
@@ -226,10 +213,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
         splitter.feed(*piece);
         out.clear();
         std::int64_t outputs = 0;
-        while (auto event = splitter.next()) {
-          outputs += carries_output(*event);
-          rewriter.rewrite_event(*event, out);
-        }
+        while (auto event = splitter.next()) outputs += rewriter.rewrite_event(*event, out);
         metrics_.generation().add(inst.name(), outputs);
         if (splitter.overflowed()) {
           // An event that never ends cannot be relayed event by event.

@@ -32,16 +32,24 @@ constexpr std::string_view kUsage = "usage\"";
 constexpr std::string_view kTokensPredicted = "tokens_predicted\"";
 const ByteSearch usage_searcher(kUsage);
 const ByteSearch predicted_searcher(kTokensPredicted);
+constexpr std::string_view kModelKey = "\"model\"";
+const ByteSearch model_key_searcher(kModelKey);
 
 bool mentions_usage(std::string_view json) {
   return usage_searcher.find(json) || predicted_searcher.find(json);
 }
 
+const ByteSearch& usage_search(UsageMember member) {
+  return member == UsageMember::tokens_predicted ? predicted_searcher : usage_searcher;
+}
+
 }  // namespace
 
-ResponseRewriter::ResponseRewriter(std::string client_model, bool strip_usage_chunk)
+ResponseRewriter::ResponseRewriter(std::string client_model, bool strip_usage_chunk,
+                                   UsageMember stream_usage)
     : model_token_(client_model.empty() ? std::string() : json_quote(client_model)),
-      strip_usage_chunk_(strip_usage_chunk) {}
+      strip_usage_chunk_(strip_usage_chunk),
+      stream_usage_(stream_usage) {}
 
 void ResponseRewriter::note_usage(std::string_view json) {
   if (auto u = find_usage(json)) {
@@ -66,13 +74,15 @@ ResponseRewriter::~ResponseRewriter() = default;
 std::optional<std::string_view> ResponseRewriter::model_to_replace(std::string_view json) {
   // A stream's chunks name the engine's model alike: once one has been
   // found by the scan, a search for `"model":<that token>` finds the next
-  // ones for a fraction of a scan. The bytes `"model":"` outside a string can
-  // only be a key (a string holds its quotes escaped).
+  // ones for a fraction of a scan, and an event without even `"model"`
+  // (Anthropic's deltas) needs no scan at all. The bytes `"model":"` outside
+  // a string can only be a key (a string holds its quotes escaped).
   if (seen_) {
     if (auto at = seen_->searcher.find(json)) {
       if (seen_->is_clients) return std::nullopt;
       return json.substr(*at + seen_->member.size() - seen_->token_size, seen_->token_size);
     }
+    if (!model_key_searcher.find(json)) return std::nullopt;
   }
   // "model" comes early in engines' JSON: a scan for it alone stops there.
   std::optional<std::string_view> token = member_text(json, "model");
@@ -111,23 +121,32 @@ void ResponseRewriter::rewrite_body(std::string& json) {
   json = std::move(out);
 }
 
-void ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
+bool ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
+  if (last_delta_.apply(event, out)) return true;
   const auto json = event_json(event);
   if (!json) {
     out.append(event);
-    return;
+    return false;
   }
+  const auto text = delta_text(event);
   // Most chunks carry no usage: a substring search is far cheaper than a scan.
-  if (mentions_usage(*json)) {
+  const bool has_usage = usage_search(stream_usage_).find(*json).has_value();
+  if (has_usage) {
     note_usage(*json);
-    if (strip_usage_chunk_ && member_text(*json, "choices") == std::string_view("[]")) return;
+    if (strip_usage_chunk_ && member_text(*json, "choices") == std::string_view("[]"))
+      return text.has_value();
   }
   const auto token = model_token_.empty() ? std::nullopt : model_to_replace(*json);
-  if (!token) {
+  const std::size_t sent_at = out.size();
+  if (token)
+    splice(event, *token, out);
+  else
     out.append(event);
-    return;
-  }
-  splice(event, *token, out);
+  if (text && !has_usage)
+    last_delta_.remember(
+        event, *text, std::string_view(out).substr(sent_at),
+        token ? static_cast<std::size_t>(token->data() - event.data()) : std::string_view::npos);
+  return text.has_value();
 }
 
 }  // namespace switchyard::openai

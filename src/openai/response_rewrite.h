@@ -10,24 +10,34 @@
 #include <string>
 #include <string_view>
 
+#include "openai/delta_template.h"
 #include "openai/usage.h"
 
 namespace switchyard::openai {
+
+// The member a stream's usage comes in: OpenAI's and Anthropic's `usage`, or
+// llama.cpp's own `tokens_predicted` (/completion, /infill). Looking for the
+// one the endpoint uses halves the search every event costs.
+enum class UsageMember { usage, tokens_predicted };
 
 class ResponseRewriter {
  public:
   // `client_model`: the name the client asked for (empty: leave names as
   // they are). `strip_usage_chunk`: the client did not ask for the stream's
   // usage chunk (`"choices":[]` with `usage`), which the gateway forced.
-  ResponseRewriter(std::string client_model, bool strip_usage_chunk);
+  ResponseRewriter(std::string client_model, bool strip_usage_chunk,
+                   UsageMember stream_usage = UsageMember::usage);
   ~ResponseRewriter();
 
   // A whole non-streamed JSON body, rewritten in place.
   void rewrite_body(std::string& json);
 
   // One SSE event, its blank line included: appends to `out` what the client
-  // should get of it (nothing for a stripped chunk).
-  void rewrite_event(std::string_view event, std::string& out);
+  // should get of it (nothing for a stripped chunk). True when the event
+  // carries generated text (a chat or completion delta, an Anthropic text
+  // delta): engines stream one token per such event by default, so counting
+  // them measures generation as it happens.
+  bool rewrite_event(std::string_view event, std::string& out);
 
   // Usage seen so far (merged over a stream's events).
   const std::optional<Usage>& usage() const { return usage_; }
@@ -41,10 +51,12 @@ class ResponseRewriter {
 
   std::string model_token_;  // the client's model as a JSON string; empty: no rewrite
   bool strip_usage_chunk_;
+  UsageMember stream_usage_;
   std::optional<Usage> usage_;
   // The model member as the first scan found it (model_to_replace).
   struct SeenModel;
   std::unique_ptr<const SeenModel> seen_;
+  DeltaTemplate last_delta_;
 };
 
 }  // namespace switchyard::openai

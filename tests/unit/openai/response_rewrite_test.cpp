@@ -88,6 +88,46 @@ TEST(ResponseRewriter, KeepsTheUsageChunkWhenTheClientAskedForIt) {
   EXPECT_EQ(out, usage);
 }
 
+// llama.cpp's own /completion stream ends with tokens_predicted, not usage.
+TEST(ResponseRewriter, NativeStreamsCountTokensPredicted) {
+  ResponseRewriter r("m", false, UsageMember::tokens_predicted);
+  std::string out;
+  r.rewrite_event("data: {\"content\":\" once\",\"stop\":false}\n\n", out);
+  EXPECT_FALSE(r.usage());
+  r.rewrite_event(
+      "data: {\"content\":\"\",\"stop\":true,\"model\":\"/m.gguf\",\"tokens_predicted\":7,"
+      "\"tokens_evaluated\":3}\n\n",
+      out);
+  ASSERT_TRUE(r.usage());
+  EXPECT_EQ(r.usage()->prompt_tokens, 3);
+  EXPECT_EQ(r.usage()->completion_tokens, 7);
+  EXPECT_NE(out.find("\"model\":\"m\""), std::string::npos);
+}
+
+// Anthropic names the model once, in message_start; the deltas after it
+// pass unchanged and message_delta's usage is merged in.
+TEST(ResponseRewriter, AnthropicDeltasPassAndTheirUsageMerges) {
+  ResponseRewriter r("claude-local", false);
+  std::string out;
+  r.rewrite_event(
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"/m.gguf\","
+      "\"usage\":{\"input_tokens\":5,\"output_tokens\":0}}}\n\n",
+      out);
+  out.clear();
+  const std::string delta =
+      "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+      "\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n";
+  r.rewrite_event(delta, out);
+  EXPECT_EQ(out, delta);
+  r.rewrite_event(
+      "event: message_delta\ndata: "
+      "{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}\n\n",
+      out);
+  ASSERT_TRUE(r.usage());
+  EXPECT_EQ(r.usage()->prompt_tokens, 5);
+  EXPECT_EQ(r.usage()->completion_tokens, 9);
+}
+
 TEST(ResponseRewriter, AnEmptyClientModelChangesNothing) {
   ResponseRewriter r("", false);
   std::string body = R"({"model":"/x.gguf","tokens":[1,2]})";

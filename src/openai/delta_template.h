@@ -1,0 +1,39 @@
+// A stream's delta events differ only in the text they carry (and now and
+// then a timestamp): the last one, split around its text, lets the gateway
+// recognise the next by two comparisons instead of searching it for usage,
+// the model and the text every time.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace switchyard::openai {
+
+// The bytes of an event's generated text between its quotes: the first
+// non-empty `content` (`reasoning_content` too) or `text` string.
+struct TextSpan {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+std::optional<TextSpan> delta_text(std::string_view event);
+
+class DeltaTemplate {
+ public:
+  // Remembers `event`, whose text is `text`, and `sent`, what the client got
+  // of it: the event with at most one change, at `change_at` (npos: none),
+  // outside the text.
+  void remember(std::string_view event, TextSpan text, std::string_view sent,
+                std::size_t change_at);
+
+  // When `event` is the remembered one with other text (a well-formed JSON
+  // string between the same bytes): appends what the client gets of it.
+  bool apply(std::string_view event, std::string& out) const;
+
+ private:
+  std::string head_, tail_;          // as the engine sent them
+  std::string head_out_, tail_out_;  // as the client gets them
+};
+
+}  // namespace switchyard::openai
