@@ -7,8 +7,9 @@
 #
 #   replicas   static: xtx0 + xtx1 (7900xtx-27b-q4, 7900xtx-blower-27b-q4)
 #   tp2        static: one 2x7900xtx-tp2-vllm engine over both cards
-#   on-demand  the example as it is: replicas daily, tp2 (sleep mode) when
-#              the policy finds that it pays
+#   on-demand  the example as it is: replicas daily, tp2 (sleep mode,
+#              prestarted: loaded and put to sleep before the replicas
+#              start) when the policy finds that it pays
 #
 # Everything runs --speed-factor F times faster than the box: the sims, the
 # trace's times (make-trace --compress F) and every duration of the gateway
@@ -105,13 +106,14 @@ replica_instances() {
     command: \${SWITCHYARD} sim --preset 7900xtx-blower-27b-q4 --port \${PORT} --alias $MODEL --load-time 25 --seed 2 --speed-factor $speed
 EOF
 }
-tp2_instance() {  # SLEEP (true|false)
+tp2_instance() {  # SLEEP PRESTART (true|false)
   cat <<EOF
   - name: tp2
     model: $MODEL
     gpus: [0, 1]
     slots: 8
     sleep: $1
+    prestart: $2
     command: \${SWITCHYARD} sim --preset 2x7900xtx-tp2-vllm --port \${PORT} --alias $MODEL --sleep-mode --load-time 60 --wake-time 4 --seed 3 --speed-factor $speed
 EOF
 }
@@ -121,10 +123,10 @@ write_config() {  # NAME PORT
     fleet_head "$port"
     case "$name" in
       replicas) replica_instances ;;
-      tp2) tp2_instance false ;;
+      tp2) tp2_instance false false ;;
       on-demand)
         replica_instances
-        tp2_instance true
+        tp2_instance true true
         cat <<EOF
 profiles:
   replicas: [xtx0, xtx1]

@@ -174,9 +174,37 @@ void Fleet::on_change(std::function<void(const Instance&)> callback) {
 }
 
 void Fleet::start() {
+  std::vector<std::size_t> early;
+  for (auto& inst : state_->instances)
+    if (inst->config.prestart && state_->watches[inst->index]->halted) early.push_back(inst->index);
+  if (early.empty()) {
+    start_unhalted();
+    return;
+  }
+  net::co_spawn(state_->executor, prestart(std::move(early)), net::detached);
+}
+
+void Fleet::start_unhalted() {
   for (auto& inst : state_->instances)
     if (!state_->watches[inst->index]->halted)
       net::co_spawn(state_->executor, state_->supervise(*inst), net::detached);
+}
+
+awaitable<void> Fleet::prestart(std::vector<std::size_t> early) {
+  auto s = state_;
+  // One at a time and all asleep before the first profile starts: two
+  // engines are never awake on one card.
+  for (auto index : early) {
+    const auto name = s->instances[index]->name();
+    spdlog::info("instance {}: prestart: starting it to sleep before the first profile starts",
+                 name);
+    if (auto error = co_await bring_up(index))
+      spdlog::warn("instance {}: prestart failed ({}); it starts cold on its first switch", name,
+                   *error);
+    co_await bring_down(index);
+    if (s->stopping) co_return;
+  }
+  start_unhalted();
 }
 
 Fleet::Changes Fleet::apply(const FleetConfig& config) {

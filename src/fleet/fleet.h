@@ -30,6 +30,7 @@ class Fleet {
 
   // Launches supervised engines, probes every instance until healthy, then
   // keeps watching: periodic probes, ejection with backoff, restarts.
+  // Parked instances with `prestart` are started and put to sleep first.
   void start();
 
   // A request saw this instance fail (connect error, reset, stall, 5xx):
@@ -75,6 +76,9 @@ class Fleet {
   boost::asio::awaitable<void> stop();
 
  private:
+  void start_unhalted();
+  boost::asio::awaitable<void> prestart(std::vector<std::size_t> early);
+
   struct State;
   std::shared_ptr<State> state_;
 };

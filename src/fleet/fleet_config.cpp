@@ -120,7 +120,7 @@ InstanceConfig parse_instance(const YAML::Node& node, std::size_t i) {
   if (!node.IsMap()) fail(node, where + ": expected a mapping");
   check_keys(node, where,
              {"name", "model", "url", "command", "env", "gpus", "slots", "api_key", "served_model",
-              "sleep"});
+              "sleep", "prestart"});
   InstanceConfig inst;
   inst.name =
       node["name"] ? non_empty(node["name"], where + ".name") : fmt::format("instance{}", i);
@@ -162,6 +162,7 @@ InstanceConfig parse_instance(const YAML::Node& node, std::size_t i) {
   if (node["served_model"])
     inst.served_model = non_empty(node["served_model"], where + ".served_model");
   if (node["sleep"]) inst.sleep = boolean(node["sleep"], where + ".sleep");
+  if (node["prestart"]) inst.prestart = boolean(node["prestart"], where + ".prestart");
   return inst;
 }
 
@@ -405,11 +406,34 @@ bool share_gpu(const InstanceConfig& a, const InstanceConfig& b) {
   return false;
 }
 
+// prestart: only an engine the gateway starts, puts to sleep and that waits
+// parked at start (in a profile, not the first) can be started early.
+void validate_prestart(const YAML::Node& root, const FleetConfig& c) {
+  std::set<std::string> first, parked;
+  for (std::size_t p = 0; p < c.profiles.size(); ++p)
+    for (const auto& name : c.profiles[p].instances) (p == 0 ? first : parked).insert(name);
+  for (std::size_t i = 0; i < c.instances.size(); ++i) {
+    const auto& inst = c.instances[i];
+    if (!inst.prestart) continue;
+    const auto node = root["instances"][i]["prestart"];
+    const auto where = fmt::format("instances[{}].prestart", i);
+    if (!inst.sleep || !inst.command)
+      fail(node, where +
+                     ": needs 'sleep: true' and a 'command' (the gateway starts the engine "
+                     "and puts it to sleep)");
+    if (!parked.count(inst.name) || first.count(inst.name))
+      fail(node, fmt::format("{}: '{}' is not parked at start (it must be in a profile other "
+                             "than the first, and not in the first)",
+                             where, inst.name));
+  }
+}
+
 // Profiles name known instances, each at most once; no two instances of a
 // profile share a GPU, nor does an instance outside every profile (it always
 // runs) share one with a profile's instance; the gateway can stop or sleep
 // every profile instance.
 void validate_profiles(const YAML::Node& root, const FleetConfig& c) {
+  validate_prestart(root, c);
   const auto find = [&](const std::string& name) -> const InstanceConfig* {
     for (const auto& inst : c.instances)
       if (inst.name == name) return &inst;

@@ -43,6 +43,11 @@ struct InstanceConfig {
   // sleep (POST /sleep?level=1, GPU memory freed, process kept) instead of
   // stopping it, and wakes it (POST /wake_up) instead of restarting it.
   bool sleep = false;
+  // With sleep, in a profile other than the first: started at gateway start
+  // and put to sleep before the first profile's instances start, so its
+  // first switch wakes it (seconds) rather than loading it cold. The
+  // gateway's start takes that much longer. Default false.
+  bool prestart = false;
 
   bool operator==(const InstanceConfig&) const = default;
 };

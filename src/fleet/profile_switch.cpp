@@ -3,6 +3,8 @@
 #include <boost/asio.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -18,6 +20,36 @@ namespace {
 
 double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+using Outcome = std::optional<std::string>;  // nullopt, or why it failed
+
+// Runs `step` on every index at once, as engines load and stop independently
+// (one after the other would add up their times); completes when all have,
+// with their outcomes in the order of `indices`.
+awaitable<std::vector<Outcome>> all_at_once(net::any_io_executor executor,
+                                            const std::vector<std::size_t>& indices,
+                                            std::function<awaitable<Outcome>(std::size_t)> step) {
+  struct Shared {
+    std::vector<Outcome> outcomes;
+    std::size_t left;
+    net::steady_timer done;
+  };
+  auto shared = std::make_shared<Shared>(
+      Shared{std::vector<Outcome>(indices.size()), indices.size(), net::steady_timer(executor)});
+  for (std::size_t k = 0; k < indices.size(); ++k)
+    net::co_spawn(
+        executor,
+        [shared, step, k, index = indices[k]]() -> awaitable<void> {
+          shared->outcomes[k] = co_await step(index);
+          if (--shared->left == 0) shared->done.cancel();
+        },
+        net::detached);
+  while (shared->left > 0) {
+    shared->done.expires_after(std::chrono::hours(24));
+    co_await shared->done.async_wait(use_tuple);
+  }
+  co_return std::move(shared->outcomes);
 }
 
 }  // namespace
@@ -161,20 +193,21 @@ awaitable<void> ProfileSwitch::run(std::vector<std::size_t> down, std::vector<st
 
   enter(SwitchPhase::stopping);
   step = clock_type::now();
-  for (auto i : down) co_await env_.bring_down(i);
+  const auto bring_down = [this](std::size_t i) -> awaitable<Outcome> {
+    co_await env_.bring_down(i);
+    co_return std::nullopt;
+  };
+  const auto bring_up = [this](std::size_t i) { return env_.bring_up(i); };
+  co_await all_at_once(executor_, down, bring_down);
   record.stop_seconds = seconds_since(step);
 
   enter(SwitchPhase::starting);
   step = clock_type::now();
   std::optional<std::string> failed;
-  std::size_t brought = 0;  // how many of `up` were brought up (or tried)
-  for (auto i : up) {
-    ++brought;
-    if (auto why = co_await env_.bring_up(i)) {
-      failed = fmt::format("instance {} did not start: {}", env_.name(i), *why);
-      break;
-    }
-  }
+  const auto started = co_await all_at_once(executor_, up, bring_up);
+  for (std::size_t k = 0; k < up.size() && !failed; ++k)
+    if (started[k])
+      failed = fmt::format("instance {} did not start: {}", env_.name(up[k]), *started[k]);
   record.start_seconds = seconds_since(step);
   if (!failed) {
     enter(SwitchPhase::warming);
@@ -193,14 +226,15 @@ awaitable<void> ProfileSwitch::run(std::vector<std::size_t> down, std::vector<st
     spdlog::error("profile switch {} -> {} failed: {}; rolling back to {}", record.from, record.to,
                   *failed, record.from);
     enter(SwitchPhase::rolling_back);
-    for (std::size_t k = 0; k < brought; ++k) co_await env_.bring_down(up[k]);
-    for (auto i : down) {
-      if (auto why = co_await env_.bring_up(i)) {
-        spdlog::error("profile switch rollback: instance {} did not come back: {}", env_.name(i),
-                      *why);
+    co_await all_at_once(executor_, up, bring_down);
+    const auto back = co_await all_at_once(executor_, down, bring_up);
+    for (std::size_t k = 0; k < down.size(); ++k) {
+      if (back[k]) {
+        spdlog::error("profile switch rollback: instance {} did not come back: {}",
+                      env_.name(down[k]), *back[k]);
         continue;
       }
-      env_.set_admin(i, AdminState::active);
+      env_.set_admin(down[k], AdminState::active);
     }
   } else {
     for (auto i : up) env_.set_admin(i, AdminState::active);

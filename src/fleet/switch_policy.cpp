@@ -92,6 +92,27 @@ void SwitchPolicy::switched(const std::string& from, const std::string& to, doub
   if (ok) measured_[{from, to}] = cost;
 }
 
+bool SwitchPolicy::started(const std::string& instance, const WaitingJob& job, steady_time now,
+                           std::chrono::milliseconds long_after) {
+  for (const auto& p : profiles_)
+    for (const auto& inst : p.instances) {
+      if (inst.name != instance || inst.estimate.prefill_tps <= 0) continue;
+      const double prefill = prefill_seconds(inst.estimate, static_cast<double>(job.prompt_tokens));
+      if (prefill <= seconds(long_after)) return false;
+      const auto end = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(prefill));
+      auto& until = long_until_[instance];
+      until = std::max(until, end);
+      return true;
+    }
+  return false;
+}
+
+bool SwitchPolicy::long_prefill(const std::string& instance, steady_time now) const {
+  auto it = long_until_.find(instance);
+  return it != long_until_.end() && now < it->second;
+}
+
 std::optional<std::string> SwitchPolicy::huge_job(const ProfileSpeed& active,
                                                   const WaitingJob& job) const {
   bool fits_somewhere = false;

@@ -85,6 +85,16 @@ class SwitchPolicy {
   // The line the last decision logged.
   const std::string& last_explanation() const { return explanation_; }
 
+  // A request was given a slot on `instance` at `now`. When its estimated
+  // prefill there is longer than `long_after`, requests behind it wait for
+  // all of it (vLLM's default scheduler gives a running prefill the whole
+  // token budget; llama-server's slot is taken), and the instance counts as
+  // busy with a long prefill until its estimated end. True in that case.
+  bool started(const std::string& instance, const WaitingJob& job, steady_time now,
+               std::chrono::milliseconds long_after);
+  // Whether `instance` is busy with such a prefill at `now`.
+  bool long_prefill(const std::string& instance, steady_time now) const;
+
  private:
   const ProfileSpeed* find(const std::string& name) const;
   std::optional<Decision> weigh(const ProfileSpeed& active, const Demand& demand,
@@ -102,6 +112,7 @@ class SwitchPolicy {
   // When the work the active profile (not the first) is needed for should be
   // done: the estimated end of the last huge prompt or deep queue seen.
   std::optional<steady_time> needed_until_;
+  std::map<std::string, steady_time> long_until_;  // instance → estimated end of its long prefill
   // The trigger that led to the last "stay": the same one again is not
   // logged again until it changes.
   std::string quiet_;

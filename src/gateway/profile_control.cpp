@@ -48,6 +48,7 @@ struct ProfileControl::Impl final : fleet::SwitchEnv {
        WaitQueue& q, obs::GatewayMetrics& m)
       : executor(ex),
         options(config.switching),
+        max_wait(config.queue.max_wait),
         fleet(f),
         router(r),
         queue(q),
@@ -156,8 +157,18 @@ struct ProfileControl::Impl final : fleet::SwitchEnv {
     }
   }
 
+  // Whether an instance of `model` is busy with a long prefill: a request
+  // queued behind it waits for all of it.
+  bool behind_long_prefill(const std::string& model) const {
+    const auto now = clock_type::now();
+    for (const auto& inst : fleet.instances())
+      if (inst->model() == model && policy.long_prefill(inst->name(), now)) return true;
+    return false;
+  }
+
   net::any_io_executor executor;
   const fleet::SwitchingOptions options;
+  const std::chrono::milliseconds max_wait;  // queue.max_wait
   fleet::Fleet& fleet;
   Router& router;
   WaitQueue& queue;
@@ -195,11 +206,28 @@ std::optional<std::chrono::milliseconds> ProfileControl::hold(const RequestConte
   if (g.options.mode == fleet::SwitchingOptions::Mode::on_demand) g.consider();
   if (g.switcher.switching() && g.switcher.held_models().count(ctx.model))
     return g.options.max_hold;
+  // Behind a long prefill (most often the huge prompt a switch was made
+  // for) a request waits longer than queue.max_wait through no fault of its
+  // own: switching.max_hold bounds it instead.
+  if (g.behind_long_prefill(ctx.model)) return g.options.max_hold;
   return std::nullopt;
 }
 
 void ProfileControl::routed(const RequestContext& ctx) {
-  impl_->waiting.erase(&ctx);
+  auto& g = *impl_;
+  auto it = g.waiting.find(&ctx);
+  if (it == g.waiting.end()) return;
+  const fleet::WaitingJob job = it->second.second;
+  g.waiting.erase(it);
+  if (!ctx.target || !ctx.lease) return;
+  // Long: longer than half of queue.max_wait, as a request behind it waits
+  // for all of it and then for one of the slots it held.
+  const auto& name = g.fleet.instances().at(*ctx.target)->name();
+  if (!g.policy.started(name, job, clock_type::now(), g.max_wait / 2)) return;
+  spdlog::info(
+      "profile: {} is busy with a {}-token prefill; requests for {} wait up to switching.max_hold",
+      name, job.prompt_tokens, ctx.model);
+  g.queue.extend(ctx.model, g.options.max_hold);
 }
 
 void ProfileControl::slot_released(std::size_t) {

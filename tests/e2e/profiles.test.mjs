@@ -189,6 +189,72 @@ describe('manual switches on a 2-card box', { timeout: 120_000 }, () => {
       await gw.stop();
     });
 
+  test('prestart: tp2 is loaded and put to sleep before the replicas start; its first switch wakes it', async () => {
+    const config = boxConfig();
+    config.instances[2].prestart = true;
+    const gw = await startGateway(config, { waitReady: false });
+    // From the gateway's start: tp2's engine up and not asleep (loading
+    // counts: its /is_sleeping answers 503 then) while a replica's engine
+    // answers on a card it shares is a violation.
+    let watching = true;
+    const seen = { samples: 0, violations: [], tp2Asleep: 0, replicasUp: 0 };
+    const watch = (async () => {
+      while (watching) {
+        const inst = (await gw.health().catch(() => undefined))?.instances ?? [];
+        const url = (n) => inst.find((i) => i.name === n)?.url;
+        const awake = async () => {
+          if (!(await answers(url('tp2')))) return false;
+          try {
+            return (await fetchJson(`${url('tp2')}/is_sleeping`, { timeoutMs: 1000 })).body?.is_sleeping !== true;
+          } catch {
+            return true;
+          }
+        };
+        const before = await awake();
+        const up = await Promise.all(['xtx0', 'xtx1'].map((n) => answers(url(n))));
+        const afterwards = await awake();
+        seen.samples += 1;
+        if (!before && !afterwards && url('tp2') && (await answers(url('tp2')))) seen.tp2Asleep += 1;
+        if (up.some(Boolean)) seen.replicasUp += 1;
+        if ((before || afterwards) && up.some(Boolean)) seen.violations.push({ at: Date.now(), up, before, afterwards });
+        await sleep(20);
+      }
+    })();
+    await waitUntil(async () => {
+      const s = await status(gw);
+      return s?.instances?.filter((i) => i.admin !== 'parked').every((i) => i.state === 'ready');
+    }, { timeoutMs: 20_000, what: 'the replicas ready' });
+    watching = false;
+    await watch;
+    assert.deepEqual(seen.violations, [], 'tp2 never up and awake while a replica runs');
+    assert.ok(seen.replicasUp > 0, JSON.stringify(seen));
+
+    let s = await status(gw);
+    const tp = s.instances.find((i) => i.name === 'tp2');
+    assert.equal(tp.admin, 'parked');
+    assert.equal(tp.state, 'ready', 'started at the gateway start');
+    assert.equal(tp.asleep, true);
+    const tpUrl = (await gw.health()).instances.find((i) => i.name === 'tp2').url;
+    assert.equal((await fetchJson(`${tpUrl}/is_sleeping`)).body.is_sleeping, true, 'the sim itself says it sleeps');
+    const log = gw.output();
+    assert.match(log, /instance tp2: prestart: starting it to sleep before the first profile starts/);
+    const asleepAt = log.search(/instance tp2: asleep \(POST \/sleep\?level=1\)/);
+    const replicaAt = log.search(/instance xtx[01]: started pid/);
+    assert.ok(asleepAt >= 0 && replicaAt > asleepAt, 'the replicas start once tp2 sleeps');
+
+    // The first switch wakes it: no second engine, the same process.
+    const engines = gw.engines().filter((e) => e.name === 'tp2').length;
+    const to = await fetchJson(`${gw.url}/admin/profile`, { body: { profile: 'tp2' }, timeoutMs: 60_000 });
+    assert.equal(to.status, 200, to.text);
+    assert.equal(gw.engines().filter((e) => e.name === 'tp2').length, engines, 'woken, not started');
+    await waitUntil(() => /instance tp2: awake/.test(gw.output()), { what: 'the wake-up logged' });
+    assert.equal((await fetchJson(`${tpUrl}/is_sleeping`)).body.is_sleeping, false);
+    assertAllServed(await Promise.all(Array.from({ length: 4 }, () => streamChat(gw.url, { model: MODEL, maxTokens: 10 }))), 'on tp2');
+    s = await status(gw);
+    assert.equal(s.active, 'tp2');
+    await gw.stop();
+  });
+
   test('a failed start rolls back to the old profile and says why; requests go on', async () => {
     const config = boxConfig();
     config.instances.push({ name: 'broken', model: MODEL, gpus: [0, 1], command: `\${SWITCHYARD} sim --port \${PORT} --no-such-flag` });

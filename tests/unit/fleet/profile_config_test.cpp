@@ -69,12 +69,15 @@ TEST(ProfileConfig, RejectsWhatCannotWork) {
   expect_error("profiles:\n  a: [xtx0, xtx1]\n  b: [tp2]\nswitching:\n  on_drain_timeout: kill\n",
                "switching.on_drain_timeout");
   expect_error(
-      "profiles:\n  a: [xtx0, xtx1]\n  b: [tp2]\nswitching:\n  estimates:\n    ghost: {decode_tps: 1}\n",
+      "profiles:\n  a: [xtx0, xtx1]\n  b: [tp2]\nswitching:\n  estimates:\n    ghost: {decode_tps: "
+      "1}\n",
       "switching.estimates: 'ghost' is not one of the instances");
   expect_error(
-      "profiles:\n  a: [xtx0, xtx1]\n  b: [tp2]\nswitching:\n  estimates:\n    tp2: {decode_tps: -1}\n",
+      "profiles:\n  a: [xtx0, xtx1]\n  b: [tp2]\nswitching:\n  estimates:\n    tp2: {decode_tps: "
+      "-1}\n",
       "switching.estimates.tp2.decode_tps: expected a positive number");
-  expect_error("profiles:\n  a: [xtx0, xtx1]\n  b: [tp2]\nswitching:\n  max_hold: 0s\n", "switching.max_hold");
+  expect_error("profiles:\n  a: [xtx0, xtx1]\n  b: [tp2]\nswitching:\n  max_hold: 0s\n",
+               "switching.max_hold");
   expect_error("profiles:\n  a: [xtx0, xtx1]\n  b: [tp2]\nswitching:\n  bogus: 1\n",
                "switching.bogus: unknown");
 }
@@ -92,6 +95,47 @@ profiles:
   ASSERT_FALSE(c);
   EXPECT_NE(c.error().message.find("has a url and no 'sleep: true'"), std::string::npos)
       << c.error().message;
+}
+
+TEST(ProfileConfig, PrestartNeedsASleepingEngineParkedAtStart) {
+  const auto with = [](const std::string& tp2, const std::string& profiles) {
+    return parse_fleet_config(R"(
+instances:
+  - {name: xtx0, model: m, gpus: [0], command: run0}
+  - {name: xtx1, model: m, gpus: [1], command: run1}
+  - )" + tp2 + "\n" + profiles,
+                              "fleet.yaml");
+  };
+  const std::string two = "profiles:\n  replicas: [xtx0, xtx1]\n  tp2: [tp2]\n";
+  auto ok =
+      with("{name: tp2, model: m, gpus: [0, 1], command: run2, sleep: true, prestart: true}", two);
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_TRUE(ok->instances[2].prestart);
+  EXPECT_FALSE(ok->instances[0].prestart);
+  const auto error = [&](const std::string& tp2, const std::string& profiles) {
+    auto c = with(tp2, profiles);
+    return c ? std::string("accepted") : c.error().message;
+  };
+  EXPECT_NE(error("{name: tp2, model: m, gpus: [0, 1], command: run2, prestart: true}", two)
+                .find("fleet.yaml:5: instances[2].prestart: needs 'sleep: true'"),
+            std::string::npos);
+  EXPECT_NE(error("{name: tp2, model: m, gpus: [0, 1], url: 'http://h:1', sleep: true, "
+                  "prestart: true}",
+                  two)
+                .find("instances[2].prestart: needs 'sleep: true' and a 'command'"),
+            std::string::npos);
+  // In the first profile it runs from the start; in none it always runs.
+  EXPECT_NE(error("{name: tp2, model: m, gpus: [0, 1], command: run2, sleep: true, prestart: true}",
+                  "profiles:\n  tp2: [tp2]\n  replicas: [xtx0, xtx1]\n")
+                .find("'tp2' is not parked at start"),
+            std::string::npos);
+  EXPECT_NE(
+      error("{name: tp2, model: m, gpus: [2], command: run2, sleep: true, prestart: true}", "")
+          .find("'tp2' is not parked at start"),
+      std::string::npos);
+  EXPECT_NE(error("{name: tp2, model: m, gpus: [0, 1], command: run2, sleep: maybe}", two)
+                .find("instances[2].sleep"),
+            std::string::npos);
 }
 
 TEST(ProfileConfig, ProfilesAndSwitchingAreRestartOnly) {

@@ -184,5 +184,26 @@ TEST(ProfilePolicy, NeverChoosesAProfileWithoutSeeds) {
   EXPECT_FALSE(p.decide("replicas", d, t0));
 }
 
+TEST(ProfilePolicy, KnowsAnInstanceBusyWithALongPrefillUntilItsEstimatedEnd) {
+  SwitchPolicy p(box(), options());
+  const double prefill = prefill_seconds(box()[1].instances[0].estimate, 130000);  // ~104 s
+  // A chat turn is not long; nothing is held for it.
+  EXPECT_FALSE(p.started("tp2", {500, 256}, t0, 30s));
+  EXPECT_FALSE(p.long_prefill("tp2", t0));
+  // The 130K prompt is: TP2 is busy with it until its estimated end.
+  EXPECT_TRUE(p.started("tp2", {130000, 256}, t0, 30s));
+  EXPECT_TRUE(p.long_prefill("tp2", t0 + 1s));
+  EXPECT_TRUE(p.long_prefill("tp2", t0 + std::chrono::seconds(static_cast<int>(prefill) - 1)));
+  EXPECT_FALSE(p.long_prefill("tp2", t0 + std::chrono::seconds(static_cast<int>(prefill) + 1)));
+  EXPECT_FALSE(p.long_prefill("xtx0", t0 + 1s));
+  // A later short request does not shorten it.
+  EXPECT_FALSE(p.started("tp2", {500, 256}, t0 + 2s, 30s));
+  EXPECT_TRUE(p.long_prefill("tp2", t0 + 3s));
+  // The same prompt is not long under a bound past its prefill, nor on an
+  // instance without seeds.
+  EXPECT_FALSE(p.started("xtx1", {130000, 256}, t0, 1h));
+  EXPECT_FALSE(p.started("unknown", {130000, 256}, t0, 1s));
+}
+
 }  // namespace
 }  // namespace switchyard::fleet

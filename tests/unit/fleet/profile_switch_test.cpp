@@ -4,6 +4,7 @@
 
 #include <boost/asio.hpp>
 
+#include <algorithm>
 #include <map>
 
 namespace switchyard::fleet {
@@ -19,7 +20,15 @@ class FakeEnv final : public SwitchEnv {
   std::map<std::size_t, int> busy;
   std::map<std::size_t, AdminState> admin;
   std::map<std::string, std::string> fail_start;  // name → why
+  std::chrono::milliseconds delay{0};             // of each bring_up and bring_down
   std::vector<std::string> log;
+
+  net::awaitable<void> take_time(std::string what) {
+    if (delay.count() == 0) co_return;
+    net::steady_timer t(co_await net::this_coro::executor, delay);
+    co_await t.async_wait(net::use_awaitable);
+    log.push_back(std::move(what));
+  }
 
   std::optional<std::size_t> find(const std::string& name) const override {
     for (std::size_t i = 0; i < names.size(); ++i)
@@ -38,12 +47,13 @@ class FakeEnv final : public SwitchEnv {
   }
   net::awaitable<std::optional<std::string>> bring_up(std::size_t i) override {
     log.push_back("up " + names[i]);
+    co_await take_time("up done " + names[i]);
     if (auto it = fail_start.find(names[i]); it != fail_start.end()) co_return it->second;
     co_return std::nullopt;
   }
   net::awaitable<void> bring_down(std::size_t i) override {
     log.push_back("down " + names[i]);
-    co_return;
+    co_await take_time("down done " + names[i]);
   }
   net::awaitable<std::optional<std::string>> warm(std::size_t i) override {
     log.push_back("warm " + names[i]);
@@ -105,10 +115,37 @@ TEST(ProfileSwitch, AFailedStartRollsBackAndSaysWhy) {
   EXPECT_EQ(sw.phase(), SwitchPhase::active);
   EXPECT_EQ(env.admin[0], AdminState::active);
   EXPECT_EQ(env.admin[1], AdminState::active);
-  const std::vector<std::string> tail{"down tp2", "up xtx0", "xtx0 active", "up xtx1",
+  const std::vector<std::string> tail{"down tp2", "up xtx0", "up xtx1", "xtx0 active",
                                       "xtx1 active"};
   ASSERT_GE(env.log.size(), tail.size());
   EXPECT_EQ(std::vector<std::string>(env.log.end() - tail.size(), env.log.end()), tail);
+}
+
+TEST(ProfileSwitch, StopsAndStartsAProfilesInstancesAtOnce) {
+  net::io_context io;
+  FakeEnv env;
+  env.delay = 50ms;  // each engine takes this long to stop or to load
+  ProfileSwitch sw(io.get_executor(), profiles(), SwitchingOptions{}, env);
+  ASSERT_FALSE(sw.begin("tp2", "manual"));
+  io.run_for(500ms);
+  ASSERT_EQ(sw.active(), "tp2");
+  ASSERT_FALSE(sw.begin("replicas", "manual"));
+  io.restart();  // it ran out of work
+  io.run_for(500ms);
+  ASSERT_EQ(sw.active(), "replicas");
+  // Both replicas are told to stop before either has, and to start before
+  // either is up: the switch pays one engine's time, not the sum.
+  const std::vector<std::string> down{"down xtx0", "down xtx1", "down done xtx0", "down done xtx1"};
+  const std::vector<std::string> up{"up xtx0", "up xtx1", "up done xtx0", "up done xtx1"};
+  const auto at = [&](const std::string& line) {
+    return std::find(env.log.begin(), env.log.end(), line) - env.log.begin();
+  };
+  EXPECT_EQ(std::vector<std::string>(env.log.begin() + at("down xtx0"),
+                                     env.log.begin() + at("down xtx0") + 4),
+            down);
+  EXPECT_EQ(std::vector<std::string>(env.log.begin() + at("up xtx0"),
+                                     env.log.begin() + at("up xtx0") + 4),
+            up);
 }
 
 TEST(ProfileSwitch, RefusesUnknownActiveAndConcurrentSwitches) {

@@ -95,6 +95,30 @@ TEST(Scheduler, LongPromptsPrefillInChunksWhileOthersDecode) {
   EXPECT_DOUBLE_EQ(step.seconds, 0.010 + 0.511);
 }
 
+// vLLM V1's default scheduler (vllm/v1/core/sched/scheduler.py, schedule();
+// long_prefill_token_threshold 0, vllm/config/scheduler.py): running
+// requests are scheduled first, each with min(remaining, token_budget), so a
+// long prompt being prefilled takes the whole budget every step, and a
+// waiting request gets tokens only from what its last chunk leaves over.
+TEST(Scheduler, PagedShortRequestBehindALongPrefillWaitsForAllOfIt) {
+  Scheduler s(paged(65536));
+  const SeqId big = s.submit(req(prompt_of(40000), 4));
+  s.step();  // the first chunk: the long prompt is running
+  const SeqId small = s.submit(req(prompt_of(100, 90000), 4));
+  int steps = 1, big_done = 0, small_first = 0;
+  while (!big_done || !small_first) {
+    Step step = s.step();
+    ++steps;
+    for (const auto& e : step.events) {
+      if (e.id == big && e.prefill_done) big_done = steps;
+      if (e.id == small && e.prefill_done) small_first = steps;
+    }
+    ASSERT_LT(steps, 100);
+  }
+  EXPECT_EQ(big_done, 5);  // 40000 tokens in chunks of 8192
+  EXPECT_EQ(small_first, big_done);
+}
+
 TEST(Scheduler, SlotReusesTheCommonPrefixWithItsLastPrompt) {
   Scheduler s(slots(2));
   s.submit(req(prompt_of(100), 3));
