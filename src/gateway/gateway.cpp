@@ -216,6 +216,15 @@ struct Gateway::Impl {
     auto s = take_snapshot(fleet.instances(), router, queue, catalog, draining);
     add_console_status(s, metrics.generation(), advisor);
     if (profiles) s.profiles = profiles->status();
+    if (shared_limits) {
+      const auto& client = shared_limits->client();
+      s.redis.state = client.up() ? "up" : "down";
+      s.redis.since =
+          std::chrono::duration_cast<std::chrono::seconds>(client.since().time_since_epoch())
+              .count();
+      s.redis.last_error = client.last_error();
+      s.redis.required = config.redis_down == fleet::FleetConfig::RedisDown::reject;
+    }
     return s;
   }
   AdminView admin_view() {

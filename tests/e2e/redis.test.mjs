@@ -126,6 +126,28 @@ describe('limits shared through Redis (redis_down: reject)', { skip }, () => {
     }
   });
 
+  test('/health reports Redis: up, down (unhealthy with reject) within the command timeout, up again', TIMEOUT, async () => {
+    const health = (gw) => fetchJson(`${gw.url}/health`, { headers: bearer('sk-admin') });
+    const up = await health(a);
+    assert.equal(up.status, 200, up.text);
+    assert.equal(up.body.redis.state, 'up');
+    assert.ok(up.body.redis.since > 0);
+    await redis.stop();
+    // The command timeout is 1 s; a killed server's socket closes at once.
+    const down = await waitUntil(async () => { const h = await health(a); return h.body.redis.state === 'down' && h; },
+      { timeoutMs: 3000, what: '/health redis down' });
+    assert.equal(down.status, 503, 'redis_down: reject refuses limited keys: unhealthy');
+    assert.equal(down.body.status, 'unavailable');
+    assert.ok(down.body.redis.since >= up.body.redis.since);
+    assert.notEqual(down.body.redis.last_error, '');
+    const anonymous = (await fetchJson(`${a.url}/health`)).body.redis;
+    assert.equal(anonymous.state, 'down');
+    assert.equal(anonymous.last_error, undefined, 'why is detail, for a key');
+    redis = await startRedis(redis.port);
+    await waitUntil(async () => (await health(a)).body.redis.state === 'up', { timeoutMs: 10_000, what: '/health redis up again' });
+    assert.equal((await health(a)).status, 200);
+  });
+
   test('Redis killed: 503 limits_unavailable naming it; keys without limits go on; restarted: recovers', TIMEOUT, async () => {
     await redis.stop();
     await waitUntil(async () => (await chat(a.url, 'sk-conc')).status === 503, { timeoutMs: 10_000, what: '503 while redis is down' });
@@ -165,6 +187,10 @@ describe('redis_down: local splits the limit between the gateways', { skip }, ()
     expectError(assert, over, 429, { code: 'rate_limit_exceeded', messageIncludes: '2 requests per minute' });
     assert.match(a.output(), /unreachable .*÷ 2 gateway\(s\)/);
     assert.equal((await chat(b.url, 'sk-rpm')).status, 200, 'the other gateway has its own half');
+    const health = await fetchJson(`${a.url}/health`, { headers: bearer('sk-admin') });
+    assert.equal(health.status, 200, 'redis_down: local keeps the gateway healthy');
+    assert.equal(health.body.status, 'ok');
+    assert.equal(health.body.redis.state, 'down');
   });
 });
 
