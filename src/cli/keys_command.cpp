@@ -1,6 +1,8 @@
 // `switchyard keys`: create, list, change and revoke the API keys of a
 // fleet's state database (tenancy::KeyStore). A running gateway sees every
-// change within a second (it polls the store's version).
+// change within a second (it polls the store's version). With `redis:` the
+// records are written to Redis too and published, so every gateway on it
+// sees the change within a second whatever its state_db (docs/keys.md).
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -13,7 +15,9 @@
 
 #include "cli/command.h"
 #include "fleet/fleet_config.h"
+#include "tenancy/key_records.h"
 #include "tenancy/key_store.h"
+#include "tenancy/redis_blocking.h"
 
 namespace switchyard::cli {
 
@@ -133,11 +137,88 @@ int fail(const std::string& message) {
 
 enum class Verb { create, list, set, revoke };
 
+// The key records in Redis when `redis:` is set: read before a change (a
+// newer copy there is taken into state_db first, so the change builds on
+// it), written after it. Unreachable: the change is made in state_db only,
+// which a gateway using that file publishes when it sees it.
+class RedisRecords {
+ public:
+  explicit RedisRecords(const fleet::FleetConfig& config) {
+    if (!config.redis) return;
+    address_ = fmt::format("{}:{}", config.redis->host, config.redis->port);
+    auto redis = tenancy::BlockingRedis::connect(*config.redis, std::chrono::seconds(1));
+    if (!redis) {
+      warn(redis.error().message);
+      return;
+    }
+    redis_.emplace(std::move(*redis));
+  }
+
+  // Every record in Redis (none when it is not used or not reachable).
+  std::vector<tenancy::KeyRecord> all() {
+    std::vector<tenancy::KeyRecord> out;
+    if (!redis_) return out;
+    auto reply = redis_->command({"HGETALL", std::string(tenancy::key_records::records)});
+    if (!reply || reply->is_error()) {
+      warn(reply ? reply->str : reply.error().message);
+      return out;
+    }
+    for (std::size_t i = 0; i + 1 < reply->elements.size(); i += 2)
+      if (auto r = tenancy::decode_record(reply->elements[i].str, reply->elements[i + 1].str))
+        out.push_back(std::move(*r));
+    return out;
+  }
+  // Redis's copy of `name` into `store` when it is newer than the store's.
+  void pull(tenancy::KeyStore& store, const std::string& name) {
+    if (!redis_) return;
+    auto reply = redis_->command({"HGET", std::string(tenancy::key_records::records), name});
+    if (!reply || reply->is_error()) {
+      warn(reply ? reply->str : reply.error().message);
+      return;
+    }
+    if (reply->type != tenancy::RedisReply::Type::string) return;
+    auto record = tenancy::decode_record(name, reply->str);
+    if (!record) {
+      warn(fmt::format("its record of '{}' is unreadable: {}", name, record.error().message));
+      return;
+    }
+    if (auto put = store.put(*record); !put) warn(put.error().message);
+  }
+  // The store's record of `name` written to Redis and published.
+  void push(tenancy::KeyStore& store, const std::string& name) {
+    if (!redis_) return;
+    auto record = store.find(name);
+    if (!record) return warn(record.error().message);
+    auto reply = redis_->command(tenancy::put_record_command(*record));
+    if (!reply || reply->is_error()) return warn(reply ? reply->str : reply.error().message);
+    if (reply->integer != 1)
+      return warn(fmt::format("it holds a newer version of '{}' (changed meanwhile)", name));
+    std::cerr << fmt::format("published to redis at {}: every gateway on it applies it\n",
+                             address_);
+  }
+
+ private:
+  void warn(const std::string& why) {
+    if (warned_) return;
+    warned_ = true;
+    redis_.reset();
+    std::cerr << fmt::format(
+        "switchyard keys: redis at {}: {}; state_db only (a gateway using this state_db "
+        "publishes it to redis)\n",
+        address_, why);
+  }
+  std::optional<tenancy::BlockingRedis> redis_;
+  std::string address_;
+  bool warned_ = false;
+};
+
 int run_keys(const KeysFlags& flags, Verb verb) {
   auto config = fleet::load_fleet_config(flags.config_path);
   if (!config) return fail(config.error().message);
   auto store = tenancy::KeyStore::open(config->state_db);
   if (!store) return fail(store.error().message);
+  RedisRecords redis(*config);
+  if (verb != Verb::list) redis.pull(*store, flags.name);
   switch (verb) {
     case Verb::create: {
       for (const auto& k : config->static_keys)
@@ -152,14 +233,16 @@ int run_keys(const KeysFlags& flags, Verb verb) {
       std::cerr << fmt::format(
           "key '{}' created ({}); this is the only time it is shown: store it now\n", flags.name,
           limits_text(*limits));
+      redis.push(*store, flags.name);
       return 0;
     }
     case Verb::list: {
-      auto keys = store->list();
-      if (!keys) return fail(keys.error().message);
+      auto local = store->list();
+      if (!local) return fail(local.error().message);
+      const auto keys = tenancy::merge_records(*local, redis.all());
       std::cout << fmt::format("{:<20} {:<12} {:<21} {:<21} {:<8} {}\n", "NAME", "PREFIX",
                                "CREATED", "LAST USED", "STATUS", "LIMITS");
-      for (const auto& k : *keys)
+      for (const auto& k : keys)
         std::cout << fmt::format("{:<20} {:<12} {:<21} {:<21} {:<8} {}\n", k.name, k.prefix + "…",
                                  time_text(k.created), time_text(k.last_used),
                                  k.revoked ? "revoked" : "active", limits_text(k.limits));
@@ -173,11 +256,13 @@ int run_keys(const KeysFlags& flags, Verb verb) {
       if (!limits) return fail(limits.error().message);
       if (auto ok = store->update(flags.name, *limits); !ok) return fail(ok.error().message);
       std::cerr << fmt::format("key '{}': {}\n", flags.name, limits_text(*limits));
+      redis.push(*store, flags.name);
       return 0;
     }
     case Verb::revoke: {
       if (auto ok = store->revoke(flags.name, unix_now()); !ok) return fail(ok.error().message);
       std::cerr << fmt::format("key '{}' revoked\n", flags.name);
+      redis.push(*store, flags.name);
       return 0;
     }
   }

@@ -32,7 +32,9 @@
 #include "gateway/usage_today.h"
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
+#include "tenancy/key_records.h"
 #include "tenancy/key_watcher.h"
+#include "tenancy/shared_keys.h"
 #include "tenancy/shared_limits.h"
 #include "tenancy/usage_ledger.h"
 
@@ -135,6 +137,7 @@ struct Gateway::Impl {
     router.on_release(nullptr);
     fleet.on_change(nullptr);
     scraper.stop();
+    if (shared_keys) shared_keys->stop();
     if (shared_limits) shared_limits->stop();
   }
   // redis: the keys' limits shared with the other gateways on it.
@@ -155,7 +158,18 @@ struct Gateway::Impl {
       metrics.redis_command(ok, seconds);
       metrics.set_redis_state(shared.up(), shared.gateways());
     });
+    // The key records too: this state_db's published, Redis's followed.
+    shared_keys = std::make_unique<tenancy::SharedKeys>(executor, shared.client());
+    local_keys = stored_keys;
+    shared_keys->set_local(local_keys);
+    shared_keys->on_records([this](const std::vector<tenancy::KeyRecord>& records) {
+      redis_keys = records;
+      use_keys(tenancy::merge_records(local_keys, redis_keys));
+    });
+    shared.listen(std::string(tenancy::key_records::channel),
+                  [this](const std::string&) { shared_keys->changed(); });
     shared_limits->start();
+    shared_keys->start();
   }
   // The keys in the state database, at start-up (the watcher keeps them
   // current from then on).
@@ -183,9 +197,16 @@ struct Gateway::Impl {
     }
   }
   void apply_stored_keys(std::vector<tenancy::KeyRecord> next) {
+    spdlog::info("keys: {} stored key(s) loaded from {}", next.size(), config.state_db);
+    if (!shared_keys) return use_keys(std::move(next));
+    local_keys = std::move(next);
+    shared_keys->set_local(local_keys);
+    use_keys(tenancy::merge_records(local_keys, redis_keys));
+  }
+  void use_keys(std::vector<tenancy::KeyRecord> next) {
+    if (next == stored_keys) return;
     stored_keys = std::move(next);
     set_keys(ApiKeys(config.static_keys, stored_keys, !stored_keys.empty()));
-    spdlog::info("keys: {} stored key(s) loaded from {}", stored_keys.size(), config.state_db);
   }
   void record_usage(const RequestContext& ctx);
   void stop_instance(std::size_t index) {
@@ -195,6 +216,15 @@ struct Gateway::Impl {
     auto s = take_snapshot(fleet.instances(), router, queue, catalog, draining);
     add_console_status(s, metrics.generation(), advisor);
     if (profiles) s.profiles = profiles->status();
+    if (shared_limits) {
+      const auto& client = shared_limits->client();
+      s.redis.state = client.up() ? "up" : "down";
+      s.redis.since =
+          std::chrono::duration_cast<std::chrono::seconds>(client.since().time_since_epoch())
+              .count();
+      s.redis.last_error = client.last_error();
+      s.redis.required = config.redis_down == fleet::FleetConfig::RedisDown::reject;
+    }
     return s;
   }
   AdminView admin_view() {
@@ -213,8 +243,8 @@ struct Gateway::Impl {
   fleet::FleetConfig config;  // replaced field by field on reload()
   fleet::Fleet& fleet;
   obs::GatewayMetrics& metrics;
-  std::int64_t stored_version = 0;  // set by load_keys()
-  std::vector<tenancy::KeyRecord> stored_keys;
+  std::int64_t stored_version = 0;              // set by load_keys()
+  std::vector<tenancy::KeyRecord> stored_keys;  // in force: local_keys and redis_keys merged
   ApiKeys keys;
   ModelCatalog catalog;
   ForwardOptions forward_options;
@@ -238,6 +268,9 @@ struct Gateway::Impl {
   tenancy::UsageLedger ledger;
   UsageToday usage_today;  // each key's ledger totals since UTC midnight
   std::shared_ptr<tenancy::SharedLimits> shared_limits;  // null without redis:
+  // With redis: the key records of this state_db and of Redis.
+  std::unique_ptr<tenancy::SharedKeys> shared_keys;
+  std::vector<tenancy::KeyRecord> local_keys, redis_keys;
   // Last: its thread posts key changes here until it is joined. Posted
   // changes that run after the gateway is gone find `alive` expired.
   std::shared_ptr<char> alive = std::make_shared<char>();

@@ -46,8 +46,19 @@ struct ProfileStatus {
   bool active = false;
 };
 
+// The Redis the keys' limits and records are shared through (docs/keys.md).
+struct RedisStatus {
+  std::string state = "unconfigured";  // up, down or unconfigured (no redis:)
+  long long since = 0;                 // Unix seconds of the last change; 0: unconfigured
+  std::string last_error;              // why it is down; empty while up
+  // redis_down: reject, where a Redis down refuses every limited request
+  // (the gateway is then unhealthy); with `local` it is not.
+  bool required = false;
+};
+
 struct StatusSnapshot {
   bool draining = false;  // the gateway is shutting down
+  RedisStatus redis;
   std::vector<InstanceStatus> instances;
   std::vector<ModelStatus> models;
   std::vector<FindingStatus> findings;

@@ -24,7 +24,8 @@ CREATE TABLE IF NOT EXISTS keys (
   weight REAL NOT NULL DEFAULT 1,
   created INTEGER NOT NULL,
   last_used INTEGER,
-  revoked INTEGER);
+  revoked INTEGER,
+  version INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS usage (
   time_ms INTEGER NOT NULL,
   request_id TEXT NOT NULL,
@@ -46,7 +47,7 @@ CREATE INDEX IF NOT EXISTS usage_by_time ON usage (time_ms);
 
 constexpr const char* columns =
     "name, prefix, hash, models, rpm, tpm, tokens_per_day, max_concurrency, max_sessions, "
-    "session_idle_ms, priority, weight, created, last_used, revoked";
+    "session_idle_ms, priority, weight, created, last_used, revoked, version";
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -84,6 +85,7 @@ KeyRecord read_record(const Statement& s) {
   r.created = s.int64(12);
   r.last_used = s.optional_int64(13);
   r.revoked = s.optional_int64(14);
+  r.version = s.int64(15);
   return r;
 }
 
@@ -121,6 +123,10 @@ Result<Database> open_state_db(const std::string& path) {
   if (!db) return db.error();
   if (auto ok = db->exec(schema); !ok)
     return Error{fmt::format("{}: cannot create the state tables: {}", path, ok.error().message)};
+  // Files from before the records had versions: every record starts at 1.
+  if (!db->prepare("SELECT version FROM keys LIMIT 0"))
+    if (auto ok = db->exec("ALTER TABLE keys ADD COLUMN version INTEGER NOT NULL DEFAULT 1"); !ok)
+      return Error{fmt::format("{}: cannot add the key versions: {}", path, ok.error().message)};
   return db;
 }
 
@@ -154,7 +160,7 @@ Result<std::string> KeyStore::create(const std::string& name, const fleet::KeyLi
   auto insert =
       db_.prepare(fmt::format("INSERT INTO keys ({}) VALUES "
                               "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-                              "NULL, NULL)",
+                              "NULL, NULL, 1)",
                               columns));
   if (!insert) return insert.error();
   insert->bind(1, name).bind(2, secret.substr(0, 10)).bind_blob(3, hash.data(), hash.size());
@@ -192,7 +198,7 @@ Result<Done> KeyStore::update(const std::string& name, const fleet::KeyLimits& l
   auto update = db_.prepare(
       "UPDATE keys SET models = ?4, rpm = ?5, tpm = ?6, tokens_per_day = ?7, "
       "max_concurrency = ?8, max_sessions = ?9, session_idle_ms = ?10, priority = ?11, "
-      "weight = ?12 WHERE name = ?1");
+      "weight = ?12, version = version + 1 WHERE name = ?1");
   if (!update) return update.error();
   update->bind(1, name);
   bind_limits(*update, limits);
@@ -203,10 +209,29 @@ Result<Done> KeyStore::revoke(const std::string& name, std::int64_t now) {
   auto existing = find(name);
   if (!existing) return existing.error();
   if (existing->revoked) return Error{fmt::format("the key '{}' is revoked already", name)};
-  auto update = db_.prepare("UPDATE keys SET revoked = ?2 WHERE name = ?1");
+  auto update = db_.prepare("UPDATE keys SET revoked = ?2, version = version + 1 WHERE name = ?1");
   if (!update) return update.error();
   update->bind(1, name).bind(2, now);
   return write(*update);
+}
+
+Result<bool> KeyStore::put(const KeyRecord& r) {
+  if (!valid_name(r.name)) return Error{fmt::format("'{}' is not a key name", r.name)};
+  auto existing = find(r.name);
+  if (existing && existing->version >= r.version) return false;
+  auto upsert = db_.prepare(
+      fmt::format("INSERT OR REPLACE INTO keys ({}) VALUES "
+                  "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                  columns));
+  if (!upsert) return upsert.error();
+  upsert->bind(1, r.name).bind(2, r.prefix).bind_blob(3, r.hash.data(), r.hash.size());
+  bind_limits(*upsert, r.limits);
+  upsert->bind(13, r.created)
+      .bind(14, existing ? existing->last_used : r.last_used)
+      .bind(15, r.revoked)
+      .bind(16, r.version);
+  if (auto done = write(*upsert); !done) return done.error();
+  return true;
 }
 
 Result<std::int64_t> KeyStore::version() {

@@ -1,7 +1,9 @@
 // The keys `switchyard keys` manages, in the state database (SQLite): only
 // SHA-256 digests and a short prefix are stored, never a key. Every change
 // bumps a version the running gateway polls (KeyWatcher), so a key created,
-// changed or revoked is honoured within a poll without a reload.
+// changed or revoked is honoured within a poll without a reload. Each record
+// has a version of its own too: where one record comes from two places (this
+// file and Redis, tenancy/shared_keys), the higher version wins.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,10 @@ struct KeyRecord {
   std::int64_t created = 0;  // Unix seconds
   std::optional<std::int64_t> last_used;
   std::optional<std::int64_t> revoked;
+  // 1 when created, one more with every change; never goes down.
+  std::int64_t version = 1;
+
+  bool operator==(const KeyRecord&) const = default;
 };
 
 // Creates the schema when missing; the file when missing too.
@@ -42,6 +48,9 @@ class KeyStore {
   Result<KeyRecord> find(const std::string& name);
   Result<Done> update(const std::string& name, const fleet::KeyLimits& limits);
   Result<Done> revoke(const std::string& name, std::int64_t now);
+  // `record` stored as it is (its version included) when the store has no
+  // key of its name or an older version of it; returns whether it was.
+  Result<bool> put(const KeyRecord& record);
   // Changes with every create, update and revoke.
   Result<std::int64_t> version();
 

@@ -4,10 +4,11 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <hiredis/async.h>
-#include <hiredis/hiredis.h>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include "tenancy/hiredis_reply.h"
 
 namespace switchyard::tenancy {
 
@@ -121,9 +122,7 @@ struct RedisClient::Connection : std::enable_shared_from_this<Connection> {
   }
 };
 
-namespace {
-
-RedisReply convert(const redisReply* r) {
+RedisReply from_hiredis(const redisReply* r) {
   RedisReply out;
   switch (r->type) {
     case REDIS_REPLY_STRING:
@@ -141,7 +140,8 @@ RedisReply convert(const redisReply* r) {
       break;
     case REDIS_REPLY_ARRAY:
       out.type = RedisReply::Type::array;
-      for (std::size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
+      for (std::size_t i = 0; i < r->elements; ++i)
+        out.elements.push_back(from_hiredis(r->element[i]));
       break;
     default:
       break;
@@ -149,6 +149,8 @@ RedisReply convert(const redisReply* r) {
   if (r->str && r->type != REDIS_REPLY_ARRAY) out.str.assign(r->str, r->len);
   return out;
 }
+
+namespace {
 
 // A command waiting for its reply. hiredis holds a heap shared_ptr to it as
 // the callback's privdata, and always calls the callback once (with no reply
@@ -164,7 +166,7 @@ void on_reply(redisAsyncContext* ac, void* reply, void* privdata) {
   auto* holder = static_cast<std::shared_ptr<Pending>*>(privdata);
   Pending& p = **holder;
   if (reply)
-    p.result = convert(static_cast<redisReply*>(reply));
+    p.result = from_hiredis(static_cast<redisReply*>(reply));
   else
     p.result = Error{ac && ac->errstr[0] ? ac->errstr : "connection lost"};
   p.done = true;
@@ -206,6 +208,7 @@ void RedisClient::set_up(bool up, std::string error) {
   last_error_ = up ? std::string() : std::move(error);
   if (up == up_) return;
   up_ = up;
+  since_ = std::chrono::system_clock::now();
   if (on_state_) on_state_(up);
 }
 
@@ -219,6 +222,7 @@ awaitable<void> RedisClient::run() {
   while (alive.lock() && !stopped_) {
     std::string error = co_await connect_once();
     if (!alive.lock() || stopped_) co_return;
+    if (error.empty() && !channels_.empty()) error = subscribe_on(*connection_);
     if (error.empty()) {
       backoff = options_.backoff;
       set_up(true, {});
@@ -298,6 +302,36 @@ awaitable<std::string> RedisClient::connect_once() {
     }
   }
   co_return std::string();
+}
+
+std::string RedisClient::subscribe_on(Connection& conn) {
+  std::vector<const char*> argv{"SUBSCRIBE"};
+  std::vector<std::size_t> lengths{9};
+  for (const auto& c : channels_) {
+    argv.push_back(c.data());
+    lengths.push_back(c.size());
+  }
+  // hiredis keeps a subscription's callback for every message and calls it
+  // with no reply when the context is freed, which stop() does before this
+  // client is gone: `this` outlives every call.
+  if (redisAsyncCommandArgv(conn.ac, &RedisClient::message_cb, this, static_cast<int>(argv.size()),
+                            argv.data(), lengths.data()) != REDIS_OK) {
+    const std::string why = conn.ac->errstr[0] ? conn.ac->errstr : "cannot subscribe";
+    conn.close(why);
+    return why;
+  }
+  return {};
+}
+
+void RedisClient::message_cb(redisAsyncContext*, void* reply, void* self) {
+  const auto* r = static_cast<const redisReply*>(reply);
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3) return;
+  const auto text = [](const redisReply* e) {
+    return e->str ? std::string(e->str, e->len) : std::string();
+  };
+  auto* client = static_cast<RedisClient*>(self);
+  if (text(r->element[0]) == "message" && client->on_message_)
+    client->on_message_(text(r->element[1]), text(r->element[2]));
 }
 
 awaitable<Result<RedisReply>> RedisClient::command(std::vector<std::string> args) {

@@ -19,6 +19,8 @@
 
 #include "common/result.h"
 
+struct redisAsyncContext;
+
 namespace switchyard::tenancy {
 
 struct RedisReply {
@@ -55,6 +57,8 @@ class RedisClient {
   void stop();
 
   bool up() const { return up_; }
+  // When up() last changed (the construction until the first change).
+  std::chrono::system_clock::time_point since() const { return since_; }
   // Why it is down (the last connect or connection error); empty while up.
   const std::string& last_error() const { return last_error_; }
   // "host:port", for messages.
@@ -64,6 +68,17 @@ class RedisClient {
   // timeout or when the connection drops; a Redis error reply is a reply
   // (is_error()), which the caller judges.
   boost::asio::awaitable<Result<RedisReply>> command(std::vector<std::string> args);
+
+  // Makes this a subscriber connection (before start()): every connection
+  // SUBSCRIBEs to `channels`, and `fn` gets each message's channel and
+  // payload. command() is not for such a connection (Redis refuses most
+  // commands on it). Messages published while it was down are lost: the
+  // subscriber catches up on its own when on_state() says up.
+  void subscribe(std::vector<std::string> channels,
+                 std::function<void(const std::string& channel, const std::string& message)> fn) {
+    channels_ = std::move(channels);
+    on_message_ = std::move(fn);
+  }
 
   // Up and down transitions (not called for the state at start).
   void on_state(std::function<void(bool up)> fn) { on_state_ = std::move(fn); }
@@ -79,6 +94,9 @@ class RedisClient {
   boost::asio::awaitable<Result<RedisReply>> send(std::shared_ptr<Connection> conn,
                                                   std::vector<std::string> args);
   void set_up(bool up, std::string error);
+  // Empty when subscribed, else why not.
+  std::string subscribe_on(Connection& conn);
+  static void message_cb(::redisAsyncContext* ac, void* reply, void* self);
   void drop(const std::string& why);
 
   // Constant after construction.
@@ -92,6 +110,9 @@ class RedisClient {
   bool stopped_ = false;
   bool up_ = false;
   std::string last_error_ = "not connected yet";
+  std::chrono::system_clock::time_point since_ = std::chrono::system_clock::now();
+  std::vector<std::string> channels_;
+  std::function<void(const std::string&, const std::string&)> on_message_;
   std::function<void(bool)> on_state_;
   std::function<void(bool, double)> on_command_;
   std::shared_ptr<char> alive_ = std::make_shared<char>();

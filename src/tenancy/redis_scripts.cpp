@@ -140,6 +140,15 @@ const Script heartbeat{"heartbeat", 1,
                        "redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) * 2)\n"
                        "return redis.call('ZCARD', KEYS[1])\n"};
 
+const Script put_key{"put_key", 3,
+                     "local held = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')\n"
+                     "if held >= tonumber(ARGV[2]) then return 0 end\n"
+                     "redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])\n"
+                     "redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])\n"
+                     "redis.call('INCR', KEYS[3])\n"
+                     "redis.call('PUBLISH', ARGV[4], ARGV[1])\n"
+                     "return 1\n"};
+
 }  // namespace switchyard::tenancy::redis_scripts
 
 namespace switchyard::tenancy {

@@ -41,6 +41,11 @@ extern const Script release;
 // This gateway's heartbeat; returns how many gateways beat within the TTL.
 // KEYS: the gateways zset. ARGV: gateway id, TTL ms.
 extern const Script heartbeat;
+// A key record stored unless Redis holds it at this version or a higher one
+// (tenancy/key_records.h). KEYS: records hash, versions hash, the change
+// counter. ARGV: name, version, encoded record, channel. Returns 1 when
+// stored (the counter bumped and the name published), else 0.
+extern const Script put_key;
 
 }  // namespace switchyard::tenancy::redis_scripts
 

@@ -61,6 +61,7 @@ SharedLimits::SharedLimits(net::any_io_executor executor, SharedLimitsOptions op
     : executor_(executor),
       options_(std::move(options)),
       client_(executor, options_.redis),
+      subscriber_(executor, options_.redis),
       tick_(executor) {}
 
 SharedLimits::~SharedLimits() {
@@ -85,6 +86,16 @@ void SharedLimits::start() {
     if (on_state_) on_state_(up);
   });
   client_.start();
+  if (!listeners_.empty()) {
+    std::vector<std::string> channels;
+    for (const auto& [channel, fn] : listeners_) channels.push_back(channel);
+    subscriber_.subscribe(std::move(channels),
+                          [this](const std::string& channel, const std::string& message) {
+                            if (auto it = listeners_.find(channel); it != listeners_.end())
+                              it->second(message);
+                          });
+    subscriber_.start();
+  }
   net::co_spawn(executor_, keep_alive(), net::detached);
 }
 
@@ -93,6 +104,7 @@ void SharedLimits::stop() {
   stopped_ = true;
   alive_.reset();
   tick_.cancel();
+  subscriber_.stop();
   client_.stop();
 }
 

@@ -72,6 +72,11 @@ class SharedLimits {
   RedisClient& client() { return client_; }
   // Up and down transitions, after they are logged.
   void on_state(std::function<void(bool up)> fn) { on_state_ = std::move(fn); }
+  // Messages on `channel` (from start() on, on a connection of their own);
+  // call before start(). Messages sent while Redis was unreachable are lost.
+  void listen(std::string channel, std::function<void(const std::string& message)> fn) {
+    listeners_.emplace(std::move(channel), std::move(fn));
+  }
   // Gateways seen by the last heartbeat (this one included); 1 before any.
   int gateways() const { return gateways_; }
   // "redis at 127.0.0.1:6379 unreachable: Connection refused".
@@ -114,6 +119,8 @@ class SharedLimits {
   const SharedLimitsOptions options_;
   // The I/O thread's.
   RedisClient client_;
+  RedisClient subscriber_;  // for listen(), started only with listeners
+  std::map<std::string, std::function<void(const std::string&)>> listeners_;
   boost::asio::steady_timer tick_;
   std::map<std::string_view, std::string> shas_;  // script name → SHA1 once loaded
   std::map<std::uint64_t, Lease> leases_;

@@ -3,15 +3,19 @@
 // free port. max_concurrency is never exceeded across both (the sim's own
 // counter says so), rpm is exact across both, Redis killed gives 503
 // limits_unavailable with `redis_down: reject` and each gateway half the
-// limit with `local`, and a restarted Redis is used again.
+// limit with `local`, and a restarted Redis is used again. Key records are
+// shared too: gateways with separate state_db files honour a key created or
+// revoked through either within a second.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 
 import {
-  expectError, fetchJson, metricValue, scrapeMetric, startGateway, startSim, stopAll, waitUntil,
+  expectError, fetchJson, metricValue, runSwitchyard, scrapeMetric, startGateway, startSim, stopAll, toYaml, waitUntil,
 } from './harness.mjs';
 
 const REDIS = '/usr/bin/redis-server';
@@ -122,6 +126,28 @@ describe('limits shared through Redis (redis_down: reject)', { skip }, () => {
     }
   });
 
+  test('/health reports Redis: up, down (unhealthy with reject) within the command timeout, up again', TIMEOUT, async () => {
+    const health = (gw) => fetchJson(`${gw.url}/health`, { headers: bearer('sk-admin') });
+    const up = await health(a);
+    assert.equal(up.status, 200, up.text);
+    assert.equal(up.body.redis.state, 'up');
+    assert.ok(up.body.redis.since > 0);
+    await redis.stop();
+    // The command timeout is 1 s; a killed server's socket closes at once.
+    const down = await waitUntil(async () => { const h = await health(a); return h.body.redis.state === 'down' && h; },
+      { timeoutMs: 3000, what: '/health redis down' });
+    assert.equal(down.status, 503, 'redis_down: reject refuses limited keys: unhealthy');
+    assert.equal(down.body.status, 'unavailable');
+    assert.ok(down.body.redis.since >= up.body.redis.since);
+    assert.notEqual(down.body.redis.last_error, '');
+    const anonymous = (await fetchJson(`${a.url}/health`)).body.redis;
+    assert.equal(anonymous.state, 'down');
+    assert.equal(anonymous.last_error, undefined, 'why is detail, for a key');
+    redis = await startRedis(redis.port);
+    await waitUntil(async () => (await health(a)).body.redis.state === 'up', { timeoutMs: 10_000, what: '/health redis up again' });
+    assert.equal((await health(a)).status, 200);
+  });
+
   test('Redis killed: 503 limits_unavailable naming it; keys without limits go on; restarted: recovers', TIMEOUT, async () => {
     await redis.stop();
     await waitUntil(async () => (await chat(a.url, 'sk-conc')).status === 503, { timeoutMs: 10_000, what: '503 while redis is down' });
@@ -161,5 +187,74 @@ describe('redis_down: local splits the limit between the gateways', { skip }, ()
     expectError(assert, over, 429, { code: 'rate_limit_exceeded', messageIncludes: '2 requests per minute' });
     assert.match(a.output(), /unreachable .*÷ 2 gateway\(s\)/);
     assert.equal((await chat(b.url, 'sk-rpm')).status, 200, 'the other gateway has its own half');
+    const health = await fetchJson(`${a.url}/health`, { headers: bearer('sk-admin') });
+    assert.equal(health.status, 200, 'redis_down: local keeps the gateway healthy');
+    assert.equal(health.body.status, 'ok');
+    assert.equal(health.body.redis.state, 'down');
+  });
+});
+
+// A key printed by `switchyard keys create` (stdout), and what it said.
+async function createKey(configFile, name, flags = []) {
+  const r = await runSwitchyard(['keys', '-c', configFile, 'create', name, ...flags]);
+  assert.equal(r.code, 0, r.output);
+  const key = r.output.match(/^(sy-\S+)$/m)?.[1];
+  assert.ok(key, `a key printed: ${r.output}`);
+  return { key, output: r.output };
+}
+
+describe('key records shared through Redis (separate state_db files)', { skip }, () => {
+  let redis, sim, a, b, dirs, earlyKey;
+  const keysOf = async (gw) => (await fetchJson(`${gw.url}/admin/keys`, { headers: bearer('sk-admin') })).body.keys;
+  before(async () => {
+    redis = await startRedis(await freePort());
+    // 200 tokens at 40 tok/s: a request holds its slot for about 5 s.
+    sim = await startSim({ slots: 8, tokensPerSecond: 40, speedFactor: 1, alias: MODEL });
+    dirs = [0, 1].map(() => fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-redis-keys-')));
+    // A key made while Redis was not reachable is in A's state_db only.
+    const offline = path.join(dirs[0], 'offline.yaml');
+    fs.writeFileSync(offline, toYaml({
+      models: [{ name: MODEL }], instances: [{ name: 'x', model: MODEL, url: sim.url }],
+      state_db: path.join(dirs[0], 'state.db'), redis: `redis://127.0.0.1:${await freePort()}/0`,
+    }));
+    const early = await createKey(offline, 'early');
+    assert.match(early.output, /state_db only/);
+    earlyKey = early.key;
+  });
+  after(async () => {
+    await stopAll(); await stopRedises();
+    for (const d of dirs ?? []) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  test('a key of one state_db is published at start and works on the other gateway', TIMEOUT, async () => {
+    const early = earlyKey;
+    const config = (dir) => ({
+      ...gatewayConfig(sim, redis.port), api_keys: ['sk-admin'], state_db: path.join(dir, 'state.db'),
+    });
+    a = await startGateway(config(dirs[0]));
+    b = await startGateway(config(dirs[1]));
+    await waitUntil(async () => (await chat(b.url, early)).status === 200, { timeoutMs: 5000, what: 'early key on B' });
+    assert.match(a.output(), /1 key record\(s\) of this state_db published to redis/);
+    assert.ok((await keysOf(b)).some((k) => k.name === 'early'), 'B lists it');
+  });
+
+  test('created through A: works on B within a second; revoked: refused on both, B\'s queued request too', TIMEOUT, async () => {
+    const { key, output } = await createKey(a.configFile, 'team', ['--max-concurrency', '1']);
+    assert.match(output, /published to redis/);
+    // Published at once; one second is the catch-up bound (margin for a loaded machine).
+    await waitUntil(async () => (await chat(b.url, key, 1)).status === 200, { timeoutMs: 3000, what: 'the new key on B' });
+
+    const running = chat(b.url, key, 200);
+    await waitUntil(async () => metricValue(await (await fetch(`${sim.url}/metrics`)).text(), 'llamacpp:requests_processing') === 1,
+      { what: 'one running on B' });
+    const queued = chat(b.url, key, 4);
+    await waitUntil(async () => (await keysOf(b)).find((k) => k.name === 'team')?.waiting === 1, { what: 'one waiting on B' });
+
+    const revoke = await runSwitchyard(['keys', '-c', a.configFile, 'revoke', 'team']);
+    assert.equal(revoke.code, 0, revoke.output);
+    expectError(assert, await queued, 401, { messageIncludes: 'revoked' });
+    for (const gw of [a, b]) expectError(assert, await chat(gw.url, key), 401);
+    assert.equal((await running).status, 200, 'a running request finishes');
+    assert.match(b.output(), /keys: 'team' revoked or removed/);
   });
 });

@@ -70,6 +70,64 @@ TEST_F(KeyStoreTest, EveryChangeBumpsTheVersion) {
   EXPECT_EQ((*all)[0].limits.tpm, 500);
 }
 
+TEST_F(KeyStoreTest, EachRecordCountsItsOwnVersion) {
+  auto store = KeyStore::open(path);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->create("bob", {}, 1));
+  ASSERT_TRUE(store->create("carol", {}, 1));
+  EXPECT_EQ(store->find("bob")->version, 1);
+  fleet::KeyLimits l;
+  l.rpm = 5;
+  ASSERT_TRUE(store->update("bob", l));
+  EXPECT_EQ(store->find("bob")->version, 2);
+  ASSERT_TRUE(store->revoke("bob", 9));
+  EXPECT_EQ(store->find("bob")->version, 3);
+  EXPECT_EQ(store->find("carol")->version, 1);
+}
+
+TEST_F(KeyStoreTest, PutTakesOnlyANewerCopy) {
+  auto store = KeyStore::open(path);
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->create("bob", {}, 1));
+  auto bob = *store->find("bob");
+  const auto v0 = *store->version();
+  bob.limits.rpm = 7;
+  EXPECT_FALSE(*store->put(bob));  // the same version: kept as it is
+  EXPECT_FALSE(store->find("bob")->limits.rpm);
+  bob.version = 4;
+  EXPECT_TRUE(*store->put(bob));
+  EXPECT_EQ(store->find("bob")->limits.rpm, 7);
+  EXPECT_EQ(store->find("bob")->version, 4);
+  EXPECT_NE(*store->version(), v0);  // the watcher sees it
+  KeyRecord dave = bob;
+  dave.name = "dave";
+  dave.hash = sha256("another key");
+  EXPECT_TRUE(*store->put(dave));  // a record this file did not have
+  EXPECT_EQ(store->find("dave")->version, 4);
+}
+
+TEST_F(KeyStoreTest, AFileFromBeforeVersionsGetsThem) {
+  {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db);
+    ASSERT_TRUE(db->exec(
+        "CREATE TABLE keys (name TEXT PRIMARY KEY, prefix TEXT NOT NULL, hash BLOB NOT NULL "
+        "UNIQUE, models TEXT NOT NULL DEFAULT '', rpm INTEGER, tpm INTEGER, tokens_per_day "
+        "INTEGER, max_concurrency INTEGER, max_sessions INTEGER, session_idle_ms INTEGER NOT "
+        "NULL, priority INTEGER NOT NULL DEFAULT 0, weight REAL NOT NULL DEFAULT 1, created "
+        "INTEGER NOT NULL, last_used INTEGER, revoked INTEGER);"
+        "INSERT INTO keys (name, prefix, hash, session_idle_ms, created) "
+        "VALUES ('old', 'sy-old', x'00', 300000, 1);"));
+  }
+  auto store = KeyStore::open(path);
+  ASSERT_TRUE(store) << store.error().message;
+  auto old = store->find("old");
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_EQ(old->version, 1);
+  ASSERT_TRUE(store->revoke("old", 2));
+  EXPECT_EQ(store->find("old")->version, 2);
+}
+
 TEST_F(KeyStoreTest, TheWatcherSeesAnotherConnectionsChange) {
   auto store = KeyStore::open(path);
   ASSERT_TRUE(store);
