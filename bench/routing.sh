@@ -15,6 +15,11 @@
 #   mixed    7900xtx-27b-q4 + 7900xtx-blower-27b-q4, least-outstanding,
 #            concurrency 1, 2048-token prompts, 256 tokens
 #
+# The sims keep evicted prompts in RAM as llama-server does by default
+# (`--cache-ram 8192`); the affinity policies' routing.home_wait is its 5 s
+# default divided by the speed factor, as the sims' time runs that much
+# faster.
+#
 # TTFT is as `switchyard bench` prints it: wall time of the sped-up
 # simulator, as issue 13 quotes it (ratios between policies are what
 # count); the mixed fleet's tok/s is the card's own (wall rate / speed
@@ -67,6 +72,7 @@ cleanup() { local p; for p in "${pids[@]}"; do stop_pid "$p"; done; [[ -n "$out"
 trap cleanup EXIT
 
 MODEL=qwen-27b
+home_wait_ms=$((5000 / speed))
 AGENT=(--workload agent --sessions 8 --turns 4 --start-context 8192 --turn-growth 1024-2048 --think-time 1s)
 
 sims=()   # URLs of the sims of the current fleet
@@ -84,7 +90,7 @@ start_fleet() {  # NAME POLICY PRESET...
     sims+=("http://127.0.0.1:${ports[$i]}")
   done
   {
-    echo "routing: $policy"
+    echo "routing: {policy: $policy, home_wait: ${home_wait_ms}ms}"
     echo "instances:"
     for i in "${!sims[@]}"; do echo "  - {name: gpu$i, model: $MODEL, url: '${sims[$i]}', slots: 2}"; done
   } >"$work/$name.yaml"

@@ -39,6 +39,8 @@ struct SimFlags {
   std::optional<int> block_size;
   std::optional<int> max_batched_tokens;
   bool no_prefix_cache = false;
+  // llamacpp: the host-memory prompt cache, MiB; llama-server's default.
+  int cache_ram = 8192;
   std::optional<int> spec_draft_tokens;
   std::optional<double> spec_acceptance;
   std::optional<double> over_report;
@@ -104,6 +106,7 @@ Result<Resolved> resolve(const SimFlags& f) {
   if (f.block_size) s.block_size = *f.block_size;
   if (f.max_batched_tokens) s.max_batched_tokens = *f.max_batched_tokens;
   if (f.no_prefix_cache) s.prefix_caching = false;
+  if (!vllm) s.cache_ram_mib = f.cache_ram;
   if (f.spec_draft_tokens) s.timing.spec_draft_tokens = *f.spec_draft_tokens;
   if (f.spec_acceptance) s.timing.spec_acceptance = *f.spec_acceptance;
   if (f.over_report) r.engine.over_report = *f.over_report;
@@ -280,6 +283,12 @@ Command add_sim_command(CLI::App& app) {
       ->check(CLI::Range(1, INT_MAX))
       ->group(model);
   sub->add_flag("--no-prefix-cache", flags->no_prefix_cache, "Never reuse cached prefixes")
+      ->group(model);
+  sub->add_option("--cache-ram", flags->cache_ram,
+                  "llamacpp: host-memory prompt cache in MiB: a slot's prompt is kept in RAM "
+                  "when the slot takes another and restored for a similar prompt (0: off, -1: "
+                  "no limit; default 8192, as llama-server)")
+      ->check(CLI::Range(-1, INT_MAX))
       ->group(model);
   sub->add_option("--spec-draft-tokens", flags->spec_draft_tokens,
                   "Speculative decoding: draft tokens per step (0: off; MTP3 is 3)")

@@ -493,13 +493,13 @@ RoutingPolicy routing_policy(const YAML::Node& node, const std::string& field) {
                          field, name));
 }
 
-// `routing: NAME` or `routing: {policy, balance_factor, route_header}`.
+// `routing: NAME` or `routing: {policy, balance_factor, route_header, home_wait}`.
 void parse_routing(const YAML::Node& node, RoutingOptions& r) {
   if (!node.IsMap()) {
     r.policy = routing_policy(node, "routing");
     return;
   }
-  check_keys(node, "routing", {"policy", "balance_factor", "route_header"});
+  check_keys(node, "routing", {"policy", "balance_factor", "route_header", "home_wait"});
   if (node["policy"]) r.policy = routing_policy(node["policy"], "routing.policy");
   if (const auto factor = node["balance_factor"]) {
     const auto text = scalar(factor, "routing.balance_factor");
@@ -515,6 +515,7 @@ void parse_routing(const YAML::Node& node, RoutingOptions& r) {
       fail(header, fmt::format("routing.route_header: '{}' is not true or false", text));
     r.route_header = text == "true";
   }
+  if (node["home_wait"]) r.home_wait = duration(node["home_wait"], "routing.home_wait");
 }
 
 // Cross-field rules: unique names, aliases that do not collide, instances

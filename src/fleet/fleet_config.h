@@ -112,6 +112,13 @@ struct RoutingOptions {
   double balance_factor = 1.25;
   // Whether answers say where they were routed (X-Switchyard-Route).
   bool route_header = true;
+  // prefix-affinity and session: how long a request whose home (the
+  // instance holding its prompt) is busy or at the bound may wait for it
+  // instead of spilling to an instance holding none of it; it waits only
+  // when the prefill it would redo there is estimated to take longer. Longer
+  // saves more prefills at the cost of queueing behind the home; 0 never
+  // waits. Default 5 s.
+  std::chrono::milliseconds home_wait{5000};
 
   bool operator==(const RoutingOptions&) const = default;
 };

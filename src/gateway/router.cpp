@@ -72,6 +72,11 @@ std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why)
     return std::nullopt;
   }
   const RouteDecision decision = policy_->pick(query, routable);
+  if (decision.wait_until) {
+    home_wait_until_ = *decision.wait_until;
+    if (why) *why = Refusal::waiting_for_home;
+    return std::nullopt;
+  }
   assert(decision.position < routable.size() && routable[decision.position].free);
   const std::size_t index = routable[decision.position].index;
   if (in_flight_.size() <= index) in_flight_.resize(instances_.size(), 0);

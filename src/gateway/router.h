@@ -72,6 +72,7 @@ class Router {
     all_slots_busy,     // an instance could take it, once a slot frees: wait
     not_ready_yet,      // none routable, but one is starting or restarting: wait
     no_instance_ready,  // none routable and none on its way: waiting would not help
+    waiting_for_home,   // the policy keeps it for its busy home until home_wait_until()
   };
 
   // Counts a request on the instance the policy picks among the query's
@@ -97,6 +98,9 @@ class Router {
   // The policy's score for sending `query` to instance `index`
   // (RoutingPolicy::match), whether it has a free slot or not; takes none.
   double match(const RouteQuery& query, std::size_t index);
+  // After a refusal with waiting_for_home: when the request stops waiting
+  // for its home (acquire() then spills it to another instance).
+  std::chrono::steady_clock::time_point home_wait_until() const { return home_wait_until_; }
   // The policy's name, the label of the decisions metric.
   const char* policy_name() const { return policy_->name(); }
 
@@ -126,7 +130,8 @@ class Router {
   std::vector<long> kv_tokens_;     // set_kv_tokens(), by instance index
   std::vector<Candidate> scratch_;  // reused by candidates()
   Rotation any_rotation_;           // pick_any()'s
-  std::shared_ptr<Router*> self_;   // shared with leases
+  std::chrono::steady_clock::time_point home_wait_until_{};
+  std::shared_ptr<Router*> self_;  // shared with leases
   std::function<void(std::size_t, const std::string&)> on_release_;
 };
 

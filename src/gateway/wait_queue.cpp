@@ -27,7 +27,19 @@ struct WaitQueue::Waiter {
 WaitQueue::WaitQueue(net::any_io_executor executor, Router& router, fleet::QueueOptions options)
     : executor_(executor), router_(router), options_(options) {}
 
-WaitQueue::~WaitQueue() = default;
+WaitQueue::~WaitQueue() {
+  *alive_ = false;
+}
+
+void WaitQueue::dispatch_at(const std::string& model, clock_type::time_point when) {
+  if (closed_ || !timed_.emplace(model, when).second) return;
+  auto timer = std::make_shared<net::steady_timer>(executor_, when);
+  timer->async_wait([this, timer, model, when, alive = alive_](boost::system::error_code) {
+    if (!*alive) return;
+    timed_.erase({model, when});
+    dispatch(model);
+  });
+}
 
 int WaitQueue::depth(std::string_view model) const {
   auto it = lines_.find(model);
@@ -57,9 +69,17 @@ void WaitQueue::remove(Line& line, const std::shared_ptr<Waiter>& waiter) {
   }
 }
 
-WaitQueue::Lane& WaitQueue::fair_pick(Band& band) {
+WaitQueue::Waiter* WaitQueue::next(Lane& lane, const Passed& passed) {
+  for (auto& w : lane.waiters)
+    if (std::find(passed.begin(), passed.end(), w.get()) == passed.end()) return w.get();
+  return nullptr;
+}
+
+WaitQueue::Lane* WaitQueue::fair_pick(Band& band, const Passed& passed) {
   Lane* best = nullptr;
   for (auto& [key, lane] : band.lanes) {
+    const Waiter* head = next(lane, passed);
+    if (!head) continue;
     if (!best || lane.start < best->start) {
       best = &lane;
       continue;
@@ -70,10 +90,10 @@ WaitQueue::Lane& WaitQueue::fair_pick(Band& band) {
     // queue formed): the lighter backlog first, then the earlier arrival.
     if (lane.waiters.size() < best->waiters.size() ||
         (lane.waiters.size() == best->waiters.size() &&
-         lane.waiters.front()->arrival < best->waiters.front()->arrival))
+         head->arrival < next(*best, passed)->arrival))
       best = &lane;
   }
-  return *best;
+  return best;
 }
 
 void WaitQueue::grant(Waiter& waiter, RouteLease lease) {
@@ -91,11 +111,13 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   const std::string model(query.model);
   auto& line = lines_[model];
   if (line.size == 0 || retry) {
-    if (auto lease = router_.acquire(query)) {
+    Router::Refusal why = Router::Refusal::all_slots_busy;
+    if (auto lease = router_.acquire(query, &why)) {
       result.outcome = Admission::Outcome::granted;
       result.lease = std::move(*lease);
       co_return result;
     }
+    if (why == Router::Refusal::waiting_for_home) dispatch_at(model, router_.home_wait_until());
   }
   if (!retry && line.size >= options_.max_length) {
     result.outcome = Admission::Outcome::queue_full;
@@ -127,7 +149,12 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
     lane->second.weight = waiter->share.weight;
     lane->second.waiters.push_back(waiter);
   }
-  auto [ec] = co_await waiter->timer.async_wait(net::as_tuple(net::use_awaitable));
+  // A waiter ahead that the policy keeps for its busy home leaves a free
+  // slot to the next: this one may take it now.
+  dispatch(model);
+  boost::system::error_code ec;
+  if (!waiter->lease)
+    std::tie(ec) = co_await waiter->timer.async_wait(net::as_tuple(net::use_awaitable));
   while (waiter->rearmed && !waiter->lease && !waiter->shutting_down && !waiter->key_revoked &&
          (co_await net::this_coro::cancellation_state).cancelled() ==
              net::cancellation_type::none) {
@@ -155,14 +182,16 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   co_return result;
 }
 
-WaitQueue::Lane& WaitQueue::handoff(Band& band, Lane& fair, std::size_t freed) {
-  const auto& head = *fair.waiters.front();
+WaitQueue::Lane& WaitQueue::handoff(Band& band, Lane& fair, std::size_t freed,
+                                    const Passed& passed) {
+  const auto& head = *next(fair, passed);
   const double finish = fair.start + static_cast<double>(head.share.cost) / fair.weight;
   Lane* best = &fair;
   double best_match = router_.match(head.query, freed);
   for (auto& [key, lane] : band.lanes) {
-    if (&lane == &fair || lane.start >= finish) continue;
-    const double m = router_.match(lane.waiters.front()->query, freed);
+    const Waiter* first = &lane == &fair || lane.start >= finish ? nullptr : next(lane, passed);
+    if (!first) continue;
+    const double m = router_.match(first->query, freed);
     if (m > best_match || (m == best_match && m > 0 && lane.start < best->start)) {
       best = &lane;
       best_match = m;
@@ -189,22 +218,36 @@ void WaitQueue::dispatch(const std::string& model, std::optional<std::size_t> fr
     freed.reset();
   }
   // Then each band in turn, highest first, by start tags.
-  while (!line.bands.empty()) {
-    Band& band = line.bands.begin()->second;
-    Lane& fair = fair_pick(band);
-    Lane& lane = freed ? handoff(band, fair, *freed) : fair;
-    freed.reset();  // one slot freed there; any further ones go in fair order
-    auto waiter = lane.waiters.front();
+  Passed passed;
+  for (auto b = line.bands.begin(); b != line.bands.end();) {
+    Band& band = b->second;
+    Lane* fair = fair_pick(band, passed);
+    if (!fair) {  // every first waiter of the band waits for its home
+      ++b;
+      continue;
+    }
+    Lane& lane = freed ? handoff(band, *fair, *freed, passed) : *fair;
+    const Waiter* chosen = next(lane, passed);
+    auto waiter = *std::find_if(lane.waiters.begin(), lane.waiters.end(),
+                                [&](const auto& w) { return w.get() == chosen; });
     // Requests of a band have tried nothing yet: no slot for one is no slot
-    // for any.
-    auto lease = router_.acquire(waiter->query);
-    if (!lease) return;
+    // for any (but one waiting for its home leaves the slot to the others).
+    Router::Refusal why = Router::Refusal::all_slots_busy;
+    auto lease = router_.acquire(waiter->query, &why);
+    if (!lease) {
+      if (why != Router::Refusal::waiting_for_home) return;
+      passed.push_back(waiter.get());
+      dispatch_at(model, router_.home_wait_until());
+      continue;
+    }
+    freed.reset();  // one slot freed there; any further ones go in fair order
     band.now = std::max(band.now, lane.start);
     lane.start += static_cast<double>(waiter->share.cost) / lane.weight;
     std::erase_if(band.finish, [&](const auto& f) { return f.second <= band.now; });
     waiter->charged = band.id;
     remove(line, waiter);  // may erase the lane and the band
     grant(*waiter, std::move(*lease));
+    b = line.bands.begin();
   }
 }
 

@@ -26,7 +26,11 @@
 // one request at most, never a higher band and never a key's own order.
 //
 // A slot is handed on only when Router::acquire grants one for the waiter's
-// own query, as before.
+// own query, as before. A waiter the policy keeps for its busy home
+// (routing.home_wait: Refusal::waiting_for_home) passes the slot to the
+// next waiter in the same order, its own key's next included (it chose to
+// wait, which must not hold up the key's other sessions), and the queue
+// tries it again when its home wait ends, free slot or not.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -36,7 +40,10 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fleet/fleet_config.h"
 #include "gateway/queue_share.h"
@@ -121,12 +128,20 @@ class WaitQueue {
     int size = 0;
   };
   void remove(Line& line, const std::shared_ptr<Waiter>& waiter);
+  // Waiters that passed on the slot being handed (waiting for their homes):
+  // the next of their key goes in their place.
+  using Passed = std::vector<const Waiter*>;
+  // The first waiter of `lane` not in `passed`; null when none.
+  static Waiter* next(Lane& lane, const Passed& passed);
   // The lane whose first waiter fairness serves next: the smallest start
-  // tag; on a tie the fewer waiters, then the earlier arrival.
-  static Lane& fair_pick(Band& band);
+  // tag; on a tie the fewer waiters, then the earlier arrival. Lanes whose
+  // first waiter is in `passed` are skipped; null when every one is.
+  static Lane* fair_pick(Band& band, const Passed& passed);
   // The lane to serve from `band` when a slot freed on `freed`: of those
   // fairness allows next (see the top of this file), the best match there.
-  Lane& handoff(Band& band, Lane& fair, std::size_t freed);
+  Lane& handoff(Band& band, Lane& fair, std::size_t freed, const Passed& passed);
+  // Dispatches `model` again at `when` (a home wait's end); once per time.
+  void dispatch_at(const std::string& model, std::chrono::steady_clock::time_point when);
   // Calls `f` with every waiter of `line`.
   template <class F>
   static void for_each_waiter(Line& line, F f);
@@ -139,6 +154,9 @@ class WaitQueue {
   std::uint64_t arrivals_ = 0;  // numbers waiters in arrival order
   std::uint64_t bands_ = 0;     // numbers bands as they are created
   bool closed_ = false;
+  std::set<std::pair<std::string, std::chrono::steady_clock::time_point>>
+      timed_;                                                   // dispatch_at()'s
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // false once destroyed
 };
 
 }  // namespace switchyard::gateway

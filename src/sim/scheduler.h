@@ -23,6 +23,7 @@
 #include <random>
 #include <vector>
 
+#include "sim/host_prompt_cache.h"
 #include "sim/kv_pool.h"
 #include "sim/timing_model.h"
 #include "sim/tokenizer.h"
@@ -47,6 +48,18 @@ struct SchedulerOptions {
   // Reuse cached prefixes (llama-server cache_prompt, vLLM
   // --enable-prefix-caching). Default on.
   bool prefix_caching = true;
+  // slots: llama-server's host-memory prompt cache in MiB (--cache-ram): a
+  // slot's prompt is saved to RAM before the slot takes a different one and
+  // restored for a similar prompt later (host_prompt_cache.h). 0 disables
+  // it, -1 lifts the byte limit (n_ctx tokens then). Default 0, so a bare
+  // scheduler keeps one prompt per slot; `switchyard sim` defaults to
+  // llama-server's 8192 (common/common.h, cache_ram_mib).
+  int cache_ram_mib = 0;
+  // slots: KV state per token, in bytes: what a prompt takes in that cache
+  // and what saving or restoring it copies. Default 32 KiB (a 196608-token
+  // slot of the 27B presets then needs 6 GiB beside ~16 GiB of Q4 weights
+  // on a 24 GB card; BRIEF.md's hybrid model is about the same).
+  int kv_bytes_per_token = 32 * 1024;
   // Tokens one step may process, decode tokens included: llama-server's
   // n_batch (2048), vLLM's --max-num-batched-tokens. Longer prompts are
   // prefilled in chunks over several steps. Default 2048.
@@ -163,7 +176,13 @@ class Scheduler {
   Seq* find(SeqId id);
   bool admissible(const Seq& s) const;
   bool admit_one(Seq& s);
-  int pick_slot(const Seq& s) const;
+  struct SlotChoice {
+    int slot = -1;
+    bool by_similarity = false;  // else the least recently used free slot
+  };
+  SlotChoice pick_slot(const Seq& s) const;
+  // llama-server's prompt-cache update when a slot is taken (-> seconds of copying).
+  void swap_prompt(int slot, bool by_similarity, const Seq& s);
   bool reserve_decode_blocks(Seq& s, int tokens, Step& step);
   void preempt(Seq& s, Step& step);
   void register_blocks(Seq& s);
@@ -180,7 +199,9 @@ class Scheduler {
   std::vector<SlotView> slot_views_;
   std::vector<std::vector<Token>> slot_history_;  // each slot's cached tokens
   std::vector<std::uint64_t> slot_last_used_;
-  std::optional<KvPool> pool_;  // paged only
+  std::optional<KvPool> pool_;                   // paged only
+  std::optional<HostPromptCache> prompt_cache_;  // slots with cache_ram_mib != 0
+  double copy_seconds_ = 0;                      // prompt-cache copies the next step waits for
   SchedulerCounters counters_;
   SeqId next_id_ = 0;
   std::uint64_t use_clock_ = 0;

@@ -1,11 +1,12 @@
 // Cache-aware routing against simulated llama-servers: sessions stick (the
 // sims' own cached-token counts say so), a hot prefix spills at the load
 // bound instead of piling onto one engine, and a session whose engine died
-// moves once and stays where it moved.
+// moves once and stays where it moved; and the simulated llama-server keeps
+// a prompt evicted from its slot in RAM (--cache-ram), as the real one does.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { fetchJson, metricValue, scrapeMetric, simFleet, startGateway, stopAll, waitUntil } from './harness.mjs';
+import { fetchJson, metricValue, scrapeMetric, simFleet, startGateway, startSim, stopAll, waitUntil } from './harness.mjs';
 
 const MODEL = 'qwen-27b';
 const TIMEOUT = { timeout: 60_000 };
@@ -175,4 +176,28 @@ describe('routing: prefix-affinity', () => {
     assert.equal(res.headers.get('x-switchyard-route'), null);
     await hidden.stop();
   });
+});
+
+describe('sim: the host-memory prompt cache', () => {
+  after(stopAll);
+
+  // One slot: session b's prompt takes it from session a, whose next turn
+  // then finds its prompt in RAM (llama-server's --cache-ram), or nowhere.
+  for (const [cacheRam, restored] of [['8192', true], ['0', false]]) {
+    test(`a prompt evicted by another session is ${restored ? '' : 'not '}restored with --cache-ram ${cacheRam}`, TIMEOUT, async () => {
+      const sim = await startSim({ slots: 1, speedFactor: 50, alias: MODEL }, ['--cache-ram', cacheRam]);
+      const complete = async (messages) => {
+        const res = await fetchJson(`${sim.url}/v1/chat/completions`, { body: { model: MODEL, messages, max_tokens: 4 } });
+        assert.equal(res.status, 200, res.text);
+        return res.body;
+      };
+      const a = [{ role: 'system', content: opening('a') }, { role: 'user', content: 'first' }];
+      await complete(a);
+      const b = await complete([{ role: 'system', content: opening('b') }, { role: 'user', content: 'first' }]);
+      assert.ok(b.timings.cache_n < 0.2 * b.usage.prompt_tokens, `b: cache_n ${b.timings.cache_n}`);
+      const again = await complete([...a, { role: 'assistant', content: 'ok' }, { role: 'user', content: 'second' }]);
+      if (restored) assert.ok(again.timings.cache_n > 0.5 * again.usage.prompt_tokens, `a again: cache_n ${again.timings.cache_n}`);
+      else assert.ok(again.timings.cache_n < 0.2 * again.usage.prompt_tokens, `a again: cache_n ${again.timings.cache_n}`);
+    });
+  }
 });

@@ -20,16 +20,36 @@ bool LoadBound::admits(const Candidate& c) const {
 }
 
 void Throughput::observe(std::size_t index, const RouteFeedback& feedback) {
+  // Recent requests weigh most: a card throttling now matters now.
+  constexpr double kWeight = 0.3;
+  const auto ewma = [](double& r, double sample) {
+    r = r > 0 ? r + kWeight * (sample - r) : sample;
+  };
+  // A prompt this short is mostly the time to the first event's overheads.
+  constexpr long kMinPrefill = 256;
+  const long evaluated = feedback.prompt_tokens - feedback.cached_tokens;
+  const double to_first = feedback.seconds - feedback.decode_seconds;
+  if (feedback.decode_seconds >= 0 && evaluated >= kMinPrefill && to_first > 0) {
+    if (prefill_.size() <= index) prefill_.resize(index + 1, 0);
+    ewma(prefill_[index], static_cast<double>(evaluated) / to_first);
+  }
   const bool streamed = feedback.decode_seconds > 0 && feedback.completion_tokens > 1;
   const long tokens = streamed ? feedback.completion_tokens - 1 : feedback.completion_tokens;
   const double seconds = streamed ? feedback.decode_seconds : feedback.seconds;
   if (tokens <= 0 || !(seconds > 0)) return;
-  // Recent requests weigh most: a card throttling now matters now.
-  constexpr double kWeight = 0.3;
   if (rate_.size() <= index) rate_.resize(index + 1, 0);
-  const double sample = static_cast<double>(tokens) / seconds;
-  double& r = rate_[index];
-  r = r > 0 ? r + kWeight * (sample - r) : sample;
+  ewma(rate_[index], static_cast<double>(tokens) / seconds);
+}
+
+double Throughput::prefill_rate() const {
+  double sum = 0;
+  int measured = 0;
+  for (const double r : prefill_)
+    if (r > 0) {
+      sum += r;
+      ++measured;
+    }
+  return measured > 0 ? sum / measured : 0;
 }
 
 double Throughput::rate(std::size_t index) const {

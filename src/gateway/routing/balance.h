@@ -48,9 +48,14 @@ class Throughput {
  public:
   void observe(std::size_t index, const RouteFeedback& feedback);
   double rate(std::size_t index) const;  // 0 while unknown
+  // Prompt tokens per second the instances evaluate (the uncached part of a
+  // streamed answer's prompt over the time to its first event), the mean
+  // over those measured; 0 while none is. What a spill's prefill would take.
+  double prefill_rate() const;
 
  private:
   std::vector<double> rate_;
+  std::vector<double> prefill_;  // by fleet index, 0 while unknown
 };
 
 // soonest_free()'s answer when no candidate qualifies.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gateway/routing/block_hash.h"
+
 namespace switchyard::gateway {
 
 std::optional<std::size_t> Homes::find(std::string_view session) const {
@@ -10,42 +12,75 @@ std::optional<std::size_t> Homes::find(std::string_view session) const {
   return it->second.instance;
 }
 
-void Homes::set(std::string_view session, std::size_t instance) {
+long Homes::weight(std::string_view session) const {
+  const auto it = homes_.find(session);
+  return it == homes_.end() ? 0 : it->second.weight;
+}
+
+long Homes::tokens(std::size_t bytes) {
+  return static_cast<long>(bytes * kBlockTokens / kBlockBytes);
+}
+
+void Homes::set(std::string_view session, std::size_t instance, std::size_t prompt_bytes) {
   const auto now = now_();
+  // A session without a prompt (tests, probes) still weighs one.
+  const long weight = std::max(1L, tokens(prompt_bytes));
   if (auto it = homes_.find(session); it != homes_.end()) {
     it->second.instance = instance;
+    it->second.weight = weight;
     it->second.active = now;
     recency_.splice(recency_.begin(), recency_, it->second.recency);
     return;
   }
   recency_.emplace_front(session);
-  homes_.emplace(recency_.front(), Home{instance, now, recency_.begin()});
+  homes_.emplace(recency_.front(), Home{instance, weight, now, recency_.begin()});
   if (homes_.size() > kMaxSessions) {
     homes_.erase(recency_.back());
     recency_.pop_back();
   }
 }
 
-std::size_t Homes::place(std::span<const Candidate> candidates, const LoadBound& bound,
-                         const Throughput& speed, Rotation& rotation) {
+void Homes::weigh() {
   // Most recently active first: the walk stops at the first idle session.
   const auto since = now_() - kActiveFor;
-  counts_.assign(counts_.size(), 0);
+  weights_.assign(weights_.size(), 0);
   for (const auto& session : recency_) {
     const Home& h = homes_.find(session)->second;
     if (h.active < since) break;
-    if (counts_.size() <= h.instance) counts_.resize(h.instance + 1, 0);
-    ++counts_[h.instance];
+    if (weights_.size() <= h.instance) weights_.resize(h.instance + 1, 0);
+    weights_[h.instance] += h.weight;
   }
-  const auto homes_of = [&](const Candidate& c) {
-    return c.index < counts_.size() ? counts_[c.index] : 0;
+}
+
+std::size_t Homes::place(std::span<const Candidate> candidates, const LoadBound& bound,
+                         const Throughput& speed, Rotation& rotation) {
+  weigh();
+  const auto weight_of = [&](const Candidate& c) {
+    return c.index < weights_.size() ? weights_[c.index] : 0L;
   };
-  int fewest = -1;
+  long least = -1;
   for (const auto& c : candidates)
-    if (bound.admits(c) && (fewest < 0 || homes_of(c) < fewest)) fewest = homes_of(c);
-  if (fewest < 0) return soonest_free(candidates, speed, rotation);
+    if (bound.admits(c) && (least < 0 || weight_of(c) < least)) least = weight_of(c);
+  if (least < 0) return soonest_free(candidates, speed, rotation);
   return soonest_free(candidates, speed, rotation,
-                      [&](const Candidate& c) { return bound.admits(c) && homes_of(c) == fewest; });
+                      [&](const Candidate& c) { return bound.admits(c) && weight_of(c) == least; });
+}
+
+std::size_t Homes::lightest(std::span<const Candidate> candidates) {
+  weigh();
+  const auto weight_of = [&](const Candidate& c) {
+    return c.index < weights_.size() ? weights_[c.index] : 0L;
+  };
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    const Candidate& b = candidates[best];
+    const double per_slot = (c.in_flight + 1.0) / std::max(c.slots, 1);
+    const double best_per_slot = (b.in_flight + 1.0) / std::max(b.slots, 1);
+    if (weight_of(c) < weight_of(b) || (weight_of(c) == weight_of(b) && per_slot < best_per_slot))
+      best = i;
+  }
+  return best;
 }
 
 }  // namespace switchyard::gateway

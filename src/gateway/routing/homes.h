@@ -1,9 +1,12 @@
-// Where each agent session's context was last sent (its home), and how many
-// active sessions each instance is home to. The affinity policies place a
-// session that has no home yet on the instance home to the fewest active
-// sessions: when requests arrive one at a time every instance is idle, and
+// Where each agent session's context was last sent (its home), and how much
+// each instance is home to: the weight of its active sessions, each weighing
+// its last prompt's tokens (estimated from its bytes). The affinity policies
+// place a session that has no home yet on the instance whose homes weigh
+// least: when requests arrive one at a time every instance is idle, and
 // "least loaded" is decided by noise in the measured rates, so sequential
-// first turns could pile up on one instance and leave another empty.
+// first turns could pile up on one instance and leave another empty; and
+// counting sessions alone put two 32K-token sessions on one instance while
+// another held only 2K-token ones.
 #pragma once
 
 #include <chrono>
@@ -36,18 +39,33 @@ class Homes {
   explicit Homes(std::function<Clock::time_point()> now = &Clock::now) : now_(std::move(now)) {}
 
   std::optional<std::size_t> find(std::string_view session) const;
-  // Makes `instance` the session's home and marks the session active now.
-  void set(std::string_view session, std::size_t instance);
+  // The session's last prompt, in estimated tokens; 0 for an unknown one.
+  long weight(std::string_view session) const;
+  // Makes `instance` the session's home, its last prompt `prompt_bytes`
+  // long, and marks the session active now.
+  void set(std::string_view session, std::size_t instance, std::size_t prompt_bytes);
 
-  // The free candidate under `bound` home to the fewest active sessions,
-  // ties to the one expected to finish soonest; when every free one is
-  // over the bound, the soonest of them.
+  // The free candidate under `bound` whose active homes weigh least, ties
+  // to the one expected to finish soonest; when every free one is over the
+  // bound, the soonest of them.
   std::size_t place(std::span<const Candidate> candidates, const LoadBound& bound,
                     const Throughput& speed, Rotation& rotation);
+  // The candidate whose active homes weigh least, free or not (the new
+  // home of a session whose home died: a home chosen among the free ones
+  // alone piled the moved sessions onto whichever had a slot that moment),
+  // ties to the fewest requests per slot, then fleet order.
+  std::size_t lightest(std::span<const Candidate> candidates);
+
+  // Tokens a prompt of `bytes` is estimated at (about 4 bytes a token).
+  static long tokens(std::size_t bytes);
 
  private:
+  // Refreshes weights_: the active homes' weight by fleet index.
+  void weigh();
+
   struct Home {
     std::size_t instance;
+    long weight;  // the last prompt's estimated tokens (at least 1)
     Clock::time_point active;
     std::list<std::string>::iterator recency;
   };
@@ -55,7 +73,7 @@ class Homes {
   std::function<Clock::time_point()> now_;
   std::list<std::string> recency_;                    // most recently active first
   std::unordered_map<std::string_view, Home> homes_;  // keys view into recency_
-  std::vector<int> counts_;                           // by fleet index, reused by place()
+  std::vector<long> weights_;                         // by fleet index, reused by weigh()
 };
 
 }  // namespace switchyard::gateway

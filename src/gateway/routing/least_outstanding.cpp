@@ -3,7 +3,8 @@
 namespace switchyard::gateway {
 
 RouteDecision LeastOutstanding::pick(const RouteQuery&, std::span<const Candidate> candidates) {
-  return RouteDecision{soonest_free(candidates, speed_, rotation_), RouteReason::balanced, -1};
+  return RouteDecision{soonest_free(candidates, speed_, rotation_), RouteReason::balanced, -1,
+                       std::nullopt};
 }
 
 void LeastOutstanding::finished(const Candidate& instance, const RouteFeedback& feedback) {

@@ -28,9 +28,11 @@ std::unique_ptr<RoutingPolicy> make_routing_policy(const fleet::RoutingOptions& 
     case fleet::RoutingPolicy::round_robin:
       return std::make_unique<RoundRobin>();
     case fleet::RoutingPolicy::prefix_affinity:
-      return std::make_unique<PrefixAffinity>(options.balance_factor);
+      return std::make_unique<PrefixAffinity>(options.balance_factor, Homes(),
+                                              HomeWait(options.home_wait));
     case fleet::RoutingPolicy::session:
-      return std::make_unique<SessionAffinity>(options.balance_factor);
+      return std::make_unique<SessionAffinity>(options.balance_factor, Homes(),
+                                               HomeWait(options.home_wait));
     case fleet::RoutingPolicy::least_outstanding:
       break;
   }

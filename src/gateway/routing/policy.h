@@ -5,9 +5,11 @@
 // the mean a bounded-load rule compares against).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -44,6 +46,9 @@ struct RouteDecision {
   // Share of the prompt's blocks the chosen instance was last sent; < 0
   // when the policy does not track prefixes.
   double match = -1;
+  // Set when the request should rather wait for its home, until then
+  // (routing.home_wait): no instance is chosen, `position` means nothing.
+  std::optional<std::chrono::steady_clock::time_point> wait_until;
 };
 
 // What an instance delivered for one request, reported when it ends.
@@ -65,7 +70,7 @@ class RoutingPolicy {
   // The label of the decisions metric ("least-outstanding", ...).
   virtual const char* name() const = 0;
   // `candidates` (fleet order) holds at least one free instance; the
-  // decision's position is a free one.
+  // decision's position is a free one, unless it says to wait (wait_until).
   virtual RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) = 0;
   // A request routed to `instance` ended with an answer whose usage was known.
   virtual void finished(const Candidate& instance, const RouteFeedback& feedback) = 0;

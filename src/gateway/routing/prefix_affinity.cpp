@@ -20,6 +20,16 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
   }
 
   RouteDecision d;
+  if (longest > longest_admitted && query.tried.empty()) {
+    // The longest match is busy or over the bound; a retry has waited already.
+    const double rate = state_.speed().prefill_rate();
+    const auto redo = static_cast<double>((longest - longest_admitted) * kBlockTokens);
+    if (const auto until = wait_.until(query.session, rate > 0 ? redo / rate : 0)) {
+      d.wait_until = until;
+      return d;
+    }
+  }
+  wait_.end(query.session);
   std::size_t pos = kNoCandidate;
   if (longest_admitted > 0) {
     // Among equal matches (a prefix sent to two instances), the freer one.
@@ -39,7 +49,7 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
                 : static_cast<double>(matches_[pos]) / static_cast<double>(blocks.size());
   state_.record(candidates[pos].index, blocks);
   // Where the session's context now is (its longest prefix anywhere).
-  if (!query.session.empty()) homes_.set(query.session, candidates[pos].index);
+  if (!query.session.empty()) homes_.set(query.session, candidates[pos].index, query.prompt.size());
   return d;
 }
 

@@ -1,8 +1,9 @@
 // prefix-affinity: the request goes to the instance that was last sent the
 // longest prefix of its prompt, unless that would put the instance over the
 // load bound (balance.h); then to the next-best match under the bound; with
-// no match under the bound, to the instance home to the fewest active
-// sessions (homes.h: where each session's last request went). What the
+// no match under the bound, to the free instance whose homes weigh least
+// (homes.h: where each session's last request went). When the longest match
+// is busy or over the bound, the request may wait for it (home_wait.h). What the
 // engine caches is what the gateway sent it, as far as its KV cache holds
 // (affinity.h).
 #pragma once
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "gateway/routing/affinity.h"
+#include "gateway/routing/home_wait.h"
 #include "gateway/routing/homes.h"
 #include "gateway/routing/policy.h"
 #include "gateway/routing/rotation.h"
@@ -22,8 +24,9 @@ class PrefixAffinity final : public RoutingPolicy {
  public:
   // `balance_factor` >= 1 (RoutingOptions); `homes` with the clock that
   // tells active sessions from idle ones.
-  explicit PrefixAffinity(double balance_factor, Homes homes = Homes())
-      : balance_factor_(balance_factor), homes_(std::move(homes)) {}
+  explicit PrefixAffinity(double balance_factor, Homes homes = Homes(),
+                          HomeWait wait = HomeWait(std::chrono::milliseconds(0)))
+      : balance_factor_(balance_factor), homes_(std::move(homes)), wait_(std::move(wait)) {}
 
   const char* name() const override { return "prefix-affinity"; }
   RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) override;
@@ -37,6 +40,7 @@ class PrefixAffinity final : public RoutingPolicy {
   AffinityState state_;
   Rotation rotation_;
   Homes homes_;
+  HomeWait wait_;
   std::vector<std::size_t> matches_;  // by candidate position, reused
 };
 

@@ -9,7 +9,7 @@ RouteDecision RoundRobin::pick(const RouteQuery&, std::span<const Candidate> can
   for (std::size_t k = 0; k < n; ++k, i = (i + 1) % n)
     if (candidates[i].free) break;
   rotation_.picked(candidates[i]);
-  return RouteDecision{i, RouteReason::balanced, -1};
+  return RouteDecision{i, RouteReason::balanced, -1, std::nullopt};
 }
 
 }  // namespace switchyard::gateway

@@ -23,22 +23,39 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
     for (std::size_t i = 0; i < candidates.size(); ++i)
       if (candidates[i].index == *known) home_pos = i;
   }
+  const std::size_t bytes = query.prompt.size();
   if (home_pos != kNoCandidate && bound.admits(candidates[home_pos])) {
     d.position = home_pos;
     d.reason = RouteReason::hit;
-    homes_.set(query.session, *known);  // active now
+    homes_.set(query.session, *known, bytes);  // active now
   } else if (home_pos != kNoCandidate) {
+    // A retry has waited its turn already.
+    if (query.tried.empty()) {
+      const double rate = state_.speed().prefill_rate();
+      const double spill = rate > 0 ? static_cast<double>(homes_.weight(query.session)) / rate : 0;
+      if (const auto until = wait_.until(query.session, spill)) {
+        d.wait_until = until;
+        return d;
+      }
+    }
     d.position = least_loaded();  // the home stays: this request only spills
     d.reason = RouteReason::bounded_out;
-    homes_.set(query.session, *known);
+    homes_.set(query.session, *known, bytes);
+  } else if (known) {
+    // The new home is chosen among all routable instances: chosen among the
+    // free ones, the moved sessions all went to whichever had a slot then.
+    const std::size_t home = homes_.lightest(candidates);
+    homes_.set(query.session, candidates[home].index, bytes);
+    d.position = bound.admits(candidates[home]) ? home : least_loaded();
+    d.reason = RouteReason::session_moved;
+    spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
+                 candidates[home].name);
   } else {
     d.position = homes_.place(candidates, bound, state_.speed(), rotation_);
-    d.reason = known ? RouteReason::session_moved : RouteReason::cold;
-    if (!query.session.empty()) homes_.set(query.session, candidates[d.position].index);
-    if (known)
-      spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
-                   candidates[d.position].name);
+    d.reason = RouteReason::cold;
+    if (!query.session.empty()) homes_.set(query.session, candidates[d.position].index, bytes);
   }
+  wait_.end(query.session);
 
   const auto blocks = state_.blocks(query);
   const std::size_t index = candidates[d.position].index;

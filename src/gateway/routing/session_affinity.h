@@ -1,11 +1,12 @@
 // session: every request of an agent session (X-Session-Id, else the API
 // key, model and opening of the conversation: gateway/session_id.h) goes to
 // the session's home instance, within the load bound (balance.h); over the
-// bound or with its slots busy, a request spills to the least loaded
-// instance and the home stays. A new session goes to the instance home to
-// the fewest active sessions (homes.h). A session whose home is gone (not
-// routable) moves once, placed as a new one, and that is its home from then
-// on.
+// bound or with its slots busy, a request waits for its home when the
+// prefill it would redo elsewhere outweighs the wait (home_wait.h), else
+// spills to the least loaded instance, and the home stays. A new session
+// goes to the free instance whose homes weigh least (homes.h). A session
+// whose home is gone (not routable) moves once, to the routable instance
+// whose homes weigh least, free or not, and that is its home from then on.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "gateway/routing/affinity.h"
+#include "gateway/routing/home_wait.h"
 #include "gateway/routing/homes.h"
 #include "gateway/routing/policy.h"
 #include "gateway/routing/rotation.h"
@@ -24,8 +26,9 @@ class SessionAffinity final : public RoutingPolicy {
  public:
   // `balance_factor` >= 1 (RoutingOptions); `homes` with the clock that
   // tells active sessions from idle ones.
-  explicit SessionAffinity(double balance_factor, Homes homes = Homes())
-      : balance_factor_(balance_factor), homes_(std::move(homes)) {}
+  explicit SessionAffinity(double balance_factor, Homes homes = Homes(),
+                           HomeWait wait = HomeWait(std::chrono::milliseconds(0)))
+      : balance_factor_(balance_factor), homes_(std::move(homes)), wait_(std::move(wait)) {}
 
   const char* name() const override { return "session"; }
   RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) override;
@@ -46,6 +49,7 @@ class SessionAffinity final : public RoutingPolicy {
   AffinityState state_;  // match ratios for the route header, rates, restarts
   Rotation rotation_;
   Homes homes_;
+  HomeWait wait_;
 };
 
 }  // namespace switchyard::gateway

@@ -28,6 +28,18 @@ TEST(RoutingConfig, AMapSetsTheBoundAndTheHeader) {
   EXPECT_FALSE(c->routing.route_header);
 }
 
+TEST(RoutingConfig, HomeWaitIsADurationDefaultingToFiveSeconds) {
+  auto c = parse("routing: session");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->routing.home_wait, std::chrono::seconds(5));
+  c = parse("routing: {policy: session, home_wait: 500ms}");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->routing.home_wait, std::chrono::milliseconds(500));
+  c = parse("routing: {policy: session, home_wait: 0}");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->routing.home_wait, std::chrono::milliseconds(0));
+}
+
 TEST(RoutingConfig, ErrorsNameTheField) {
   const std::pair<const char*, const char*> bad[] = {
       {"routing: {policy: sticky}", "fleet.yaml:1: routing.policy: 'sticky' is not a policy"},
@@ -36,6 +48,7 @@ TEST(RoutingConfig, ErrorsNameTheField) {
       {"routing: {balance_factor: lots}", "routing.balance_factor: 'lots' is not a number"},
       {"routing: {route_header: maybe}", "routing.route_header: 'maybe' is not true or false"},
       {"routing: {bound: 2}", "routing.bound: unknown field"},
+      {"routing: {home_wait: soon}", "routing.home_wait: 'soon' is not a duration"},
   };
   for (const auto& [yaml, message] : bad) {
     const auto c = parse(yaml);

@@ -83,17 +83,80 @@ TEST(RoutingHomes, IdleSessionsNoLongerCount) {
   const LoadBound bound(c, 1.25);
   Throughput speed;
   Rotation rotation;
-  homes.set("old1", 0);
-  homes.set("old2", 0);
+  homes.set("old1", 0, 0);
+  homes.set("old2", 0, 0);
   *now += Homes::kActiveFor + std::chrono::seconds(1);
-  homes.set("new", 1);
+  homes.set("new", 1, 0);
   // Only "new" is active: instance 0 holds no active home.
   EXPECT_EQ(c[homes.place(c, bound, speed, rotation)].index, 0u);
-  homes.set("old1", 0);
-  homes.set("old2", 0);  // back: two on 0, one on 1
+  homes.set("old1", 0, 0);
+  homes.set("old2", 0, 0);  // back: two on 0, one on 1
   EXPECT_EQ(c[homes.place(c, bound, speed, rotation)].index, 1u);
   EXPECT_EQ(homes.find("old1"), 0u);
   EXPECT_FALSE(homes.find("never"));
+}
+
+// Two heavy sessions and light ones, one at a time on two idle instances.
+// Counted by sessions, the second heavy one went where the first was (two
+// homes each, a tie broken in rotation); weighed by their prompts, it goes
+// to the instance holding only light ones.
+template <class Policy>
+void heavy_sessions_apart(Policy& p) {
+  const auto c = idle_fleet(2);
+  const std::string heavy(2048 * kBlockBytes, 'h'), heavy2(2048 * kBlockBytes, 'H');
+  std::vector<std::string> light;
+  for (char t : {'a', 'b', 'c'}) light.emplace_back(128 * kBlockBytes, t);
+  const auto where = [&](const std::string& prompt, std::string_view session) {
+    return c[p.pick(query(prompt, session), c).position].index;
+  };
+  const auto h1 = where(heavy, "h1");
+  for (int i = 0; i < 3; ++i) EXPECT_NE(where(light[i], "l" + std::to_string(i)), h1) << i;
+  EXPECT_NE(where(heavy2, "h2"), h1);
+}
+
+TEST(RoutingHomes, TwoHeavySessionsDoNotShareAnInstanceWhileAnotherHasOnlyLightOnes) {
+  SessionAffinity session(1.25);
+  heavy_sessions_apart(session);
+  PrefixAffinity prefix(1.25);
+  heavy_sessions_apart(prefix);
+}
+
+TEST(RoutingHomes, AHomeWeighsItsLastPrompt) {
+  Homes homes;
+  homes.set("s", 0, 4000);
+  EXPECT_EQ(homes.weight("s"), 1000);  // about 4 bytes a token
+  homes.set("s", 0, 8000);
+  EXPECT_EQ(homes.weight("s"), 2000);
+  homes.set("t", 0, 0);
+  EXPECT_EQ(homes.weight("t"), 1);
+  EXPECT_EQ(homes.weight("never"), 0);
+}
+
+TEST(RoutingHomes, AMovedSessionsNewHomeIsTheLightestEvenIfBusy) {
+  SessionAffinity p(1.25);
+  auto c = idle_fleet(4);
+  const std::string big_a(100 * kBlockBytes, 'a'), small_b(kBlockBytes, 'b'),
+      big_c(100 * kBlockBytes, 'c'), big_d(100 * kBlockBytes, 'd');
+  const auto home = [&](const std::string& prompt, std::string_view s) {
+    return c[p.pick(query(prompt, s), c).position].index;
+  };
+  ASSERT_EQ(home(big_a, "a"), 0u);
+  ASSERT_EQ(home(small_b, "b"), 1u);
+  ASSERT_EQ(home(big_c, "c"), 2u);
+  ASSERT_EQ(home(big_d, "d"), 3u);
+  // Instance 0 dies while instance 1, home to the lightest, runs two requests.
+  std::vector<Candidate> alive(c.begin() + 1, c.end());
+  alive[0].in_flight = 2;
+  alive[0].free = false;
+  const auto moved = p.pick(query(big_a, "a"), alive);
+  EXPECT_EQ(moved.reason, RouteReason::session_moved);
+  EXPECT_EQ(p.home("a"), 1u);
+  EXPECT_TRUE(alive[moved.position].free);  // this request spills; the home stays
+  alive[0].in_flight = 0;
+  alive[0].free = true;
+  const auto next = p.pick(query(big_a, "a"), alive);
+  EXPECT_EQ(alive[next.position].index, 1u);
+  EXPECT_EQ(next.reason, RouteReason::hit);
 }
 
 }  // namespace

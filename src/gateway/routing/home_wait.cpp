@@ -1,0 +1,35 @@
+#include "gateway/routing/home_wait.h"
+
+namespace switchyard::gateway {
+
+namespace {
+// Waits remembered at most; more sweeps out the ones long past.
+constexpr std::size_t kMaxWaiting = 4096;
+}  // namespace
+
+std::optional<HomeWait::Clock::time_point> HomeWait::until(std::string_view session,
+                                                           double spill_prefill_seconds) {
+  const double limit = std::chrono::duration<double>(limit_).count();
+  if (limit_.count() <= 0 || session.empty() || !(spill_prefill_seconds > limit)) {
+    end(session);
+    return std::nullopt;
+  }
+  const auto now = now_();
+  auto it = since_.find(std::string(session));
+  // A wait long past its bound belonged to a request that ended otherwise
+  // (its client left): this one waits afresh.
+  if (it == since_.end() || now - it->second > 2 * limit_) {
+    if (since_.size() >= kMaxWaiting)
+      std::erase_if(since_, [&](const auto& w) { return now - w.second > 2 * limit_; });
+    it = since_.insert_or_assign(std::string(session), now).first;
+  }
+  if (now < it->second + limit_) return it->second + limit_;
+  since_.erase(it);
+  return std::nullopt;
+}
+
+void HomeWait::end(std::string_view session) {
+  if (const auto it = since_.find(std::string(session)); it != since_.end()) since_.erase(it);
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,44 @@
+// routing.home_wait: a request whose home (the instance holding its
+// session's prompt) is busy or at the load bound may wait for it, up to a
+// bound, instead of spilling to an instance that holds none of its prompt:
+// only when the prefill it would redo there is estimated to take longer
+// than the longest wait, so that waiting never costs more than it saves.
+// The wait queue hands the home's next free slot to the waiter whose home
+// it is (RoutingPolicy::match); past the bound, the request spills.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+namespace switchyard::gateway {
+
+class HomeWait {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `limit` 0 never waits.
+  explicit HomeWait(std::chrono::milliseconds limit,
+                    std::function<Clock::time_point()> now = &Clock::now)
+      : limit_(limit), now_(std::move(now)) {}
+
+  // Until when the request of `session`, whose home cannot take it now,
+  // should wait for its home rather than spill to an instance where its
+  // prompt would take `spill_prefill_seconds` (estimated; <= 0: unknown) to
+  // prefill; nullopt: spill now. A session's wait starts at its first such
+  // request and ends at the bound, however often it is asked again.
+  std::optional<Clock::time_point> until(std::string_view session, double spill_prefill_seconds);
+  // The session's request was routed: a later one waits afresh.
+  void end(std::string_view session);
+
+ private:
+  const std::chrono::milliseconds limit_;
+  std::function<Clock::time_point()> now_;
+  std::unordered_map<std::string, Clock::time_point> since_;  // waiting sessions: since when
+};
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,213 @@
+// routing.home_wait: a request whose home is busy waits for it, for a
+// bounded time, when the prefill a spill would redo takes longer than the
+// wait; the wait queue leaves free slots to others meanwhile and hands the
+// home's freed slot to its waiter. A fake clock moves time.
+#include <gtest/gtest.h>
+#include <boost/asio.hpp>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gateway/routing/block_hash.h"
+#include "gateway/routing/home_wait.h"
+#include "gateway/routing/prefix_affinity.h"
+#include "gateway/routing/session_affinity.h"
+#include "gateway/wait_queue.h"
+#include "instance_table.h"
+
+namespace switchyard::gateway {
+namespace {
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Starts an hour ahead of the real clock, so that the queue's timers for
+// the waits' ends (real time) never fire during a test.
+struct FakeClock {
+  std::shared_ptr<Clock::time_point> now = std::make_shared<Clock::time_point>(Clock::now() + 1h);
+  std::function<Clock::time_point()> fn() const {
+    return [now = now] { return *now; };
+  }
+  void advance(std::chrono::milliseconds d) const { *now += d; }
+};
+
+std::vector<Candidate> fleet_of(int n, int slots) {
+  std::vector<Candidate> c;
+  for (int i = 0; i < n; ++i)
+    c.push_back(Candidate{static_cast<std::size_t>(i), 0, slots, true, 0, 1, "gpu"});
+  return c;
+}
+
+void busy(std::vector<Candidate>& c, std::size_t i) {
+  c[i].in_flight = c[i].slots;
+  c[i].free = false;
+}
+
+RouteQuery query(const std::string& text, std::string_view session) {
+  RouteQuery q;
+  q.model = "m";
+  q.prompt = text;
+  q.session = session;
+  return q;
+}
+
+// 1000 prompt tokens a second, measured on a streamed answer.
+template <class Policy>
+void measure_prefill(Policy& p, const Candidate& c) {
+  p.finished(c, RouteFeedback{4000, 0, 11, 4.1, -1, 0.1});
+}
+
+// A prompt of about `tokens` tokens (4 bytes each).
+std::string prompt_of(char topic, long tokens) {
+  return std::string(static_cast<std::size_t>(tokens) * 4, topic);
+}
+
+TEST(RoutingHomeWait, ABusyHomesSessionWaitsWhenItsPrefillOutweighsTheWaitThenSpills) {
+  FakeClock clock;
+  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  auto c = fleet_of(2, 1);
+  measure_prefill(p, c[0]);
+  const std::string turn = prompt_of('s', 10000);  // 10 s of prefill elsewhere
+  const auto home = p.pick(query(turn, "s"), c).position;
+  busy(c, home);
+  const auto first = p.pick(query(turn, "s"), c);
+  ASSERT_TRUE(first.wait_until);
+  EXPECT_EQ(*first.wait_until, *clock.now + 5s);
+  clock.advance(2s);  // asked again (another slot freed): the same bound
+  const auto again = p.pick(query(turn, "s"), c);
+  ASSERT_TRUE(again.wait_until);
+  EXPECT_EQ(*again.wait_until, *first.wait_until);
+  clock.advance(3s);
+  const auto spilled = p.pick(query(turn, "s"), c);
+  EXPECT_FALSE(spilled.wait_until);
+  EXPECT_NE(spilled.position, home);
+  EXPECT_EQ(spilled.reason, RouteReason::bounded_out);
+  EXPECT_EQ(p.home("s"), c[home].index);
+}
+
+TEST(RoutingHomeWait, AShortPromptARetryOrNoWaitSettingSpillsAtOnce) {
+  FakeClock clock;
+  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  SessionAffinity never(1.25, Homes(clock.fn()), HomeWait(0s, clock.fn()));
+  auto c = fleet_of(2, 1);
+  for (auto* policy : {&p, &never}) measure_prefill(*policy, c[0]);
+  const std::string light = prompt_of('l', 2000), heavy = prompt_of('h', 10000);
+  const auto light_home = p.pick(query(light, "light"), c).position;
+  const auto heavy_home = never.pick(query(heavy, "heavy"), c).position;
+  auto busy_light = c, busy_heavy = c;
+  busy(busy_light, light_home);
+  busy(busy_heavy, heavy_home);
+  EXPECT_FALSE(p.pick(query(light, "light"), busy_light).wait_until);  // 2 s < 5 s
+  EXPECT_FALSE(never.pick(query(heavy, "heavy"), busy_heavy).wait_until);
+  const std::size_t tried[] = {9};
+  RouteQuery retry = query(light, "light");
+  retry.tried = tried;
+  EXPECT_FALSE(p.pick(retry, busy_light).wait_until);
+}
+
+TEST(RoutingHomeWait, UnmeasuredPrefillNeverWaits) {
+  FakeClock clock;
+  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  auto c = fleet_of(2, 1);
+  const std::string turn = prompt_of('s', 100000);
+  busy(c, p.pick(query(turn, "s"), c).position);
+  EXPECT_FALSE(p.pick(query(turn, "s"), c).wait_until);
+}
+
+TEST(RoutingHomeWait, APrefixWaitsForTheInstanceHoldingIt) {
+  FakeClock clock;
+  PrefixAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  auto c = fleet_of(2, 1);
+  measure_prefill(p, c[0]);
+  const std::string turn = prompt_of('p', 10000);
+  const auto home = p.pick(query(turn, "s"), c).position;
+  busy(c, home);
+  const auto d = p.pick(query(turn, "s"), c);
+  ASSERT_TRUE(d.wait_until);
+  clock.advance(5s);
+  EXPECT_NE(p.pick(query(turn, "s"), c).position, home);
+}
+
+// The router and the queue: two instances of one slot.
+struct HomeWaitQueue : testing::Test {
+  void SetUp() override {
+    testing_support::add_instance(table, "m", 1);
+    testing_support::add_instance(table, "m", 1);
+    auto p = std::make_unique<SessionAffinity>(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+    policy = p.get();
+    router = std::make_unique<Router>(table, std::move(p));
+    queue = std::make_unique<WaitQueue>(io.get_executor(), *router, fleet::QueueOptions{100, 60s});
+    router->on_release(
+        [this](std::size_t index, const std::string& model) { queue->dispatch(model, index); });
+    measure_prefill(*policy, Candidate{0, 0, 1, true, 0, 0, "i0"});
+  }
+  void submit(const std::string& prompt, std::string_view session, std::string tag) {
+    sessions.emplace_back(session);
+    const RouteQuery r = query(prompt, sessions.back());
+    net::co_spawn(
+        io,
+        [this, r, tag]() -> net::awaitable<void> {
+          Admission a = co_await queue->acquire(r, false, 60s, QueueShare{0, 1, 100});
+          if (a.outcome != Admission::Outcome::granted) co_return;
+          order.push_back(tag);
+          where.push_back(a.lease.instance());
+          held.push_back(std::move(a.lease));
+        },
+        net::detached);
+    run();
+  }
+  void run() {
+    io.restart();
+    io.poll();
+  }
+
+  FakeClock clock;
+  const std::string heavy = prompt_of('h', 10000), light = prompt_of('l', 100);
+  std::deque<std::string> sessions;  // stable views for the queries
+  net::io_context io;
+  InstanceTable table;
+  SessionAffinity* policy = nullptr;
+  std::unique_ptr<Router> router;
+  std::unique_ptr<WaitQueue> queue;
+  std::vector<std::string> order;
+  std::vector<std::size_t> where;
+  std::vector<RouteLease> held;
+};
+
+TEST_F(HomeWaitQueue, TheWaiterLeavesTheFreeSlotToOthersAndGetsItsHomeWhenItFrees) {
+  auto first = router->acquire(query(heavy, "s"));  // s's running turn: its home is busy
+  ASSERT_TRUE(first);
+  const std::size_t home = first->instance();
+  Router::Refusal why = Router::Refusal::all_slots_busy;
+  EXPECT_FALSE(router->acquire(query(heavy, "s"), &why));
+  EXPECT_EQ(why, Router::Refusal::waiting_for_home);
+  submit(heavy, "s", "s");  // waits for its home
+  EXPECT_TRUE(order.empty());
+  EXPECT_EQ(queue->depth("m"), 1);
+  submit(light, "t", "t");  // the other instance is free: it takes it now
+  ASSERT_EQ(order, (std::vector<std::string>{"t"}));
+  EXPECT_NE(where[0], home);
+  first->release();
+  run();
+  ASSERT_EQ(order, (std::vector<std::string>{"t", "s"}));
+  EXPECT_EQ(where[1], home);
+  EXPECT_EQ(queue->depth("m"), 0);
+}
+
+TEST_F(HomeWaitQueue, PastTheWaitTheRequestSpills) {
+  auto first = router->acquire(query(heavy, "s"));
+  ASSERT_TRUE(first);
+  submit(heavy, "s", "s");
+  EXPECT_TRUE(order.empty());
+  clock.advance(5s);
+  queue->dispatch("m");  // as the timer for the wait's end does
+  run();
+  ASSERT_EQ(order, (std::vector<std::string>{"s"}));
+  EXPECT_NE(where[0], first->instance());
+}
+
+}  // namespace
+}  // namespace switchyard::gateway
