@@ -92,6 +92,35 @@ void SwitchPolicy::switched(const std::string& from, const std::string& to, doub
   if (ok) measured_[{from, to}] = cost;
 }
 
+void SwitchPolicy::measured(const std::string& instance, const RateSample& sample) {
+  // Weight of one sample against what was known: a handful of requests
+  // outweigh the seed, one odd one does not.
+  constexpr double kWeight = 0.2;
+  // Fewer tokens than these time the engine's fixed costs, not its rate.
+  constexpr long kMinPrefillTokens = 256;
+  constexpr long kMinOutputTokens = 16;
+  const auto blend = [](double& estimate, double rate) {
+    estimate = estimate > 0 ? (1 - kWeight) * estimate + kWeight * rate : rate;
+  };
+  for (auto& p : profiles_)
+    for (auto& inst : p.instances) {
+      if (inst.name != instance) continue;
+      auto& e = inst.estimate;
+      const long fresh = sample.prompt_tokens - sample.cached_tokens;
+      if (fresh >= kMinPrefillTokens && sample.first_token_seconds > 0) {
+        // The work of tokens [cached, prompt) under the seed's slowdown with
+        // depth, in depth-0 tokens: what prefill_tps is a rate of.
+        const double h = e.prefill_half_depth;
+        const auto depth = [h](double d) { return d + (h > 0 ? d * d / (2 * h) : 0); };
+        blend(e.prefill_tps, (depth(static_cast<double>(sample.prompt_tokens)) -
+                              depth(static_cast<double>(sample.cached_tokens))) /
+                                 sample.first_token_seconds);
+      }
+      if (sample.output_tokens >= kMinOutputTokens && sample.decode_seconds > 0)
+        blend(e.decode_tps, static_cast<double>(sample.output_tokens - 1) / sample.decode_seconds);
+    }
+}
+
 bool SwitchPolicy::started(const std::string& instance, const WaitingJob& job, steady_time now,
                            std::chrono::milliseconds long_after) {
   for (const auto& p : profiles_)

@@ -59,6 +59,16 @@ struct Decision {
 
 using steady_time = std::chrono::steady_clock::time_point;
 
+// What one streamed request measured on an instance, as tokens over wall
+// time: its uncached prompt tokens until the first token, its output after.
+struct RateSample {
+  long prompt_tokens = 0;
+  long cached_tokens = 0;
+  double first_token_seconds = 0;  // from the engine taking it (the gateway's queue excluded)
+  long output_tokens = 0;
+  double decode_seconds = 0;  // from the first token to the last
+};
+
 class SwitchPolicy {
  public:
   // `profiles` in config order: the first is the daily one.
@@ -85,6 +95,14 @@ class SwitchPolicy {
   // The line the last decision logged.
   const std::string& last_explanation() const { return explanation_; }
 
+  // A request that `instance` served measured its rates: each moves that
+  // instance's estimate from its seed (an exponential average), so a card
+  // slower than configured, or a context deeper than seeded, is planned as
+  // it is. Samples too small to measure a rate are ignored.
+  void measured(const std::string& instance, const RateSample& sample);
+  // The profiles with their current estimates, in config order.
+  const std::vector<ProfileSpeed>& profiles() const { return profiles_; }
+
   // A request was given a slot on `instance` at `now`. When its estimated
   // prefill there is longer than `long_after`, requests behind it wait for
   // all of it (vLLM's default scheduler gives a running prefill the whole
@@ -103,7 +121,7 @@ class SwitchPolicy {
   std::optional<std::string> huge_job(const ProfileSpeed& active, const WaitingJob& job) const;
   void note_need(const ProfileSpeed& active, const Demand& demand, steady_time now);
 
-  const std::vector<ProfileSpeed> profiles_;
+  std::vector<ProfileSpeed> profiles_;  // seeds, moved by measured()
   const SwitchingOptions options_;
   std::map<std::pair<std::string, std::string>, double> measured_;  // (from, to) → seconds
   std::optional<steady_time> last_switch_;

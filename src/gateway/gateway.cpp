@@ -384,6 +384,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
       queue.correct(ctx.model, ctx.key_name, ctx.share,
                     ctx.record.usage->prompt_tokens + ctx.record.usage->completion_tokens);
     record_usage(ctx);
+    if (profiles) profiles->finished(ctx);
     if (ctx.record.usage) {
       std::optional<std::chrono::steady_clock::time_point> first_byte;
       if (ctx.facts.stream && ctx.record.ttfb >= 0)

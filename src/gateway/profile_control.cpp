@@ -93,7 +93,7 @@ struct ProfileControl::Impl final : fleet::SwitchEnv {
       if (!speed.known() && config.switching.mode == fleet::SwitchingOptions::Mode::on_demand)
         spdlog::warn(
             "profile {}: no switching.estimates (decode_tps, prefill_tps) for every instance; "
-            "the on-demand policy never switches to or from it",
+            "the on-demand policy does not switch to or from it until it has measured them",
             p.name);
       out.push_back(std::move(speed));
     }
@@ -232,6 +232,20 @@ void ProfileControl::routed(const RequestContext& ctx) {
 
 void ProfileControl::slot_released(std::size_t) {
   impl_->switcher.notify();
+}
+
+void ProfileControl::finished(const RequestContext& ctx) {
+  const auto& r = ctx.record;
+  if (!ctx.facts.stream || !r.usage || r.ttfb < 0 || r.instance.empty() ||
+      r.outcome() != RequestRecord::Outcome::ok)
+    return;
+  fleet::RateSample sample;
+  sample.prompt_tokens = r.usage->prompt_tokens;
+  sample.cached_tokens = r.usage->cached_tokens;
+  sample.first_token_seconds = r.ttfb - r.queued;
+  sample.output_tokens = r.usage->completion_tokens;
+  sample.decode_seconds = r.seconds_since_start() - r.ttfb;
+  impl_->policy.measured(r.instance, sample);
 }
 
 std::vector<obs::ProfileStatus> ProfileControl::status() const {

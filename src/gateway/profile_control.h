@@ -39,6 +39,9 @@ class ProfileControl final : public SwitchGate {
 
   // A slot was released (the drain re-checks; the policy learns of idleness).
   void slot_released(std::size_t index);
+  // A request ended: a streamed answer's prefill and decode rates, as
+  // tokens over wall time, move the policy's estimates for its instance.
+  void finished(const RequestContext& ctx);
 
   // The profiles part of the status snapshot.
   std::vector<obs::ProfileStatus> status() const;

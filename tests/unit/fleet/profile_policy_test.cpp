@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fleet/switch_policy.h"
 
 namespace switchyard::fleet {
@@ -203,6 +205,70 @@ TEST(ProfilePolicy, KnowsAnInstanceBusyWithALongPrefillUntilItsEstimatedEnd) {
   // instance without seeds.
   EXPECT_FALSE(p.started("xtx1", {130000, 256}, t0, 1h));
   EXPECT_FALSE(p.started("unknown", {130000, 256}, t0, 1s));
+}
+
+}  // namespace
+}  // namespace switchyard::fleet
+
+namespace switchyard::fleet {
+namespace {
+
+// Streamed answers teach the policy each card's real rates: a card decoding
+// at half its seed is planned at about that after a dozen answers, and a
+// prefill is rated in depth-0 tokens, as the seed is.
+TEST(ProfilePolicy, MeasuredRatesMoveTheEstimates) {
+  SwitchPolicy p(box(), options());
+  for (int i = 0; i < 12; ++i)
+    p.measured("xtx0", RateSample{.prompt_tokens = 4096,
+                                  .cached_tokens = 0,
+                                  .first_token_seconds = 2.0,
+                                  .output_tokens = 301,
+                                  .decode_seconds = 10.0});
+  const auto& xtx0 = p.profiles()[0].instances[0].estimate;
+  // Each sample weighs a fifth: twelve leave 0.8^12 of the seed's distance.
+  const double left = std::pow(0.8, 12);
+  EXPECT_NEAR(xtx0.decode_tps, 30.0 + (59.4 - 30.0) * left, 1e-9);
+  // 4096 tokens from depth 0 with half speed at 46500: 4096 + 4096²/93000
+  // depth-0 tokens in 2 s.
+  const double prefill = (4096 + 4096.0 * 4096 / 93000) / 2.0;
+  EXPECT_NEAR(xtx0.prefill_tps, prefill + (900 - prefill) * left, 1e-9);
+  // The other card and the seeds' other fields are untouched.
+  EXPECT_DOUBLE_EQ(p.profiles()[0].instances[1].estimate.decode_tps, 46.1);
+  EXPECT_DOUBLE_EQ(xtx0.prefill_half_depth, 46500);
+}
+
+TEST(ProfilePolicy, SamplesTooSmallToTimeARateAreIgnored) {
+  SwitchPolicy p(box(), options());
+  // A cached prompt and an 8-token answer time the engine's fixed costs.
+  p.measured("xtx1", RateSample{.prompt_tokens = 8000,
+                                .cached_tokens = 7900,
+                                .first_token_seconds = 0.05,
+                                .output_tokens = 8,
+                                .decode_seconds = 0.01});
+  p.measured("xtx1", RateSample{.prompt_tokens = 2048, .first_token_seconds = 0});
+  const auto& xtx1 = p.profiles()[0].instances[1].estimate;
+  EXPECT_DOUBLE_EQ(xtx1.decode_tps, 46.1);
+  EXPECT_DOUBLE_EQ(xtx1.prefill_tps, 900);
+}
+
+// The decision follows: replicas that turn out three times slower than
+// seeded make a queue worth the switch that the seeds said was not.
+TEST(ProfilePolicy, AQueueOnCardsSlowerThanSeededSwitches) {
+  SwitchPolicy seeded(box(), options());
+  SwitchPolicy measured(box(), options());
+  for (const char* card : {"xtx0", "xtx1"})
+    for (int i = 0; i < 30; ++i)
+      measured.measured(card, RateSample{.prompt_tokens = 2048,
+                                         .first_token_seconds = 7.0,
+                                         .output_tokens = 257,
+                                         .decode_seconds = 16.0});
+  const Demand d = queued(9, 2048, 256);
+  EXPECT_FALSE(seeded.decide("replicas", d, t0));
+  EXPECT_FALSE(seeded.decide("replicas", d, t0 + 10s));
+  EXPECT_FALSE(measured.decide("replicas", d, t0));
+  const auto decision = measured.decide("replicas", d, t0 + 10s);
+  ASSERT_TRUE(decision) << measured.last_explanation();
+  EXPECT_EQ(decision->target, "tp2");
 }
 
 }  // namespace
