@@ -321,9 +321,16 @@ void parse_redis(const YAML::Node& root, FleetConfig& c) {
     if (c.redis_lease_ttl < std::chrono::milliseconds(300))
       fail(node, "redis_lease_ttl: must be at least 300ms (leases are renewed every third of it)");
   }
-  if (!c.redis && (root["redis_down"] || root["redis_lease_ttl"]))
-    fail(root["redis_down"] ? root["redis_down"] : root["redis_lease_ttl"],
-         "redis_down and redis_lease_ttl need redis: redis://host:port/db");
+  if (const auto node = root["redis_poll"]) {
+    c.redis_poll = duration(node, "redis_poll");
+    if (c.redis_poll < std::chrono::milliseconds(10))
+      fail(node, "redis_poll: must be at least 10ms");
+  }
+  if (!c.redis && (root["redis_down"] || root["redis_lease_ttl"] || root["redis_poll"]))
+    fail(root["redis_down"]        ? root["redis_down"]
+         : root["redis_lease_ttl"] ? root["redis_lease_ttl"]
+                                   : root["redis_poll"],
+         "redis_down, redis_lease_ttl and redis_poll need redis: redis://host:port/db");
 }
 
 // profiles: {name: [instance, ...], ...}, in the file's order (the first is
@@ -597,11 +604,12 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
       throw ConfigError{e.mark.line + 1, "invalid YAML: " + e.msg};
     }
     if (!root.IsMap()) throw ConfigError{1, "expected a mapping with 'models' and 'instances'"};
-    check_keys(root, "",
-               {"listen",        "models",     "instances",       "api_keys",   "admin_key",
-                "routing",       "body_limit", "max_connections", "attempts",   "retry_budget",
-                "health_detail", "timeouts",   "health",          "queue",      "state_db",
-                "profiles",      "switching",  "redis",           "redis_down", "redis_lease_ttl"});
+    check_keys(
+        root, "",
+        {"listen",     "models",          "instances", "api_keys",     "admin_key",     "routing",
+         "body_limit", "max_connections", "attempts",  "retry_budget", "health_detail", "timeouts",
+         "health",     "queue",           "state_db",  "profiles",     "switching",     "redis",
+         "redis_down", "redis_lease_ttl", "redis_poll"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -687,6 +695,7 @@ void each_restart_only(From& from, To& to, Visit visit) {
   visit("redis", from.redis, to.redis);
   visit("redis_down", from.redis_down, to.redis_down);
   visit("redis_lease_ttl", from.redis_lease_ttl, to.redis_lease_ttl);
+  visit("redis_poll", from.redis_poll, to.redis_poll);
   visit("profiles", from.profiles, to.profiles);
   visit("switching", from.switching, to.switching);
 }

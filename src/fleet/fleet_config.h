@@ -234,6 +234,10 @@ struct FleetConfig {
   // third of it): a crashed gateway's slots free within it. Shorter frees
   // them sooner at the cost of more renewals.
   std::chrono::milliseconds redis_lease_ttl{10000};
+  // A request waiting for a slot or seat of its key held on any gateway
+  // asks Redis again at least this often; a release on any gateway wakes it
+  // at once (published), so this only covers a lost message.
+  std::chrono::milliseconds redis_poll{500};
   RoutingOptions routing;
   std::uint64_t body_limit = 32ull << 20;
   // Open client connections at most (http::ServerOptions::max_connections).

@@ -485,9 +485,10 @@ awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const K
   }
   if (!limits.max_concurrency && !limits.max_sessions) co_return Verdict::next;
 
-  // Waits by asking again: when a lease of the key ends on this gateway, or
-  // on a short timer for those ending elsewhere, bounded by queue.max_wait.
-  constexpr auto retry = std::chrono::milliseconds(50);
+  // Waits by asking again: when a lease of the key ends on any gateway (one
+  // elsewhere is published: wake()), or on redis_poll's timer for a lost
+  // message, bounded by queue.max_wait.
+  const auto retry = shared_->poll();
   KeyWaiter waiter(executor_);
   waiter.shared = true;
   const auto place = state->waiters.insert(state->waiters.end(), &waiter);
@@ -563,6 +564,10 @@ void Admit::finish(RequestContext& ctx) {
 void Admit::share_limits(std::shared_ptr<tenancy::SharedLimits> shared, bool local_when_down) {
   shared_ = std::move(shared);
   local_when_down_ = local_when_down;
+}
+
+void Admit::wake(const std::string& key) {
+  if (auto it = states_.find(key); it != states_.end()) serve_waiters(*it->second);
 }
 
 std::shared_ptr<KeyState> Admit::fallback_for(const KeyEntry& key) {

@@ -58,6 +58,9 @@ class Admit final : public Stage {
   // limits_unavailable, or with `local_when_down` each key's limits ÷ the
   // gateways last seen, enforced here.
   void share_limits(std::shared_ptr<tenancy::SharedLimits> shared, bool local_when_down);
+  // A slot or seat of `key` freed in Redis (by any gateway): its waiters
+  // here ask Redis again now.
+  void wake(const std::string& key);
 
   // What a key holds now, for the console (GET /admin/keys): nullopt before
   // its first request. Not const: idle seats are let go as they are counted.

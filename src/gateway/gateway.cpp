@@ -149,6 +149,7 @@ struct Gateway::Impl {
     o.lease_ttl = c.redis_lease_ttl;
     o.gateway_id = fmt::format("{:016x}", rng());
     o.local_when_down = c.redis_down == fleet::FleetConfig::RedisDown::local;
+    o.poll = c.redis_poll;
     shared_limits = std::make_shared<tenancy::SharedLimits>(executor, std::move(o));
     admit.share_limits(shared_limits, c.redis_down == fleet::FleetConfig::RedisDown::local);
     tenancy::SharedLimits& shared = *shared_limits;
@@ -166,6 +167,7 @@ struct Gateway::Impl {
       redis_keys = records;
       use_keys(tenancy::merge_records(local_keys, redis_keys));
     });
+    shared.on_released([this](const std::string& key) { admit.wake(key); });
     shared.listen(std::string(tenancy::key_records::channel),
                   [this](const std::string&) { shared_keys->changed(); });
     shared_limits->start();

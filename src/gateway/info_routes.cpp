@@ -95,9 +95,12 @@ http::Response health_response(const obs::StatusSnapshot& status, bool detail) {
   const bool ok = any && !status.draining && redis_ok;
   boost::json::object body{{"status", status.draining ? "draining" : ok ? "ok" : "unavailable"}};
   // Why it is down names its address: detail, as the instances' URLs are.
-  boost::json::object redis_body{{"state", redis.state}, {"since", redis.since}};
-  if (detail) redis_body["last_error"] = redis.last_error;
-  body["redis"] = std::move(redis_body);
+  // Without a key and without redis: the status alone, as before.
+  if (detail || redis.state != "unconfigured") {
+    boost::json::object redis_body{{"state", redis.state}, {"since", redis.since}};
+    if (detail) redis_body["last_error"] = redis.last_error;
+    body["redis"] = std::move(redis_body);
+  }
   if (detail) {
     boost::json::array models;
     for (const auto& m : status.models)

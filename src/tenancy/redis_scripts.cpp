@@ -131,6 +131,7 @@ const Script release{
     "  redis.call('ZADD', KEYS[2], math.max(score, now + tonumber(ARGV[3])), session)\n"
     "  keep(KEYS[2])\n"
     "end\n"
+    "redis.call('PUBLISH', ARGV[4], ARGV[5])\n"
     "return 1\n"};
 
 const Script heartbeat{"heartbeat", 1,

@@ -35,8 +35,10 @@ extern const Script correct_rates;
 extern const Script acquire;
 // Held leases renewed to now + TTL. KEYS, ARGV as acquire's first four.
 extern const Script renew;
-// A slot given back; the session's seat then lasts session_idle. KEYS as
-// acquire; ARGV: member, session, session_idle ms.
+// A slot given back; the session's seat then lasts session_idle, and
+// `message` is published on `channel` (waiters on other gateways ask
+// again). KEYS as acquire; ARGV: member, session, session_idle ms, channel,
+// message.
 extern const Script release;
 // This gateway's heartbeat; returns how many gateways beat within the TTL.
 // KEYS: the gateways zset. ARGV: gateway id, TTL ms.

@@ -86,6 +86,10 @@ void SharedLimits::start() {
     if (on_state_) on_state_(up);
   });
   client_.start();
+  // This gateway's own releases too: the message comes once the release is
+  // in Redis, a waiter that asked just before it finished asks again then.
+  if (on_released_)
+    listen(std::string(released_channel), [this](const std::string& key) { on_released_(key); });
   if (!listeners_.empty()) {
     std::vector<std::string> channels;
     for (const auto& [channel, fn] : listeners_) channels.push_back(channel);
@@ -173,8 +177,7 @@ awaitable<Result<SlotTaken>> SharedLimits::acquire(std::uint64_t id) {
     if (auto again = leases_.find(id); again != leases_.end())
       again->second.holds_slot = true;
     else  // closed while the script ran: give the slot straight back
-      spawn_eval(redis_scripts::release, {redis_key(l.key, "running"), redis_key(l.key, "seats")},
-                 {l.member, l.session, std::to_string(l.limits.session_idle.count())});
+      release(l);
   }
   co_return t;
 }
@@ -207,10 +210,14 @@ void SharedLimits::close(std::uint64_t id) {
   auto it = leases_.find(id);
   if (it == leases_.end()) return;
   const Lease& l = it->second;
-  if (l.holds_slot)
-    spawn_eval(redis_scripts::release, {redis_key(l.key, "running"), redis_key(l.key, "seats")},
-               {l.member, l.session, std::to_string(l.limits.session_idle.count())});
+  if (l.holds_slot) release(l);
   leases_.erase(it);
+}
+
+void SharedLimits::release(const Lease& l) {
+  spawn_eval(redis_scripts::release, {redis_key(l.key, "running"), redis_key(l.key, "seats")},
+             {l.member, l.session, std::to_string(l.limits.session_idle.count()),
+              std::string(released_channel), l.key});
 }
 
 awaitable<Result<RedisReply>> SharedLimits::eval(const redis_scripts::Script& script,

@@ -34,7 +34,12 @@ struct SharedLimitsOptions {
   std::string gateway_id;
   // Only for the log line of a transition: what the gateway does while down.
   bool local_when_down = false;
+  // How often a waiter asks again without a release published (FleetConfig::redis_poll).
+  std::chrono::milliseconds poll{500};
 };
+
+// The channel a released slot or seat is published on, with its key's name.
+inline constexpr std::string_view released_channel = "switchyard:released";
 
 // What the rate script saw: for the x-ratelimit-* headers.
 struct RateState {
@@ -77,6 +82,9 @@ class SharedLimits {
   void listen(std::string channel, std::function<void(const std::string& message)> fn) {
     listeners_.emplace(std::move(channel), std::move(fn));
   }
+  // A slot or seat of `key` released on any gateway (call before start()).
+  void on_released(std::function<void(const std::string& key)> fn) { on_released_ = std::move(fn); }
+  std::chrono::milliseconds poll() const { return options_.poll; }
   // Gateways seen by the last heartbeat (this one included); 1 before any.
   int gateways() const { return gateways_; }
   // "redis at 127.0.0.1:6379 unreachable: Connection refused".
@@ -113,6 +121,7 @@ class SharedLimits {
                   std::vector<std::string> args);
   boost::asio::awaitable<void> keep_alive();
   std::vector<std::string> rate_keys(const Lease& lease) const;
+  void release(const Lease& lease);
 
   // Constant after construction.
   boost::asio::any_io_executor executor_;
@@ -128,6 +137,7 @@ class SharedLimits {
   int gateways_ = 1;
   bool stopped_ = false;
   std::function<void(bool)> on_state_;
+  std::function<void(const std::string&)> on_released_;
   std::shared_ptr<char> alive_ = std::make_shared<char>();
 };
 

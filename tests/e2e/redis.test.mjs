@@ -258,3 +258,37 @@ describe('key records shared through Redis (separate state_db files)', { skip },
     assert.match(b.output(), /keys: 'team' revoked or removed/);
   });
 });
+
+describe('a slot freed on one gateway wakes the waiter on the other (published)', { skip }, () => {
+  let redis, sim, a, b;
+  before(async () => {
+    redis = await startRedis(await freePort());
+    sim = await startSim({ slots: 8, tokensPerSecond: 40, speedFactor: 1, alias: MODEL });
+    // The poll (60 s) is longer than the wait bound (20 s): only the
+    // published release can serve the waiter before its bound.
+    const config = gatewayConfig(sim, redis.port, { redis_poll: '60s' });
+    config.api_keys.push({ key: 'sk-one', name: 'one', max_concurrency: 1 });
+    a = await startGateway(config);
+    b = await startGateway(config);
+    for (const gw of [a, b])
+      await waitUntil(async () => (await scrapeMetric(gw.url, 'switchyard_redis_up')) === 1,
+        { timeoutMs: 10_000, what: 'redis up' });
+  });
+  after(async () => { await stopAll(); await stopRedises(); });
+
+  test('B\'s waiter gets the slot when A\'s request ends, not at its wait bound', TIMEOUT, async () => {
+    const keysOf = async (gw) => (await fetchJson(`${gw.url}/admin/keys`, { headers: bearer('sk-admin') })).body.keys;
+    // 80 tokens at 40 tok/s: A holds the key's one slot for about 2 s.
+    const holder = chat(a.url, 'sk-one', 80);
+    await waitUntil(async () => metricValue(await (await fetch(`${sim.url}/metrics`)).text(), 'llamacpp:requests_processing') === 1,
+      { what: 'A holds the slot' });
+    const t0 = Date.now();
+    const waiter = chat(b.url, 'sk-one', 4);
+    await waitUntil(async () => (await keysOf(b)).find((k) => k.name === 'one')?.waiting === 1, { what: 'B waits' });
+    assert.equal((await holder).status, 200);
+    const served = await waiter;
+    assert.equal(served.status, 200, served.text);
+    // Without the wake it would be served at the 20 s bound (the poll is 60 s).
+    assert.ok(Date.now() - t0 < 10_000, `served after ${Date.now() - t0} ms, well before the 20 s bound`);
+  });
+});

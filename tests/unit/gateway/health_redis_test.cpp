@@ -27,6 +27,8 @@ TEST(HealthRedis, UnconfiguredWithoutRedis) {
   EXPECT_EQ(r.status, 200);
   const auto body = body_of(r);
   EXPECT_EQ(body.at("redis").at("state").as_string(), "unconfigured");
+  // Without detail and without redis: the status alone, as before.
+  EXPECT_FALSE(body_of(health_response(serving(), false)).contains("redis"));
 }
 
 TEST(HealthRedis, UpSaysSince) {

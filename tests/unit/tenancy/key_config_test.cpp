@@ -68,5 +68,17 @@ TEST(KeyConfig, StateDbBesideTheConfigByDefault) {
   EXPECT_EQ(parse("state_db: /var/lib/sy.db\n")->state_db, "/var/lib/sy.db");
 }
 
+TEST(KeyConfig, RedisPollDefaultsAndBounds) {
+  EXPECT_EQ(parse("redis: redis://127.0.0.1\n")->redis_poll, std::chrono::milliseconds(500));
+  EXPECT_EQ(parse("redis: redis://127.0.0.1\nredis_poll: 30s\n")->redis_poll,
+            std::chrono::seconds(30));
+  auto tiny = parse("redis: redis://127.0.0.1\nredis_poll: 1ms\n");
+  ASSERT_FALSE(tiny);
+  EXPECT_NE(tiny.error().message.find("redis_poll"), std::string::npos);
+  auto alone = parse("redis_poll: 1s\n");
+  ASSERT_FALSE(alone);
+  EXPECT_NE(alone.error().message.find("need redis:"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace switchyard::fleet

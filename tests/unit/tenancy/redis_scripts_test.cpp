@@ -40,7 +40,7 @@ TEST(RedisScripts, ArgumentsMatchWhatSharedLimitsSends) {
   // acquire: member, TTL, max_concurrency, session, max_sessions.
   EXPECT_EQ(highest(redis_scripts::acquire.text, "ARGV"), 5);
   EXPECT_EQ(highest(redis_scripts::renew.text, "ARGV"), 4);
-  EXPECT_EQ(highest(redis_scripts::release.text, "ARGV"), 3);
+  EXPECT_EQ(highest(redis_scripts::release.text, "ARGV"), 5);  // + channel, message
   EXPECT_EQ(highest(redis_scripts::heartbeat.text, "ARGV"), 2);
 }
 
