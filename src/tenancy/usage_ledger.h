@@ -62,6 +62,7 @@ class UsageLedger {
   std::vector<UsageRow> pending_;
   std::uint64_t submitted_ = 0, done_ = 0, dropped_ = 0;
   bool stop_ = false;
+  bool flush_wanted_ = false;  // flush(): write now, not at the next interval
 
   std::thread thread_;  // last: starts once the rest is set
 };
