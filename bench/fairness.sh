@@ -47,12 +47,8 @@ done
 command -v python3 >/dev/null || die "python3 is needed"
 command -v curl >/dev/null || die "curl is needed"
 
-work="${out:-$(mktemp -d)}"
-mkdir -p "$work"
-pids=()
+open_work
 wait_load=0
-cleanup() { local p; for p in "${pids[@]}"; do stop_pid "$p"; done; [[ -n "$out" ]] || rm -rf "$work"; }
-trap cleanup EXIT
 
 MODEL=qwen-27b
 REQUEST=(--input-len 256 --output-len 32 --warmup 0)
@@ -77,15 +73,7 @@ start_fleet() {  # NAME INSTANCES SLOTS
     for i in "${!sims[@]}"; do echo "  - {name: gpu$i, model: $MODEL, url: '${sims[$i]}', slots: $slots}"; done
   } >"$work/$name.yaml"
   for i in "${!sims[@]}"; do wait_http "${sims[$i]}/health" 30 || die "sim $i of $name did not start"; done
-  gateway="http://127.0.0.1:${ports[-1]}"
-  "$binary" serve -c "$work/$name.yaml" --listen "127.0.0.1:${ports[-1]}" >"$work/$name.gateway.log" 2>&1 &
-  pids+=($!)
-  wait_http "$gateway/health" 30 || die "gateway of $name did not start (see $work/$name.gateway.log)"
-}
-stop_fleet() {
-  local p
-  for p in "${pids[@]}"; do stop_pid "$p"; done
-  pids=()
+  start_gateway "$work/$name.yaml" "${ports[-1]}" "$work/$name.gateway.log"
 }
 queued() {
   curl -s "$gateway/metrics" | awk '/^switchyard_queue_depth\{/ {n += $NF} END {print n + 0}'
@@ -104,7 +92,7 @@ run_row() {  # NAME INSTANCES SLOTS LONE_KEY
   "$binary" bench --url "$gateway" -m "$MODEL" --simulated --api-key "$lone_key" -H 'X-Request-Id: lone' \
     -c 1 --duration "$duration" "${REQUEST[@]}" --json "$work/$name.lone.json" \
     >"$work/$name.lone.log" 2>&1 || die "the lone bench of $name failed (see $work/$name.lone.log)"
-  stop_fleet
+  stop_all
 }
 
 run_row fair-1x1 1 1 sk-lone

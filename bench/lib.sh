@@ -1,6 +1,6 @@
 # Shell helpers shared by the benchmarks in bench/ (sourced, not run).
-# The caller sets `pids` (processes to stop at exit), `work` (its folder)
-# and `wait_load` (see wait_for_quiet) before using them.
+# open_work sets `work` (the run's folder) and `pids` (processes to stop at
+# exit), or the caller sets them itself; `wait_load` is for wait_for_quiet.
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
@@ -13,6 +13,27 @@ stop_pid() {  # stop one process we started, bounded, and forget it
   local keep_pids=() q
   for q in "${pids[@]}"; do [[ "$q" != "$p" ]] && keep_pids+=("$q"); done
   pids=("${keep_pids[@]}")
+}
+
+# A run's folder and processes: `work` is $out (kept) or a temporary folder
+# (removed at exit); whatever is added to `pids` is stopped at exit.
+open_work() {
+  work="${out:-$(mktemp -d)}"
+  mkdir -p "$work"
+  pids=()
+  trap 'stop_all; [[ -n "$out" ]] || rm -rf "$work"' EXIT
+}
+stop_all() {  # stop every process in pids
+  local p
+  for p in "${pids[@]}"; do stop_pid "$p"; done
+  pids=()
+}
+
+start_gateway() {  # CONFIG PORT LOG: serve CONFIG on 127.0.0.1:PORT until /health answers; sets gateway
+  "$binary" serve -c "$1" --listen "127.0.0.1:$2" >"$3" 2>&1 &
+  pids+=($!)
+  gateway="http://127.0.0.1:$2"
+  wait_http "$gateway/health" 30 || die "the gateway did not start (see $3)"
 }
 
 free_ports() {  # N distinct free loopback ports

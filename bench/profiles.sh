@@ -63,12 +63,8 @@ done
 command -v python3 >/dev/null || die "python3 is needed"
 command -v curl >/dev/null || die "curl is needed"
 
-work="${out:-$(mktemp -d)}"
-mkdir -p "$work"
-pids=()
+open_work
 wait_load=0
-cleanup() { local p; for p in "${pids[@]}"; do stop_pid "$p"; done; [[ -n "$out" ]] || rm -rf "$work"; }
-trap cleanup EXIT
 
 MODEL=qwen-27b
 ms() { echo $(( $1 / speed )); }  # milliseconds of the box -> milliseconds of wall time

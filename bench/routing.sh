@@ -65,11 +65,7 @@ done
 command -v python3 >/dev/null || die "python3 is needed"
 command -v curl >/dev/null || die "curl is needed"
 
-work="${out:-$(mktemp -d)}"
-mkdir -p "$work"
-pids=()
-cleanup() { local p; for p in "${pids[@]}"; do stop_pid "$p"; done; [[ -n "$out" ]] || rm -rf "$work"; }
-trap cleanup EXIT
+open_work
 
 MODEL=qwen-27b
 home_wait_ms=$((5000 / speed))
@@ -95,15 +91,7 @@ start_fleet() {  # NAME POLICY PRESET...
     for i in "${!sims[@]}"; do echo "  - {name: gpu$i, model: $MODEL, url: '${sims[$i]}', slots: 2}"; done
   } >"$work/$name.yaml"
   for i in "${!sims[@]}"; do wait_http "${sims[$i]}/health" 30 || die "sim $i of $name did not start"; done
-  gateway="http://127.0.0.1:${ports[-1]}"
-  "$binary" serve -c "$work/$name.yaml" --listen "127.0.0.1:${ports[-1]}" >"$work/$name.gateway.log" 2>&1 &
-  pids+=($!)
-  wait_http "$gateway/health" 30 || die "gateway of $name did not start (see $work/$name.gateway.log)"
-}
-stop_fleet() {
-  local p
-  for p in "${pids[@]}"; do stop_pid "$p"; done
-  pids=()
+  start_gateway "$work/$name.yaml" "${ports[-1]}" "$work/$name.gateway.log"
 }
 bench() {  # NAME ARGS...: one bench run writing NAME.json
   local name="$1"; shift
@@ -131,7 +119,7 @@ for policy in "${policy_list[@]}"; do
   bench "$policy.agent" "${AGENT[@]}"
   curl -s "$gateway/metrics" >"$work/$policy.agent.metrics"
   scrape_sims "$policy.agent"
-  stop_fleet
+  stop_all
 
   start_fleet "$policy.skewed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
   bench "$policy.skewed-heavy" --workload agent --sessions 2 --turns 4 --start-context 32768 \
@@ -142,7 +130,7 @@ for policy in "${policy_list[@]}"; do
   wait "$heavy" || die "bench $policy.skewed-heavy failed"
   curl -s "$gateway/metrics" >"$work/$policy.skewed.metrics"
   scrape_sims "$policy.skewed"
-  stop_fleet
+  stop_all
 
   start_fleet "$policy.killed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
   bench "$policy.killed" "${AGENT[@]}" &
@@ -154,14 +142,14 @@ for policy in "${policy_list[@]}"; do
   curl -s "$gateway/metrics" >"$work/$policy.killed.metrics"
   sims[0]=""  # dead: nothing to scrape
   scrape_sims "$policy.killed"
-  stop_fleet
+  stop_all
 done
 
 echo "== mixed fleet" >&2
 start_fleet mixed least-outstanding 7900xtx-27b-q4 7900xtx-blower-27b-q4
 bench mixed --input-len 2048 --output-len 256 -c 1 --requests-per-step 12 --warmup 4
 curl -s "$gateway/metrics" >"$work/mixed.metrics"
-stop_fleet
+stop_all
 
 python3 - "$work" "$speed" "$policies" >"$work/routing.md" <<'PY'
 import json, os, re, sys
