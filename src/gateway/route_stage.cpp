@@ -38,7 +38,8 @@ awaitable<Verdict> RouteStage::run(RequestContext& ctx) {
 }
 
 void RouteStage::routed(RequestContext& ctx, const RouteDecision& decision) {
-  metrics_.route_decided(router_.policy_name(), to_string(decision.reason), decision.match);
+  metrics_.route_decided(router_.policy_name(), to_string(decision.reason), decision.match,
+                         decision.home_waited);
   if (!routing_options_.route_header || !ctx.target) return;
   const std::string& name = router_.instance_name(*ctx.target);
   ctx.response_headers.set("X-Switchyard-Route",

@@ -169,6 +169,7 @@ struct GatewayMetrics::Impl {
   // Routing: found once per (policy, reason); both sets are small and fixed.
   std::map<std::tuple<std::string, std::string>, prometheus::Counter*, std::less<>> decisions_by;
   prometheus::Histogram* match_ratio = nullptr;
+  std::map<std::tuple<std::string, bool>, prometheus::Histogram*, std::less<>> home_waits_by;
   prometheus::Family<prometheus::Counter>& decisions =
       prometheus::BuildCounter()
           .Name("switchyard_route_decisions_total")
@@ -180,6 +181,13 @@ struct GatewayMetrics::Impl {
       prometheus::BuildHistogram()
           .Name("switchyard_route_prefix_match_ratio")
           .Help("Share of a routed prompt's blocks last sent to the instance chosen.")
+          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& home_wait =
+      prometheus::BuildHistogram()
+          .Name("switchyard_route_home_wait_seconds")
+          .Help(
+              "How long requests waited for their busy home (routing.home_wait), by policy and "
+              "outcome: home (it got its home) or spilled (it went elsewhere at the bound).")
           .Register(registry);
 
   // Redis of the shared limits: series made on first use.
@@ -270,8 +278,20 @@ void GatewayMetrics::profile_switched(const std::string& from, const std::string
   impl_->profile_switch_seconds.Add({}, latency_buckets()).Observe(seconds);
 }
 
-void GatewayMetrics::route_decided(std::string_view policy, std::string_view reason, double match) {
+void GatewayMetrics::route_decided(std::string_view policy, std::string_view reason, double match,
+                                   std::optional<double> home_waited) {
   auto& m = *impl_;
+  if (home_waited) {
+    const bool got_home = reason == "hit";
+    auto w = m.home_waits_by.find(std::forward_as_tuple(policy, got_home));
+    if (w == m.home_waits_by.end()) {
+      auto* h = &m.home_wait.Add(
+          {{"policy", std::string(policy)}, {"outcome", got_home ? "home" : "spilled"}},
+          prometheus::Histogram::BucketBoundaries{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30});
+      w = m.home_waits_by.emplace(std::make_tuple(std::string(policy), got_home), h).first;
+    }
+    w->second->Observe(*home_waited);
+  }
   auto it = m.decisions_by.find(std::forward_as_tuple(policy, reason));
   if (it == m.decisions_by.end()) {
     auto* c = &m.decisions.Add({{"policy", std::string(policy)}, {"reason", std::string(reason)}});

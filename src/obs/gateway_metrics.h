@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -41,8 +42,11 @@ class GatewayMetrics {
   // Routing (gateway/routing): one decision of `policy` for `reason` (hit,
   // bounded-out, cold, session-moved, balanced), and the share of the
   // prompt's blocks cached where it went (match < 0: the policy does not
-  // track prefixes, nothing observed).
-  void route_decided(std::string_view policy, std::string_view reason, double match);
+  // track prefixes, nothing observed), and how long the request waited for
+  // its home before it (routing.home_wait; nullopt: it did not wait): it got
+  // its home when the reason is hit, else it spilled.
+  void route_decided(std::string_view policy, std::string_view reason, double match,
+                     std::optional<double> home_waited);
 
   // Per API key, labelled by the key's name (never the key): one finished
   // request's outcome (as request_finished), the tokens its usage reported,

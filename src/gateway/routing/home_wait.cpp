@@ -10,10 +10,8 @@ constexpr std::size_t kMaxWaiting = 4096;
 std::optional<HomeWait::Clock::time_point> HomeWait::until(std::string_view session,
                                                            double spill_prefill_seconds) {
   const double limit = std::chrono::duration<double>(limit_).count();
-  if (limit_.count() <= 0 || session.empty() || !(spill_prefill_seconds > limit)) {
-    end(session);
+  if (limit_.count() <= 0 || session.empty() || !(spill_prefill_seconds > limit))
     return std::nullopt;
-  }
   const auto now = now_();
   auto it = since_.find(std::string(session));
   // A wait long past its bound belonged to a request that ended otherwise
@@ -23,13 +21,17 @@ std::optional<HomeWait::Clock::time_point> HomeWait::until(std::string_view sess
       std::erase_if(since_, [&](const auto& w) { return now - w.second > 2 * limit_; });
     it = since_.insert_or_assign(std::string(session), now).first;
   }
+  // Past the bound the entry stays until end(), which says how long it was.
   if (now < it->second + limit_) return it->second + limit_;
-  since_.erase(it);
   return std::nullopt;
 }
 
-void HomeWait::end(std::string_view session) {
-  if (const auto it = since_.find(std::string(session)); it != since_.end()) since_.erase(it);
+std::optional<double> HomeWait::end(std::string_view session) {
+  const auto it = since_.find(std::string(session));
+  if (it == since_.end()) return std::nullopt;
+  const double waited = std::chrono::duration<double>(now_() - it->second).count();
+  since_.erase(it);
+  return waited;
 }
 
 }  // namespace switchyard::gateway

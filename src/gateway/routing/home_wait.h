@@ -32,8 +32,9 @@ class HomeWait {
   // prefill; nullopt: spill now. A session's wait starts at its first such
   // request and ends at the bound, however often it is asked again.
   std::optional<Clock::time_point> until(std::string_view session, double spill_prefill_seconds);
-  // The session's request was routed: a later one waits afresh.
-  void end(std::string_view session);
+  // The session's request was routed: a later one waits afresh. Returns how
+  // long this one waited, in seconds (nullopt: it did not).
+  std::optional<double> end(std::string_view session);
 
  private:
   const std::chrono::milliseconds limit_;

@@ -3,8 +3,9 @@
 namespace switchyard::gateway {
 
 RouteDecision LeastOutstanding::pick(const RouteQuery&, std::span<const Candidate> candidates) {
-  return RouteDecision{soonest_free(candidates, speed_, rotation_), RouteReason::balanced, -1,
-                       std::nullopt};
+  RouteDecision d;
+  d.position = soonest_free(candidates, speed_, rotation_);
+  return d;
 }
 
 void LeastOutstanding::finished(const Candidate& instance, const RouteFeedback& feedback) {

@@ -49,6 +49,9 @@ struct RouteDecision {
   // Set when the request should rather wait for its home, until then
   // (routing.home_wait): no instance is chosen, `position` means nothing.
   std::optional<std::chrono::steady_clock::time_point> wait_until;
+  // Seconds the request waited for its home before this decision
+  // (routing.home_wait); nullopt: it did not wait.
+  std::optional<double> home_waited;
 };
 
 // What an instance delivered for one request, reported when it ends.

@@ -29,7 +29,7 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
       return d;
     }
   }
-  wait_.end(query.session);
+  d.home_waited = wait_.end(query.session);
   std::size_t pos = kNoCandidate;
   if (longest_admitted > 0) {
     // Among equal matches (a prefix sent to two instances), the freer one.

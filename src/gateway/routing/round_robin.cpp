@@ -9,7 +9,9 @@ RouteDecision RoundRobin::pick(const RouteQuery&, std::span<const Candidate> can
   for (std::size_t k = 0; k < n; ++k, i = (i + 1) % n)
     if (candidates[i].free) break;
   rotation_.picked(candidates[i]);
-  return RouteDecision{i, RouteReason::balanced, -1, std::nullopt};
+  RouteDecision d;
+  d.position = i;
+  return d;
 }
 
 }  // namespace switchyard::gateway

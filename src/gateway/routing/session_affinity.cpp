@@ -55,7 +55,7 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
     d.reason = RouteReason::cold;
     if (!query.session.empty()) homes_.set(query.session, candidates[d.position].index, bytes);
   }
-  wait_.end(query.session);
+  d.home_waited = wait_.end(query.session);
 
   const auto blocks = state_.blocks(query);
   const std::size_t index = candidates[d.position].index;

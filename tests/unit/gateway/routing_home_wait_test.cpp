@@ -71,7 +71,9 @@ TEST(RoutingHomeWait, ABusyHomesSessionWaitsWhenItsPrefillOutweighsTheWaitThenSp
   auto c = fleet_of(2, 1);
   measure_prefill(p, c[0]);
   const std::string turn = prompt_of('s', 10000);  // 10 s of prefill elsewhere
-  const auto home = p.pick(query(turn, "s"), c).position;
+  const auto placed = p.pick(query(turn, "s"), c);
+  EXPECT_FALSE(placed.home_waited);
+  const auto home = placed.position;
   busy(c, home);
   const auto first = p.pick(query(turn, "s"), c);
   ASSERT_TRUE(first.wait_until);
@@ -85,7 +87,32 @@ TEST(RoutingHomeWait, ABusyHomesSessionWaitsWhenItsPrefillOutweighsTheWaitThenSp
   EXPECT_FALSE(spilled.wait_until);
   EXPECT_NE(spilled.position, home);
   EXPECT_EQ(spilled.reason, RouteReason::bounded_out);
+  ASSERT_TRUE(spilled.home_waited);
+  EXPECT_DOUBLE_EQ(*spilled.home_waited, 5.0);
   EXPECT_EQ(p.home("s"), c[home].index);
+  // The next turn that must wait starts a wait of its own.
+  const auto next = p.pick(query(turn, "s"), c);
+  ASSERT_TRUE(next.wait_until);
+  EXPECT_EQ(*next.wait_until, *clock.now + 5s);
+}
+
+TEST(RoutingHomeWait, ASessionThatGetsItsHomeInTimeSaysHowLongItWaited) {
+  FakeClock clock;
+  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  auto c = fleet_of(2, 1);
+  measure_prefill(p, c[0]);
+  const std::string turn = prompt_of('s', 10000);
+  const auto home = p.pick(query(turn, "s"), c).position;
+  auto busy_home = c;
+  busy(busy_home, home);
+  ASSERT_TRUE(p.pick(query(turn, "s"), busy_home).wait_until);
+  clock.advance(1500ms);
+  const auto got = p.pick(query(turn, "s"), c);  // the home's slot is free again
+  EXPECT_EQ(got.position, home);
+  EXPECT_EQ(got.reason, RouteReason::hit);
+  ASSERT_TRUE(got.home_waited);
+  EXPECT_DOUBLE_EQ(*got.home_waited, 1.5);
+  EXPECT_FALSE(p.pick(query(turn, "s"), c).home_waited);  // nothing waited this time
 }
 
 TEST(RoutingHomeWait, AShortPromptARetryOrNoWaitSettingSpillsAtOnce) {
@@ -128,7 +155,9 @@ TEST(RoutingHomeWait, APrefixWaitsForTheInstanceHoldingIt) {
   const auto d = p.pick(query(turn, "s"), c);
   ASSERT_TRUE(d.wait_until);
   clock.advance(5s);
-  EXPECT_NE(p.pick(query(turn, "s"), c).position, home);
+  const auto spilled = p.pick(query(turn, "s"), c);
+  EXPECT_NE(spilled.position, home);
+  EXPECT_EQ(spilled.home_waited, 5.0);
 }
 
 // The router and the queue: two instances of one slot.
