@@ -12,11 +12,14 @@
 #            session has a home) and the first instance has none in flight,
 #            it is killed (SIGKILL) and stays down: its sessions must move
 #            (a request cut off mid-answer would end its session instead)
+#   no-ram   the agent workload against sims without the host-memory prompt
+#            cache (`--cache-ram 0`: llama-server before PR 16391, or
+#            started so), where only a slot's own last prompt is reused
 #   mixed    7900xtx-27b-q4 + 7900xtx-blower-27b-q4, least-outstanding,
 #            concurrency 1, 2048-token prompts, 256 tokens
 #
-# The sims keep evicted prompts in RAM as llama-server does by default
-# (`--cache-ram 8192`); the affinity policies' routing.home_wait is its 5 s
+# Elsewhere the sims keep evicted prompts in RAM as llama-server does by
+# default (`--cache-ram 8192`); the affinity policies' routing.home_wait is its 5 s
 # default divided by the speed factor, as the sims' time runs that much
 # faster.
 #
@@ -28,7 +31,8 @@
 # (prompt + generation seconds from each sim's /metrics). Session moves:
 # the decisions metric, and how often each session's turns changed
 # instance (turns 2+ matched to the access log by their prompt's tokens).
-# Prints a Markdown table (also written to OUT/routing.md) for
+# Below the table, each policy's TTFT p50 over least-outstanding's in the
+# same variant. Prints a Markdown table (also written to OUT/routing.md) for
 # docs/routing.md.
 #
 # Usage: bench/routing.sh [options]
@@ -74,6 +78,7 @@ AGENT=(--workload agent --sessions 8 --turns 4 --start-context 8192 --turn-growt
 sims=()   # URLs of the sims of the current fleet
 sim_pids=()
 gateway=""
+sim_args=()  # more arguments for every sim of the next fleet
 start_fleet() {  # NAME POLICY PRESET...
   local name="$1" policy="$2"; shift 2
   local presets=("$@") ports i
@@ -81,7 +86,7 @@ start_fleet() {  # NAME POLICY PRESET...
   sims=(); sim_pids=()
   for i in "${!presets[@]}"; do
     "$binary" sim --host 127.0.0.1 --port "${ports[$i]}" --preset "${presets[$i]}" --slots 2 \
-      --speed-factor "$speed" --alias "$MODEL" --seed $((i + 1)) >"$work/$name.sim$i.log" 2>&1 &
+      --speed-factor "$speed" --alias "$MODEL" --seed $((i + 1)) "${sim_args[@]}" >"$work/$name.sim$i.log" 2>&1 &
     pids+=($!); sim_pids+=($!)
     sims+=("http://127.0.0.1:${ports[$i]}")
   done
@@ -142,6 +147,14 @@ for policy in "${policy_list[@]}"; do
   curl -s "$gateway/metrics" >"$work/$policy.killed.metrics"
   sims[0]=""  # dead: nothing to scrape
   scrape_sims "$policy.killed"
+  stop_all
+
+  sim_args=(--cache-ram 0)
+  start_fleet "$policy.no-ram" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
+  sim_args=()
+  bench "$policy.no-ram" "${AGENT[@]}"
+  curl -s "$gateway/metrics" >"$work/$policy.no-ram.metrics"
+  scrape_sims "$policy.no-ram"
   stop_all
 done
 
@@ -255,11 +268,15 @@ print(open(f"{work}/load.note").read().strip())
 print()
 print("| policy | variant | cached share t1 / t2 / t3 / t4 | TTFT p50 s t2 / t3 / t4 | TTFT p99 s t2 / t3 / t4 | max/mean answers | max/mean busy | session moves | sessions changing instance 0× / 1× / 2+× |")
 print("|---|---|---|---|---|---|---|---|---|")
+VARIANTS = ("agent", "skewed", "killed", "no-ram")
+def runs_of(p, variant):
+    return [f"{p}.skewed-heavy", f"{p}.skewed-light"] if variant == "skewed" else [f"{p}.{variant}"]
+p50_by = {}
 for p in policies:
-    for variant, runs in (("agent", [f"{p}.agent"]), ("skewed", [f"{p}.skewed-heavy", f"{p}.skewed-light"]),
-                          ("killed", [f"{p}.killed"])):
-        loaded = [load(r) for r in runs]
+    for variant in VARIANTS:
+        loaded = [load(r) for r in runs_of(p, variant)]
         ts = turns(loaded)
+        p50_by[(p, variant)] = ts
         name = f"{p}.{variant}"
         cached = " / ".join(cell(ts, t, 0, "{:.0%}") for t in (1, 2, 3, 4))
         p50 = " / ".join(cell(ts, t, 1, "{:.2f}") for t in (2, 3, 4))
@@ -268,6 +285,21 @@ for p in policies:
         ch_text = f"{ch.get(0, 0)} / {ch.get(1, 0)} / {sum(v for k, v in ch.items() if k >= 2)}"
         busy_text = balance(busy(name)) if variant != "killed" else "–"
         print(f"| {p} | {variant} | {cached} | {p50} | {p99} | {balance(per_instance(name))} | {busy_text} | {moves(name)} | {ch_text} |")
+
+if "least-outstanding" in policies:
+    print()
+    print("TTFT p50 over least-outstanding's in the same variant, turns 2 / 3 / 4:")
+    print()
+    for p in policies:
+        if p == "least-outstanding":
+            continue
+        ratios = []
+        for variant in VARIANTS:
+            mine, base = p50_by[(p, variant)], p50_by[("least-outstanding", variant)]
+            cells = [f"{mine[t][1] / base[t][1]:.2f}" if t in mine and t in base and base[t][1] > 0 else "–"
+                     for t in (2, 3, 4)]
+            ratios.append(f"{variant} {' / '.join(cells)}")
+        print(f"* {p}: " + "; ".join(ratios))
 
 notes = [open(f"{work}/{p}.killed.note").read().strip() for p in policies if os.path.exists(f"{work}/{p}.killed.note")]
 print()

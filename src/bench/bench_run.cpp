@@ -515,12 +515,7 @@ Result<bool> validate(const BenchOptions& o) {
     return Error{"--requests-per-step and --duration exclude each other"};
   if (o.endpoint != "chat" && o.endpoint != "completions")
     return Error{"--endpoint: chat or completions"};
-  for (const auto& h : o.headers)
-    if (h.find(':') == std::string::npos || h.front() == ':')
-      return Error{fmt::format("--header: '{}' is not 'Name: value'", h)};
-  if (!o.tokenize_url.empty())
-    if (auto url = http::parse_url(o.tokenize_url); !url)
-      return Error{"--tokenize-url: " + url.error().message};
+  if (auto ok = check_request_flags(o.headers, o.tokenize_url); !ok) return ok;
   if (o.workload != "standard" && o.workload != "agent" && o.workload != "trace")
     return Error{"--workload: standard, agent or trace"};
   if (o.workload == "trace") {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "http/fetch.h"
+#include "http/url.h"
 
 namespace switchyard::bench {
 
@@ -60,6 +61,17 @@ HeaderList request_headers(const std::string& api_key, const std::vector<std::st
     out.emplace_back(h.substr(0, colon), value);
   }
   return out;
+}
+
+Result<bool> check_request_flags(const std::vector<std::string>& headers,
+                                 const std::string& tokenize_url) {
+  for (const auto& h : headers)
+    if (h.find(':') == std::string::npos || h.front() == ':')
+      return Error{fmt::format("--header: '{}' is not 'Name: value'", h)};
+  if (!tokenize_url.empty())
+    if (auto url = http::parse_url(tokenize_url); !url)
+      return Error{"--tokenize-url: " + url.error().message};
+  return true;
 }
 
 Result<EndpointInfo> describe_endpoint(const std::string& base_url,

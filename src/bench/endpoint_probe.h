@@ -22,6 +22,10 @@ std::string base_url(std::string url);
 // The headers every request carries: --api-key as a Bearer token, then each
 // --header 'Name: value'.
 HeaderList request_headers(const std::string& api_key, const std::vector<std::string>& headers);
+// Checks what request_headers and count_tokens take from the command line:
+// each --header is 'Name: value', --tokenize-url (empty: none) is a URL.
+Result<bool> check_request_flags(const std::vector<std::string>& headers,
+                                 const std::string& tokenize_url);
 
 // The header switchyard's simulator puts on every response, and its value.
 inline constexpr std::string_view kSimulatedHeader = "X-Simulated";

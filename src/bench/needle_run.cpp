@@ -188,12 +188,7 @@ Result<bool> validate(const NeedleOptions& o) {
     if (o.output_len >= c / 2)
       return Error{
           fmt::format("--output-len {} leaves too little of a {}-token context", o.output_len, c)};
-  for (const auto& h : o.headers)
-    if (h.find(':') == std::string::npos || h.front() == ':')
-      return Error{fmt::format("--header: '{}' is not 'Name: value'", h)};
-  if (!o.tokenize_url.empty())
-    if (auto url = http::parse_url(o.tokenize_url); !url)
-      return Error{"--tokenize-url: " + url.error().message};
+  if (auto ok = check_request_flags(o.headers, o.tokenize_url); !ok) return ok;
   return true;
 }
 

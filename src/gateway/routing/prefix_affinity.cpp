@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <spdlog/spdlog.h>
+
 #include "gateway/routing/balance.h"
 
 namespace switchyard::gateway {
@@ -38,6 +40,17 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
       return matches_[i] == longest_admitted && bound.admits(c);
     });
     d.reason = longest_admitted == longest ? RouteReason::hit : RouteReason::bounded_out;
+  } else if (const auto moved = lost_home(query.session, candidates)) {
+    // Its context died with its home: a new one, chosen as the session
+    // policy chooses it (the lightest, busy or not), where the request goes
+    // if it may.
+    const std::size_t home = homes_.lightest(candidates);
+    pos = bound.admits(candidates[home])
+              ? home
+              : homes_.place(candidates, bound, state_.speed(), rotation_);
+    d.reason = RouteReason::session_moved;
+    spdlog::info("routing: session moved from instance #{} (not routable) to {}", *moved,
+                 candidates[pos].name);
   } else {
     // The prompt starts a new home: spread homes evenly.
     pos = homes_.place(candidates, bound, state_.speed(), rotation_);
@@ -51,6 +64,15 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
   // Where the session's context now is (its longest prefix anywhere).
   if (!query.session.empty()) homes_.set(query.session, candidates[pos].index, query.prompt.size());
   return d;
+}
+
+std::optional<std::size_t> PrefixAffinity::lost_home(std::string_view session,
+                                                     std::span<const Candidate> candidates) const {
+  const auto home = session.empty() ? std::nullopt : homes_.find(session);
+  if (!home) return std::nullopt;
+  for (const auto& c : candidates)
+    if (c.index == *home) return std::nullopt;
+  return home;
 }
 
 double PrefixAffinity::match(const RouteQuery& query, const Candidate& instance) {

@@ -5,10 +5,13 @@
 // (homes.h: where each session's last request went). When the longest match
 // is busy or over the bound, the request may wait for it (home_wait.h). What the
 // engine caches is what the gateway sent it, as far as its KV cache holds
-// (affinity.h).
+// (affinity.h). A session whose home is gone (not routable) and whose prompt
+// matches nowhere else moves once, as with the session policy.
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -36,6 +39,11 @@ class PrefixAffinity final : public RoutingPolicy {
   double match(const RouteQuery& query, const Candidate& instance) override;
 
  private:
+  // The session's home when it is not among `candidates` (it died, or is
+  // drained or ejected); nullopt for a new session or a home that is there.
+  std::optional<std::size_t> lost_home(std::string_view session,
+                                       std::span<const Candidate> candidates) const;
+
   const double balance_factor_;
   AffinityState state_;
   Rotation rotation_;

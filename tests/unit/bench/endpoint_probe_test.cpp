@@ -92,5 +92,16 @@ TEST(EndpointProbe, TheSimulatorHeaderMarksTheEndpointSimulated) {
   EXPECT_FALSE(is_simulator_header("no"));
 }
 
+TEST(EndpointProbe, RequestFlagsNameWhatIsWrong) {
+  EXPECT_TRUE(check_request_flags({"X-Session-Id: a", "Empty:"}, ""));
+  EXPECT_TRUE(check_request_flags({}, "http://127.0.0.1:8080/tokenize"));
+  EXPECT_EQ(check_request_flags({"X-Session-Id a"}, "").error().message,
+            "--header: 'X-Session-Id a' is not 'Name: value'");
+  EXPECT_FALSE(check_request_flags({": a"}, ""));
+  const auto bad_url = check_request_flags({}, "127.0.0.1:8080/tokenize");
+  ASSERT_FALSE(bad_url);
+  EXPECT_EQ(bad_url.error().message.rfind("--tokenize-url: ", 0), 0u) << bad_url.error().message;
+}
+
 }  // namespace
 }  // namespace switchyard::bench

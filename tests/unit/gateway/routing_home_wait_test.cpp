@@ -16,9 +16,13 @@
 #include "gateway/routing/session_affinity.h"
 #include "gateway/wait_queue.h"
 #include "instance_table.h"
+#include "routing_fixtures.h"
 
 namespace switchyard::gateway {
 namespace {
+
+using testing_support::fleet_of;
+using testing_support::query;
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -34,24 +38,9 @@ struct FakeClock {
   void advance(std::chrono::milliseconds d) const { *now += d; }
 };
 
-std::vector<Candidate> fleet_of(int n, int slots) {
-  std::vector<Candidate> c;
-  for (int i = 0; i < n; ++i)
-    c.push_back(Candidate{static_cast<std::size_t>(i), 0, slots, true, 0, 1, "gpu"});
-  return c;
-}
-
 void busy(std::vector<Candidate>& c, std::size_t i) {
   c[i].in_flight = c[i].slots;
   c[i].free = false;
-}
-
-RouteQuery query(const std::string& text, std::string_view session) {
-  RouteQuery q;
-  q.model = "m";
-  q.prompt = text;
-  q.session = session;
-  return q;
 }
 
 // 1000 prompt tokens a second, measured on a streamed answer.

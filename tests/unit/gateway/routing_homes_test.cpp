@@ -11,24 +11,13 @@
 #include "gateway/routing/homes.h"
 #include "gateway/routing/prefix_affinity.h"
 #include "gateway/routing/session_affinity.h"
+#include "routing_fixtures.h"
 
 namespace switchyard::gateway {
 namespace {
 
-std::vector<Candidate> idle_fleet(int n) {
-  std::vector<Candidate> c;
-  for (int i = 0; i < n; ++i)
-    c.push_back(Candidate{static_cast<std::size_t>(i), 0, 2, true, 0, 1, "gpu"});
-  return c;
-}
-
-RouteQuery query(const std::string& text, std::string_view session) {
-  RouteQuery q;
-  q.model = "m";
-  q.prompt = text;
-  q.session = session;
-  return q;
-}
+using testing_support::fleet_of;
+using testing_support::query;
 
 // Instance 0 measured a hair faster than the rest, as noise would have it.
 template <class Policy>
@@ -40,7 +29,7 @@ void rates_with_noise(Policy& p, const std::vector<Candidate>& c) {
 // instance is idle at every pick.
 template <class Policy>
 std::vector<int> homes_of_sequential_sessions(Policy& p, int sessions) {
-  const auto c = idle_fleet(4);
+  const auto c = fleet_of(4);
   rates_with_noise(p, c);
   std::vector<int> per(4, 0);
   std::vector<std::string> names, prompts;
@@ -65,7 +54,7 @@ TEST(RoutingHomes, SequentialNewSessionsSpreadEvenly) {
 
 TEST(RoutingHomes, ANewSessionGoesWhereFewestAreHomeEvenIfBusier) {
   SessionAffinity p(1.25);
-  auto c = idle_fleet(2);
+  auto c = fleet_of(2);
   const auto a = c[p.pick(query("", "a"), c).position].index;
   const auto b = c[p.pick(query("", "b"), c).position].index;
   ASSERT_NE(a, b);
@@ -79,7 +68,7 @@ TEST(RoutingHomes, ANewSessionGoesWhereFewestAreHomeEvenIfBusier) {
 TEST(RoutingHomes, IdleSessionsNoLongerCount) {
   auto now = std::make_shared<Homes::Clock::time_point>();
   Homes homes([now] { return *now; });
-  const auto c = idle_fleet(2);
+  const auto c = fleet_of(2);
   const LoadBound bound(c, 1.25);
   Throughput speed;
   Rotation rotation;
@@ -102,7 +91,7 @@ TEST(RoutingHomes, IdleSessionsNoLongerCount) {
 // to the instance holding only light ones.
 template <class Policy>
 void heavy_sessions_apart(Policy& p) {
-  const auto c = idle_fleet(2);
+  const auto c = fleet_of(2);
   const std::string heavy(2048 * kBlockBytes, 'h'), heavy2(2048 * kBlockBytes, 'H');
   std::vector<std::string> light;
   for (char t : {'a', 'b', 'c'}) light.emplace_back(128 * kBlockBytes, t);
@@ -134,7 +123,7 @@ TEST(RoutingHomes, AHomeWeighsItsLastPrompt) {
 
 TEST(RoutingHomes, AMovedSessionsNewHomeIsTheLightestEvenIfBusy) {
   SessionAffinity p(1.25);
-  auto c = idle_fleet(4);
+  auto c = fleet_of(4);
   const std::string big_a(100 * kBlockBytes, 'a'), small_b(kBlockBytes, 'b'),
       big_c(100 * kBlockBytes, 'c'), big_d(100 * kBlockBytes, 'd');
   const auto home = [&](const std::string& prompt, std::string_view s) {
@@ -157,6 +146,29 @@ TEST(RoutingHomes, AMovedSessionsNewHomeIsTheLightestEvenIfBusy) {
   const auto next = p.pick(query(big_a, "a"), alive);
   EXPECT_EQ(alive[next.position].index, 1u);
   EXPECT_EQ(next.reason, RouteReason::hit);
+}
+
+TEST(RoutingHomes, APrefixSessionWhoseHomeDiedMovesOnceToTheLightest) {
+  PrefixAffinity p(1.25);
+  auto c = fleet_of(3);
+  const std::string big_a(100 * kBlockBytes, 'a'), small_b(kBlockBytes, 'b'),
+      big_c(100 * kBlockBytes, 'c');
+  ASSERT_EQ(c[p.pick(query(big_a, "a"), c).position].index, 0u);
+  ASSERT_EQ(c[p.pick(query(small_b, "b"), c).position].index, 1u);
+  ASSERT_EQ(c[p.pick(query(big_c, "c"), c).position].index, 2u);
+  // Instance 0 dies; the next turn matches nowhere else.
+  const std::vector<Candidate> alive(c.begin() + 1, c.end());
+  const std::string turn2 = big_a + std::string(10 * kBlockBytes, 'x');
+  const auto moved = p.pick(query(turn2, "a"), alive);
+  EXPECT_EQ(moved.reason, RouteReason::session_moved);
+  EXPECT_EQ(alive[moved.position].index, 1u);  // home to the lightest session
+  const auto next = p.pick(query(turn2 + std::string(kBlockBytes, 'y'), "a"), alive);
+  EXPECT_EQ(next.reason, RouteReason::hit);
+  EXPECT_EQ(alive[next.position].index, 1u);
+  // A session without a home, or with its home alive, does not move.
+  EXPECT_EQ(p.pick(query(std::string(50 * kBlockBytes, 'n'), "new"), alive).reason,
+            RouteReason::cold);
+  EXPECT_EQ(p.pick(query(big_c + "z", "c"), alive).reason, RouteReason::hit);
 }
 
 }  // namespace

@@ -10,17 +10,13 @@
 #include "gateway/routing/least_outstanding.h"
 #include "gateway/routing/prefix_affinity.h"
 #include "gateway/routing/session_affinity.h"
+#include "routing_fixtures.h"
 
 namespace switchyard::gateway {
 namespace {
 
-// Four idle instances of two slots each.
-std::vector<Candidate> fleet_of(int n, int slots = 2) {
-  std::vector<Candidate> c;
-  for (int i = 0; i < n; ++i)
-    c.push_back(Candidate{static_cast<std::size_t>(i), 0, slots, true, 0, 1, "gpu"});
-  return c;
-}
+using testing_support::fleet_of;
+using testing_support::query;
 
 void load(std::vector<Candidate>& c, std::size_t i, int in_flight) {
   c[i].in_flight = in_flight;
@@ -29,14 +25,6 @@ void load(std::vector<Candidate>& c, std::size_t i, int in_flight) {
 
 std::string prompt(char topic, std::size_t blocks) {
   return std::string(blocks * kBlockBytes, topic);
-}
-
-RouteQuery query(const std::string& text, std::string_view session = {}) {
-  RouteQuery q;
-  q.model = "m";
-  q.prompt = text;
-  q.session = session;
-  return q;
 }
 
 TEST(RoutingLoadBound, FactorTimesTheMeanRoundedUpPlusOne) {
