@@ -31,7 +31,6 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
       return d;
     }
   }
-  d.home_waited = wait_.end(query.session);
   std::size_t pos = kNoCandidate;
   if (longest_admitted > 0) {
     // Among equal matches (a prefix sent to two instances), the freer one.
@@ -40,22 +39,35 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
       return matches_[i] == longest_admitted && bound.admits(c);
     });
     d.reason = longest_admitted == longest ? RouteReason::hit : RouteReason::bounded_out;
-  } else if (const auto moved = lost_home(query.session, candidates)) {
-    // Its context died with its home: a new one, chosen as the session
-    // policy chooses it (the lightest, busy or not), where the request goes
-    // if it may.
+  } else if (longest == 0 && !query.session.empty()) {
+    // A new session, or one whose context died with its home: its home is
+    // the lightest instance, busy or not, as the session policy places it.
+    // Placed among the free ones, two heavy sessions starting while light
+    // ones held the other slots shared one instance; a prompt whose prefill
+    // outweighs the wait waits for it.
+    const auto moved = lost_home(query.session, candidates);
     const std::size_t home = homes_.lightest(candidates);
+    if (!bound.admits(candidates[home]) && query.tried.empty()) {
+      const double rate = state_.speed().prefill_rate();
+      const auto tokens = static_cast<double>(Homes::tokens(query.prompt.size()));
+      if (const auto until = wait_.until(query.session, rate > 0 ? tokens / rate : 0)) {
+        d.wait_until = until;
+        return d;
+      }
+    }
     pos = bound.admits(candidates[home])
               ? home
               : homes_.place(candidates, bound, state_.speed(), rotation_);
-    d.reason = RouteReason::session_moved;
-    spdlog::info("routing: session moved from instance #{} (not routable) to {}", *moved,
-                 candidates[pos].name);
+    d.reason = moved ? RouteReason::session_moved : RouteReason::cold;
+    if (moved)
+      spdlog::info("routing: session moved from instance #{} (not routable) to {}", *moved,
+                   candidates[pos].name);
   } else {
     // The prompt starts a new home: spread homes evenly.
     pos = homes_.place(candidates, bound, state_.speed(), rotation_);
     d.reason = longest > 0 ? RouteReason::bounded_out : RouteReason::cold;
   }
+  d.home_waited = wait_.end(query.session);
   d.position = pos;
   d.match = blocks.empty()
                 ? 0.0

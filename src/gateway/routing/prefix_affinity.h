@@ -1,12 +1,14 @@
 // prefix-affinity: the request goes to the instance that was last sent the
 // longest prefix of its prompt, unless that would put the instance over the
-// load bound (balance.h); then to the next-best match under the bound; with
-// no match under the bound, to the free instance whose homes weigh least
-// (homes.h: where each session's last request went). When the longest match
-// is busy or over the bound, the request may wait for it (home_wait.h). What the
-// engine caches is what the gateway sent it, as far as its KV cache holds
-// (affinity.h). A session whose home is gone (not routable) and whose prompt
-// matches nowhere else moves once, as with the session policy.
+// load bound (balance.h); then to the next-best match under the bound. When
+// the longest match is busy or over the bound, the request may wait for it
+// (home_wait.h). A session's prompt that matches nowhere (a new session, or
+// one whose home is gone: it moves once) goes to the instance whose homes
+// weigh least, busy or not, and may wait for it likewise (homes.h: where
+// each session's last request went); with no session, or a match only over
+// the bound, to the free instance whose homes weigh least. What the engine
+// caches is what the gateway sent it, as far as its KV cache holds
+// (affinity.h).
 #pragma once
 
 #include <cstddef>

@@ -17,47 +17,58 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
   };
 
   RouteDecision d;
-  const auto known = query.session.empty() ? std::nullopt : homes_.find(query.session);
-  std::size_t home_pos = kNoCandidate;
-  if (known) {
-    for (std::size_t i = 0; i < candidates.size(); ++i)
-      if (candidates[i].index == *known) home_pos = i;
-  }
   const std::size_t bytes = query.prompt.size();
-  if (home_pos != kNoCandidate && bound.admits(candidates[home_pos])) {
-    d.position = home_pos;
-    d.reason = RouteReason::hit;
-    homes_.set(query.session, *known, bytes);  // active now
-  } else if (home_pos != kNoCandidate) {
-    // A retry has waited its turn already.
-    if (query.tried.empty()) {
-      const double rate = state_.speed().prefill_rate();
-      const double spill = rate > 0 ? static_cast<double>(homes_.weight(query.session)) / rate : 0;
-      if (const auto until = wait_.until(query.session, spill)) {
-        d.wait_until = until;
-        return d;
-      }
-    }
-    d.position = least_loaded();  // the home stays: this request only spills
-    d.reason = RouteReason::bounded_out;
-    homes_.set(query.session, *known, bytes);
-  } else if (known) {
-    // The new home is chosen among all routable instances: chosen among the
-    // free ones, the moved sessions all went to whichever had a slot then.
-    const std::size_t home = homes_.lightest(candidates);
-    homes_.set(query.session, candidates[home].index, bytes);
-    d.position = bound.admits(candidates[home]) ? home : least_loaded();
-    d.reason = RouteReason::session_moved;
-    spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
-                 candidates[home].name);
-  } else {
+  const auto blocks = state_.blocks(query);
+  if (query.session.empty()) {
     d.position = homes_.place(candidates, bound, state_.speed(), rotation_);
     d.reason = RouteReason::cold;
-    if (!query.session.empty()) homes_.set(query.session, candidates[d.position].index, bytes);
+  } else {
+    const auto known = homes_.find(query.session);
+    std::size_t home_pos = kNoCandidate;
+    for (std::size_t i = 0; known && i < candidates.size(); ++i)
+      if (candidates[i].index == *known) home_pos = i;
+    // A new session, or one whose home is gone, gets the routable instance
+    // whose homes weigh least, busy or not: chosen among the free ones, two
+    // heavy sessions starting while the light ones filled the other slots
+    // shared one instance, and the moved sessions all went to whichever had
+    // a slot that moment.
+    const bool moved = known && home_pos == kNoCandidate;
+    const bool placed = !known || moved;
+    if (placed) {
+      home_pos = homes_.lightest(candidates);
+      homes_.set(query.session, candidates[home_pos].index, bytes);
+      if (moved)
+        spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
+                     candidates[home_pos].name);
+    }
+    d.reason = moved ? RouteReason::session_moved : !known ? RouteReason::cold : RouteReason::hit;
+    if (bound.admits(candidates[home_pos])) {
+      d.position = home_pos;
+      homes_.set(query.session, candidates[home_pos].index, bytes);  // active now
+    } else {
+      // A retry has waited its turn already.
+      if (query.tried.empty()) {
+        const double rate = state_.speed().prefill_rate();
+        const double spill =
+            rate > 0 ? static_cast<double>(homes_.weight(query.session)) / rate : 0;
+        if (const auto until = wait_.until(query.session, spill)) {
+          d.wait_until = until;
+          return d;
+        }
+      }
+      d.position = least_loaded();
+      if (!placed) d.reason = RouteReason::bounded_out;
+      // This request only spills and the home stays, unless the home holds
+      // none of its prompt (a new session's): then its context is where it
+      // went, and that is its home. A moved session keeps its new home, so
+      // that the sessions of a dead instance do not all settle where a
+      // slot was free.
+      const bool keep = moved || state_.match(candidates[home_pos].index, blocks) > 0;
+      homes_.set(query.session, candidates[keep ? home_pos : d.position].index, bytes);
+    }
   }
   d.home_waited = wait_.end(query.session);
 
-  const auto blocks = state_.blocks(query);
   const std::size_t index = candidates[d.position].index;
   d.match = blocks.empty() ? 0.0
                            : static_cast<double>(state_.match(index, blocks)) /

@@ -3,10 +3,10 @@
 // the session's home instance, within the load bound (balance.h); over the
 // bound or with its slots busy, a request waits for its home when the
 // prefill it would redo elsewhere outweighs the wait (home_wait.h), else
-// spills to the least loaded instance, and the home stays. A new session
-// goes to the free instance whose homes weigh least (homes.h). A session
-// whose home is gone (not routable) moves once, to the routable instance
-// whose homes weigh least, free or not, and that is its home from then on.
+// spills to the least loaded instance, and the home stays unless it holds
+// none of the prompt. A new session's home, and the new home of a session
+// whose home is gone (not routable: it moves once), is the routable instance
+// whose homes weigh least, free or not (homes.h).
 #pragma once
 
 #include <cstddef>

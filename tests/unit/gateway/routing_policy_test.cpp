@@ -223,14 +223,15 @@ TEST(RoutingSession, StaysHomeAndMovesOnceWhenTheHomeDies) {
 TEST(RoutingSession, OverTheBoundARequestSpillsAndTheHomeStays) {
   SessionAffinity p(1.25);
   auto c = fleet_of(4, 4);
-  const auto home = p.pick(query("", "s"), c).position;
+  const std::string turn = prompt('s', 20);
+  const auto home = p.pick(query(turn, "s"), c).position;
   load(c, home, 2);  // ceil(1.25 × 3 × 4/16) + 1 = 2: no third one there
-  const auto d = p.pick(query("", "s"), c);
+  const auto d = p.pick(query(turn, "s"), c);
   EXPECT_NE(d.position, home);
   EXPECT_EQ(d.reason, RouteReason::bounded_out);
   EXPECT_EQ(p.home("s"), c[home].index);
   load(c, home, 0);
-  EXPECT_EQ(p.pick(query("", "s"), c).position, home);
+  EXPECT_EQ(p.pick(query(turn, "s"), c).position, home);
 }
 
 TEST(RoutingSession, SessionsSpreadAndWithoutOneItIsLeastLoad) {
