@@ -124,41 +124,17 @@ TEST(RoutingHomeWait, AShortPromptARetryOrNoWaitSettingSpillsAtOnce) {
   EXPECT_FALSE(p.pick(retry, busy_light).wait_until);
 }
 
-TEST(RoutingHomeWait, AHeavyNewSessionWaitsForTheLightestInsteadOfJoiningTheOtherHeavyOne) {
+// A heavy session's first turn, while light sessions hold every slot but
+// one beside the other heavy session: it waits for the lightest instance
+// rather than take that slot, and goes there when its slot frees.
+template <class Policy>
+void heavy_new_session_waits_for_the_lightest() {
   FakeClock clock;
-  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  Policy p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
   auto c = fleet_of(4, 1);
   measure_prefill(p, c[0]);
   const std::string heavy1 = prompt_of('a', 32000), heavy2 = prompt_of('b', 32000);
   const auto first = p.pick(query(heavy1, "heavy1"), c).position;
-  // Light sessions take every other slot; the first heavy one's instance
-  // has a slot free again (two slots, one used).
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    if (i == first) continue;
-    const std::string light = prompt_of(static_cast<char>('l' + i), 500);
-    ASSERT_NE(p.pick(query(light, "light" + std::to_string(i)), c).position, first);
-    busy(c, i);
-  }
-  c[first].slots = 2;
-  c[first].in_flight = 1;
-  const auto waits = p.pick(query(heavy2, "heavy2"), c);
-  ASSERT_TRUE(waits.wait_until);  // not beside heavy1, whose slot is free
-  const auto lightest = *p.home("heavy2");
-  EXPECT_NE(lightest, c[first].index);
-  c[lightest].in_flight = 0;  // its light request ends
-  c[lightest].free = true;
-  clock.advance(300ms);
-  const auto went = p.pick(query(heavy2, "heavy2"), c);
-  EXPECT_EQ(c[went.position].index, lightest);
-  EXPECT_EQ(went.home_waited, 0.3);
-}
-
-TEST(RoutingHomeWait, APrefixPolicysHeavyNewSessionWaitsForTheLightestToo) {
-  FakeClock clock;
-  PrefixAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
-  auto c = fleet_of(4, 1);
-  measure_prefill(p, c[0]);
-  const auto first = p.pick(query(prompt_of('a', 32000), "heavy1"), c).position;
   std::vector<std::string> lights;
   for (std::size_t i = 0; i < c.size(); ++i) {
     if (i == first) continue;
@@ -166,14 +142,21 @@ TEST(RoutingHomeWait, APrefixPolicysHeavyNewSessionWaitsForTheLightestToo) {
     ASSERT_NE(p.pick(query(lights.back(), "light" + std::to_string(i)), c).position, first);
     busy(c, i);
   }
-  c[first].slots = 2;
+  c[first].slots = 2;  // one of its two slots free
   c[first].in_flight = 1;
-  const std::string heavy2 = prompt_of('b', 32000);
   ASSERT_TRUE(p.pick(query(heavy2, "heavy2"), c).wait_until);
-  const std::size_t freed = first == 0 ? 1 : 0;
-  c[freed].in_flight = 0;
-  c[freed].free = true;
-  EXPECT_EQ(p.pick(query(heavy2, "heavy2"), c).position, freed);
+  const std::size_t lightest = first == 0 ? 1 : 0;  // light homes tie: fleet order
+  c[lightest].in_flight = 0;                        // its light request ends
+  c[lightest].free = true;
+  clock.advance(300ms);
+  const auto went = p.pick(query(heavy2, "heavy2"), c);
+  EXPECT_EQ(went.position, lightest);
+  EXPECT_EQ(went.home_waited, 0.3);
+}
+
+TEST(RoutingHomeWait, AHeavyNewSessionWaitsForTheLightestInsteadOfJoiningTheOtherHeavyOne) {
+  heavy_new_session_waits_for_the_lightest<SessionAffinity>();
+  heavy_new_session_waits_for_the_lightest<PrefixAffinity>();
 }
 
 TEST(RoutingHomeWait, ANewSessionThatSpillsMakesItsHomeWhereItWent) {
