@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <vector>
 
@@ -143,6 +144,22 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// Whether `report` has the finding `check` at `severity`, its message saying
+// each of `phrases`; a failure says what differs and shows the message.
+testing::AssertionResult has_finding(const BackendReport& report, const std::string& check,
+                                     Severity severity,
+                                     std::initializer_list<std::string> phrases) {
+  const Finding* f = find(report, check);
+  if (!f) return testing::AssertionFailure() << "no finding " << check;
+  if (f->severity != severity)
+    return testing::AssertionFailure() << check << " is a " << to_string(f->severity);
+  for (const auto& phrase : phrases)
+    if (!contains(f->message, phrase))
+      return testing::AssertionFailure()
+             << check << " does not say \"" << phrase << "\": " << f->message;
+  return testing::AssertionSuccess();
+}
+
 TEST(BackendChecks, VllmRisingPreemptionsAdviseFewerSequences) {
   VllmState a{.running = 24, .waiting = 0, .kv_usage = 0.8, .preemptions = 100, .generated = 1000};
   VllmState b = a;
@@ -150,15 +167,9 @@ TEST(BackendChecks, VllmRisingPreemptionsAdviseFewerSequences) {
   b.generated = 1030;
   const auto report = analyze_backend(observe(vllm_metrics(a), vllm_metrics(b)));
   EXPECT_EQ(report.engine, Engine::vllm);
-  const Finding* f = find(report, "backend.preemptions");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::warning);
-  EXPECT_TRUE(contains(f->message,
-                       "preempted 20 requests during the 3.0 s window (120 since "
-                       "start)"))
-      << f->message;
-  EXPECT_TRUE(contains(f->message, "Lower --max-num-seqs")) << f->message;
-  EXPECT_TRUE(contains(f->message, "--max-model-len")) << f->message;
+  EXPECT_TRUE(has_finding(report, "backend.preemptions", Severity::warning,
+                          {"preempted 20 requests during the 3.0 s window (120 since start)",
+                           "Lower --max-num-seqs", "--max-model-len"}));
   ASSERT_NE(measured(report, "generation_tokens_per_s"), nullptr);
   EXPECT_DOUBLE_EQ(measured(report, "generation_tokens_per_s")->value, 10.0);
 }
@@ -200,11 +211,8 @@ TEST(BackendChecks, VllmWaitingWithTheKvPoolFull) {
   VllmState a{
       .running = 24, .waiting = 5, .kv_usage = 0.97, .kv_name = "vllm:gpu_cache_usage_perc"};
   const auto report = analyze_backend(observe(vllm_metrics(a), vllm_metrics(a)));
-  const Finding* f = find(report, "backend.kv_full");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::warning);
-  EXPECT_TRUE(contains(f->message, "5 requests are waiting while the KV pool is 97% full"))
-      << f->message;
+  EXPECT_TRUE(has_finding(report, "backend.kv_full", Severity::warning,
+                          {"5 requests are waiting while the KV pool is 97% full"}));
   EXPECT_EQ(find(report, "backend.waiting"), nullptr);
 }
 
@@ -225,11 +233,8 @@ TEST(BackendChecks, PrefixCacheQueriedButNeverHit) {
   VllmState b = a;
   b.prefix_queries = 90000;
   const auto report = analyze_backend(observe(vllm_metrics(a), vllm_metrics(b)));
-  const Finding* f = find(report, "backend.prefix_cache");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::warning);
-  EXPECT_TRUE(contains(f->message, "queried for 40000 tokens during the window and hit none"));
-  EXPECT_TRUE(contains(f->message, "hybrid"));
+  EXPECT_TRUE(has_finding(report, "backend.prefix_cache", Severity::warning,
+                          {"queried for 40000 tokens during the window and hit none", "hybrid"}));
 
   VllmState c{.prefix_queries = 50000, .prefix_hits = 20000};
   const auto hitting = analyze_backend(observe(vllm_metrics(c), vllm_metrics(c)));
@@ -244,10 +249,8 @@ TEST(BackendChecks, SpeculativeDecodingAcceptance) {
   b.draft_tokens = 6000;
   b.accepted_tokens = 1800;
   const auto low = analyze_backend(observe(vllm_metrics(a), vllm_metrics(b)));
-  const Finding* f = find(low, "backend.spec_decode");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::warning);
-  EXPECT_TRUE(contains(f->message, "accepted 30% of drafted tokens during the window"));
+  EXPECT_TRUE(has_finding(low, "backend.spec_decode", Severity::warning,
+                          {"accepted 30% of drafted tokens during the window"}));
 
   VllmState c{.running = 8, .draft_tokens = 1000, .accepted_tokens = 940};
   const auto batched = analyze_backend(observe(vllm_metrics(c), vllm_metrics(c)));
@@ -264,20 +267,14 @@ TEST(BackendChecks, VllmSlotsBeyondTheKvPool) {
   obs.models = R"({"object":"list","data":[{"id":"Qwen3.8-27B","max_model_len":180000}]})";
   obs.max_num_seqs = 24;
   const auto report = analyze_backend(obs);
-  const Finding* f = find(report, "backend.kv_capacity");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::warning);
-  EXPECT_TRUE(contains(f->message, "--max-num-seqs 24 × --max-model-len 180000 = 4320000 tokens"))
-      << f->message;
-  EXPECT_TRUE(contains(f->message, "the pool holds 416000 tokens")) << f->message;
-  EXPECT_TRUE(contains(f->message, "--max-num-seqs 2 at this length")) << f->message;
+  EXPECT_TRUE(has_finding(report, "backend.kv_capacity", Severity::warning,
+                          {"--max-num-seqs 24 × --max-model-len 180000 = 4320000 tokens",
+                           "the pool holds 416000 tokens", "--max-num-seqs 2 at this length"}));
 
   obs.max_num_seqs.reset();
   const auto unknown = analyze_backend(obs);
-  const Finding* g = find(unknown, "backend.kv_capacity");
-  ASSERT_NE(g, nullptr);
-  EXPECT_EQ(g->severity, Severity::note);
-  EXPECT_TRUE(contains(g->message, "only 2.3 sequences at the full --max-model-len 180000"));
+  EXPECT_TRUE(has_finding(unknown, "backend.kv_capacity", Severity::note,
+                          {"only 2.3 sequences at the full --max-model-len 180000"}));
 
   obs.max_num_seqs = 2;
   EXPECT_EQ(find(analyze_backend(obs), "backend.kv_capacity"), nullptr);
@@ -369,15 +366,10 @@ TEST(BackendChecks, LlamaCppOverReportingItsSpeed) {
   LlamaState b{.predicted_total = 1150, .predicted_per_second = 600, .processing = 2};
   const auto report = analyze_backend(observe_llama(a, {10, 20}, b, {10, 20}));
   EXPECT_EQ(report.engine, Engine::llama_cpp);
-  const Finding* f = find(report, "backend.self_report");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::warning);
-  EXPECT_TRUE(contains(f->message,
-                       "reports 600.0 tok/s (llamacpp:predicted_tokens_seconds) but "
-                       "generated 50.0 tok/s over the 3.0 s window (tokens/wall), "
-                       "12.0× less"))
-      << f->message;
-  EXPECT_TRUE(contains(f->message, "Trust tokens/wall"));
+  EXPECT_TRUE(has_finding(report, "backend.self_report", Severity::warning,
+                          {"reports 600.0 tok/s (llamacpp:predicted_tokens_seconds) but generated "
+                           "50.0 tok/s over the 3.0 s window (tokens/wall), 12.0× less",
+                           "Trust tokens/wall"}));
 }
 
 TEST(BackendChecks, LlamaCppHonestSpeedIsNotFlagged) {
@@ -446,13 +438,9 @@ TEST(BackendChecks, LlamaCppSlotsBeyondTheKvPool) {
   obs.second.slots = R"([{"id":0,"n_ctx":4096,"is_processing":true},
                          {"id":1,"n_ctx":4096,"is_processing":false}])";
   const auto report = analyze_backend(obs);
-  const Finding* f = find(report, "backend.kv_capacity");
-  ASSERT_NE(f, nullptr);
-  EXPECT_EQ(f->severity, Severity::warning);
-  EXPECT_TRUE(contains(f->message,
-                       "4 slots × n_ctx 4096 = 16384 tokens, but the KV pool holds "
-                       "about 4000"))
-      << f->message;
+  EXPECT_TRUE(
+      has_finding(report, "backend.kv_capacity", Severity::warning,
+                  {"4 slots × n_ctx 4096 = 16384 tokens, but the KV pool holds about 4000"}));
   ASSERT_NE(measured(report, "slots_busy"), nullptr);
   EXPECT_EQ(measured(report, "slots_busy")->value, 1);
 
