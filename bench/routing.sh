@@ -142,6 +142,7 @@ for policy in "${policy_list[@]}"; do
   run=$!
   for _ in $(seq 600); do (( $(answered) >= 12 )) && (( $(in_flight gpu0) == 0 )) && break; sleep 0.05; done
   kill -KILL "${sim_pids[0]}"
+  wait "${sim_pids[0]}" 2>/dev/null || true  # reaped here, without the shell's "Killed" line
   echo "killed gpu0 after $(answered) routed requests" >"$work/$policy.killed.note"
   wait "$run" || true  # requests cut off by the kill count as errors, not as a failed run
   curl -s "$gateway/metrics" >"$work/$policy.killed.metrics"

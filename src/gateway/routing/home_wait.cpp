@@ -7,11 +7,13 @@ namespace {
 constexpr std::size_t kMaxWaiting = 4096;
 }  // namespace
 
+bool HomeWait::outlasts_wait(double spill_prefill_seconds) const {
+  return spill_prefill_seconds > std::chrono::duration<double>(limit_).count();
+}
+
 std::optional<HomeWait::Clock::time_point> HomeWait::until(std::string_view session,
-                                                           double spill_prefill_seconds) {
-  const double limit = std::chrono::duration<double>(limit_).count();
-  if (limit_.count() <= 0 || session.empty() || !(spill_prefill_seconds > limit))
-    return std::nullopt;
+                                                           bool worth_it) {
+  if (limit_.count() <= 0 || session.empty() || !worth_it) return std::nullopt;
   const auto now = now_();
   auto it = since_.find(std::string(session));
   // A wait long past its bound belonged to a request that ended otherwise

@@ -3,6 +3,8 @@
 // bound, instead of spilling to an instance that holds none of its prompt:
 // only when the prefill it would redo there is estimated to take longer
 // than the longest wait, so that waiting never costs more than it saves.
+// A new session's first turn may wait likewise for the home it was given
+// (homes.h), when spilling would unbalance the fleet.
 // The wait queue hands the home's next free slot to the waiter whose home
 // it is (RoutingPolicy::match); past the bound, the request spills.
 #pragma once
@@ -26,12 +28,15 @@ class HomeWait {
                     std::function<Clock::time_point()> now = &Clock::now)
       : limit_(limit), now_(std::move(now)) {}
 
+  // Whether a prefill of `spill_prefill_seconds` (estimated; <= 0: unknown)
+  // redone elsewhere would take longer than the longest wait.
+  bool outlasts_wait(double spill_prefill_seconds) const;
   // Until when the request of `session`, whose home cannot take it now,
-  // should wait for its home rather than spill to an instance where its
-  // prompt would take `spill_prefill_seconds` (estimated; <= 0: unknown) to
-  // prefill; nullopt: spill now. A session's wait starts at its first such
-  // request and ends at the bound, however often it is asked again.
-  std::optional<Clock::time_point> until(std::string_view session, double spill_prefill_seconds);
+  // should wait for its home; nullopt: spill now (also when the wait is not
+  // `worth_it`, with no home_wait, or without a session). A session's wait
+  // starts at its first such request and ends at the bound, however often
+  // it is asked again.
+  std::optional<Clock::time_point> until(std::string_view session, bool worth_it);
   // The session's request was routed: a later one waits afresh. Returns how
   // long this one waited, in seconds (nullopt: it did not).
   std::optional<double> end(std::string_view session);

@@ -66,6 +66,22 @@ std::size_t Homes::place(std::span<const Candidate> candidates, const LoadBound&
                       [&](const Candidate& c) { return bound.admits(c) && weight_of(c) == least; });
 }
 
+bool Homes::outweighs_mean(std::span<const Candidate> candidates, std::string_view session,
+                           long weight) {
+  if (candidates.empty()) return false;
+  weigh();
+  long total = 0;
+  bool counted = false;
+  const auto home = find(session);
+  for (const auto& c : candidates) {
+    if (c.index < weights_.size()) total += weights_[c.index];
+    counted |= home && *home == c.index;
+  }
+  if (!counted) total += weight;
+  return static_cast<double>(weight) >
+         static_cast<double>(total) / static_cast<double>(candidates.size());
+}
+
 std::size_t Homes::lightest(std::span<const Candidate> candidates) {
   weigh();
   const auto weight_of = [&](const Candidate& c) {

@@ -56,6 +56,12 @@ class Homes {
   // ties to the fewest requests per slot, then fleet order.
   std::size_t lightest(std::span<const Candidate> candidates);
 
+  // Whether `session`, whose last prompt weighs `weight` tokens, weighs more
+  // than the mean candidate's active homes, itself counted once: a session
+  // that heavy, placed beside another heavy one because that was where a
+  // slot was free, unbalances the fleet for its whole life.
+  bool outweighs_mean(std::span<const Candidate> candidates, std::string_view session, long weight);
+
   // Tokens a prompt of `bytes` is estimated at (about 4 bytes a token).
   static long tokens(std::size_t bytes);
 

@@ -26,7 +26,8 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     // The longest match is busy or over the bound; a retry has waited already.
     const double rate = state_.speed().prefill_rate();
     const auto redo = static_cast<double>((longest - longest_admitted) * kBlockTokens);
-    if (const auto until = wait_.until(query.session, rate > 0 ? redo / rate : 0)) {
+    if (const auto until =
+            wait_.until(query.session, wait_.outlasts_wait(rate > 0 ? redo / rate : 0))) {
       d.wait_until = until;
       return d;
     }
@@ -41,16 +42,14 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     d.reason = longest_admitted == longest ? RouteReason::hit : RouteReason::bounded_out;
   } else if (longest == 0 && !query.session.empty()) {
     // A new session, or one whose context died with its home: its home is
-    // the lightest instance, busy or not, as the session policy places it.
-    // Placed among the free ones, two heavy sessions starting while light
-    // ones held the other slots shared one instance; a prompt whose prefill
-    // outweighs the wait waits for it.
+    // the lightest instance, busy or not, as the session policy places it,
+    // and a session heavier than the mean waits for it (homes.h).
     const auto moved = lost_home(query.session, candidates);
     const std::size_t home = homes_.lightest(candidates);
     if (!bound.admits(candidates[home]) && query.tried.empty()) {
-      const double rate = state_.speed().prefill_rate();
-      const auto tokens = static_cast<double>(Homes::tokens(query.prompt.size()));
-      if (const auto until = wait_.until(query.session, rate > 0 ? tokens / rate : 0)) {
+      const long weight = Homes::tokens(query.prompt.size());
+      if (const auto until = wait_.until(
+              query.session, homes_.outweighs_mean(candidates, query.session, weight))) {
         d.wait_until = until;
         return d;
       }

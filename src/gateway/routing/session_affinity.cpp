@@ -46,12 +46,18 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
       d.position = home_pos;
       homes_.set(query.session, candidates[home_pos].index, bytes);  // active now
     } else {
+      // The home holds some of the prompt, or none (a new session's).
+      const bool holds = state_.match(candidates[home_pos].index, blocks) > 0;
       // A retry has waited its turn already.
       if (query.tried.empty()) {
+        // Waiting pays when the prefill it saves outlasts it, or, for a new
+        // home, when the session would unbalance the fleet where it spills.
+        const long weight = homes_.weight(query.session);
         const double rate = state_.speed().prefill_rate();
-        const double spill =
-            rate > 0 ? static_cast<double>(homes_.weight(query.session)) / rate : 0;
-        if (const auto until = wait_.until(query.session, spill)) {
+        const bool worth_it =
+            holds ? wait_.outlasts_wait(rate > 0 ? static_cast<double>(weight) / rate : 0)
+                  : homes_.outweighs_mean(candidates, query.session, weight);
+        if (const auto until = wait_.until(query.session, worth_it)) {
           d.wait_until = until;
           return d;
         }
@@ -63,7 +69,7 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
       // went, and that is its home. A moved session keeps its new home, so
       // that the sessions of a dead instance do not all settle where a
       // slot was free.
-      const bool keep = moved || state_.match(candidates[home_pos].index, blocks) > 0;
+      const bool keep = moved || holds;
       homes_.set(query.session, candidates[keep ? home_pos : d.position].index, bytes);
     }
   }

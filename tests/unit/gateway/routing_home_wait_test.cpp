@@ -131,8 +131,7 @@ template <class Policy>
 void heavy_new_session_waits_for_the_lightest() {
   FakeClock clock;
   Policy p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
-  auto c = fleet_of(4, 1);
-  measure_prefill(p, c[0]);
+  auto c = fleet_of(4, 1);  // no prefill measured yet: the run has just begun
   const std::string heavy1 = prompt_of('a', 32000), heavy2 = prompt_of('b', 32000);
   const auto first = p.pick(query(heavy1, "heavy1"), c).position;
   std::vector<std::string> lights;
@@ -159,11 +158,10 @@ TEST(RoutingHomeWait, AHeavyNewSessionWaitsForTheLightestInsteadOfJoiningTheOthe
   heavy_new_session_waits_for_the_lightest<PrefixAffinity>();
 }
 
-TEST(RoutingHomeWait, ANewSessionThatSpillsMakesItsHomeWhereItWent) {
+TEST(RoutingHomeWait, ANewSessionHeavierThanTheMeanWaitsThenMakesItsHomeWhereItWent) {
   FakeClock clock;
   SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
   auto c = fleet_of(2, 1);
-  measure_prefill(p, c[0]);
   const std::string heavy = prompt_of('h', 20000), light = prompt_of('l', 500);
   const auto heavy_home = p.pick(query(heavy, "heavy"), c).position;
   const auto light_home = p.pick(query(light, "light"), c).position;
@@ -171,8 +169,11 @@ TEST(RoutingHomeWait, ANewSessionThatSpillsMakesItsHomeWhereItWent) {
   busy(c, light_home);
   c[heavy_home].slots = 2;  // one of its two slots free
   c[heavy_home].in_flight = 1;
-  const std::string mine = prompt_of('m', 20000);
-  ASSERT_TRUE(p.pick(query(mine, "mine"), c).wait_until);  // for the lighter, busy one
+  // A light new session does not wait for the lighter, busy one: spilled,
+  // it unbalances nothing. A heavier one does, and spills at the bound.
+  const std::string small = prompt_of('s', 500), mine = prompt_of('m', 40000);
+  EXPECT_FALSE(p.pick(query(small, "small"), c).wait_until);
+  ASSERT_TRUE(p.pick(query(mine, "mine"), c).wait_until);
   clock.advance(5s);
   const auto spilled = p.pick(query(mine, "mine"), c);
   EXPECT_EQ(spilled.position, heavy_home);
