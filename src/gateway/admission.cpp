@@ -4,7 +4,6 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -241,24 +240,10 @@ void serve_waiters(KeyState& s) {
   }
 }
 
-std::optional<std::int64_t> requested_max_tokens(std::string_view body) {
-  static constexpr std::string_view names[] = {"max_tokens", "max_completion_tokens", "n_predict"};
-  std::optional<std::string_view> found[std::size(names)];
-  openai::member_texts(body, names, found);
-  for (const auto& text : found) {
-    if (!text) continue;
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
-    if (ec == std::errc() && end == text->data() + text->size() && n >= 0) return n;
-  }
-  return std::nullopt;
-}
-
 std::int64_t estimated_tokens(const RequestContext& ctx) {
   const auto prompt = static_cast<std::int64_t>(ctx.facts.prompt.length / 4);
   const bool generating = ctx.route.endpoint && generates(*ctx.route.endpoint);
-  const std::int64_t output =
-      generating ? requested_max_tokens(ctx.request.body).value_or(1024) : 0;
+  const std::int64_t output = generating ? ctx.facts.max_tokens.value_or(1024) : 0;
   return std::max<std::int64_t>(1, prompt + output);
 }
 

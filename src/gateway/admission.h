@@ -108,8 +108,6 @@ class Admit final : public Stage {
 // charge: its prompt (a byte count / 4) plus its max_tokens (or
 // max_completion_tokens, n_predict; 1024 when absent on a generating route).
 std::int64_t estimated_tokens(const RequestContext& ctx);
-// The max_tokens the body asks for, if any.
-std::optional<std::int64_t> requested_max_tokens(std::string_view body);
 
 // "250ms", "1s", "6m0s", "1h2m3s": how OpenAI writes x-ratelimit-reset-*.
 std::string reset_text(tenancy::Duration d);

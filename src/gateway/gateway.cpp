@@ -442,7 +442,7 @@ void Gateway::Impl::record_usage(const RequestContext& ctx) {
     row.cached_tokens = r.usage->cached_tokens;
     row.completion_tokens = r.usage->completion_tokens;
   }
-  row.max_tokens = requested_max_tokens(ctx.request.body);
+  row.max_tokens = ctx.facts.max_tokens;
   row.ttft_ms = r.ttfb < 0 ? -1 : r.ttfb * 1000;
   row.duration_ms = r.seconds_since_start() * 1000;
   row.session = ctx.session;

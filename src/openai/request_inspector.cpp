@@ -162,6 +162,8 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
   bool has_required = false;
   bool seen_model = false;
   bool seen_stream_options = false;
+  int max_tokens_rank =
+      3;  // of facts.max_tokens: 0 max_tokens, 1 max_completion_tokens, 2 n_predict
   std::optional<simdjson::dom::element> system;
   simdjson::dom::array messages;
   bool has_messages = false;
@@ -200,6 +202,15 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
     } else if (key == "max_tokens" || key == "max_completion_tokens" || key == "n" ||
                key == "n_predict") {
       if (!is_integer(value) && !value.is_null()) return wrong_type(key, "an integer", value);
+      const int rank = key == "max_tokens"              ? 0
+                       : key == "max_completion_tokens" ? 1
+                       : key == "n_predict"             ? 2
+                                                        : 3;
+      std::int64_t n = 0;
+      if (rank < max_tokens_rank && !value.get_int64().get(n) && n >= 0) {
+        facts.max_tokens = n;
+        max_tokens_rank = rank;
+      }
     } else if (key == "temperature" || key == "top_p") {
       if (!value.is_number() && !value.is_null()) return wrong_type(key, "a number", value);
     }

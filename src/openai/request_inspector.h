@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,9 @@ struct RequestFacts {
   // every turn): a hash of the system prompt and the messages up to the
   // first user message. 0 when the body has no messages.
   std::uint64_t conversation = 0;
+  // The output asked for: max_tokens, else max_completion_tokens, else
+  // n_predict (llama.cpp), the first given as a whole number >= 0.
+  std::optional<std::int64_t> max_tokens;
 };
 
 // Validates the body (well-formed UTF-8 JSON object, required fields present,

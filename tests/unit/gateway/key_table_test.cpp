@@ -48,12 +48,5 @@ TEST(Admission, ResetTextLikeOpenAI) {
   EXPECT_EQ(reset_text(3723s), "1h2m3s");
 }
 
-TEST(Admission, MaxTokensFromAnyOfItsNames) {
-  EXPECT_EQ(requested_max_tokens(R"({"max_tokens": 12, "messages": []})"), 12);
-  EXPECT_EQ(requested_max_tokens(R"({"max_completion_tokens": 7})"), 7);
-  EXPECT_EQ(requested_max_tokens(R"({"n_predict": 3})"), 3);
-  EXPECT_EQ(requested_max_tokens(R"({"messages": [{"max_tokens": 5}]})"), std::nullopt);
-}
-
 }  // namespace
 }  // namespace switchyard::gateway

@@ -20,6 +20,24 @@ TEST(RequestInspector, ExtractsModelStreamAndUsageFlag) {
   EXPECT_EQ(body.substr(facts->model_token.offset, facts->model_token.length), "\"default\"");
 }
 
+TEST(RequestInspector, MaxTokensFromAnyOfItsNamesInOrder) {
+  RequestInspector inspector;
+  const auto max_tokens = [&](const std::string& fields) {
+    const std::string body =
+        R"({"messages":[{"role":"user","content":"hi","max_tokens":5}])" + fields + "}";
+    auto facts = inspector.inspect(body, E::chat_completions);
+    EXPECT_TRUE(facts) << body;
+    return facts ? facts->max_tokens : std::nullopt;
+  };
+  EXPECT_EQ(max_tokens(R"(,"max_tokens":12)"), 12);
+  EXPECT_EQ(max_tokens(R"(,"max_completion_tokens":7)"), 7);
+  EXPECT_EQ(max_tokens(R"(,"n_predict":3)"), 3);
+  EXPECT_EQ(max_tokens(R"(,"n_predict":3,"max_tokens":12)"), 12);
+  EXPECT_EQ(max_tokens(R"(,"n":2)"), std::nullopt);
+  EXPECT_EQ(max_tokens(R"(,"max_tokens":null)"), std::nullopt);
+  EXPECT_EQ(max_tokens(""), std::nullopt);  // a message's own key is not the request's
+}
+
 TEST(RequestInspector, ReplacesOnlyTheModelValue) {
   RequestInspector inspector;
   const std::string body =
