@@ -112,18 +112,66 @@ std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
 }
 constexpr std::uint64_t fnv_basis = 14695981039346656037ULL;
 
+// Feeds `e` to the hash as its structure and values, not its text: what
+// simdjson::minify would write, without building that string (a copy of the
+// system prompt and the first messages on every request).
+void hash_element(std::uint64_t& h, simdjson::dom::element e) {
+  const auto bytes = [&h](const auto& v) {
+    h = fnv1a(h, std::string_view(reinterpret_cast<const char*>(&v), sizeof v));
+  };
+  switch (e.type()) {
+    case simdjson::dom::element_type::ARRAY: {
+      // Named: a range over value_unsafe() of a temporary result dangles.
+      const simdjson::dom::array items = e.get_array().value_unsafe();
+      h = fnv1a(h, "[");
+      for (auto item : items) hash_element(h, item);
+      h = fnv1a(h, "]");
+      break;
+    }
+    case simdjson::dom::element_type::OBJECT: {
+      const simdjson::dom::object members = e.get_object().value_unsafe();
+      h = fnv1a(h, "{");
+      for (auto [key, value] : members) {
+        bytes(key.size());
+        h = fnv1a(h, key);
+        hash_element(h, value);
+      }
+      h = fnv1a(h, "}");
+      break;
+    }
+    case simdjson::dom::element_type::STRING: {
+      const std::string_view text = e.get_string().value_unsafe();
+      h = fnv1a(h, "\"");
+      bytes(text.size());
+      h = fnv1a(h, text);
+      break;
+    }
+    case simdjson::dom::element_type::INT64:
+      bytes(e.get_int64().value_unsafe());
+      break;
+    case simdjson::dom::element_type::UINT64:
+      bytes(e.get_uint64().value_unsafe());
+      break;
+    case simdjson::dom::element_type::DOUBLE:
+      bytes(e.get_double().value_unsafe());
+      break;
+    case simdjson::dom::element_type::BOOL:
+      h = fnv1a(h, e.get_bool().value_unsafe() ? "t" : "f");
+      break;
+    case simdjson::dom::element_type::NULL_VALUE:
+      h = fnv1a(h, "n");
+      break;
+  }
+}
+
 // The conversation hash over `system` (Anthropic's top-level field, or
 // null) and the messages up to and including the first user message.
 std::uint64_t conversation_hash(std::optional<simdjson::dom::element> system,
                                 simdjson::dom::array messages) {
   std::uint64_t h = fnv_basis;
-  if (system && system->is_string())
-    h = fnv1a(h, system->get_string().value_unsafe());
-  else if (system && !system->is_null())
-    h = fnv1a(h, simdjson::minify(*system));
+  if (system && !system->is_null()) hash_element(h, *system);
   for (auto message : messages) {
-    h = fnv1a(h, simdjson::minify(message));
-    h = fnv1a(h, "\n");
+    hash_element(h, message);
     std::string_view role;
     if (!message["role"].get(role) && role == "user") break;
   }

@@ -101,6 +101,17 @@ TEST(RequestInspector, ConversationIsTheOpeningUpToTheFirstUserMessage) {
   const auto b =
       conversation(R"({"system":"B","messages":[{"role":"user","content":"q"}]})", E::messages);
   EXPECT_NE(a, b);
+  // Its blocks (Claude Code sends an array) count by value, not by layout.
+  const auto blocks = conversation(
+      R"({"system":[{"type":"text","text":"A","n":1}],"messages":[{"role":"user","content":"q"}]})",
+      E::messages);
+  EXPECT_EQ(blocks, conversation(R"({"system":[ { "type" : "text", "text" : "A", "n" : 1 } ],)"
+                                 R"("messages":[{"role":"user","content":"q"}]})",
+                                 E::messages));
+  EXPECT_NE(blocks, conversation(R"({"system":[{"type":"text","text":"A","n":2}],)"
+                                 R"("messages":[{"role":"user","content":"q"}]})",
+                                 E::messages));
+  EXPECT_NE(blocks, a);
 }
 
 TEST(RequestInspector, AbsentModelIsEmpty) {
