@@ -9,6 +9,7 @@
 
 #include "gateway/wait_queue.h"
 #include "instance_table.h"
+#include "queue_driver.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -27,18 +28,11 @@ struct FairQueue : testing::Test {
   // Queues a request of `key` (a label `tag` for the order).
   void submit(std::string key, std::string tag, QueueShare share = {}) {
     keys.push_back(std::move(key));
-    const std::string* k = &keys.back();
-    net::co_spawn(
-        io,
-        [this, k, tag, share]() -> net::awaitable<void> {
-          Admission a =
-              co_await queue.acquire(RouteQuery{"m", nullptr, *k, {}, {}}, false, 10s, share);
-          if (a.outcome != Admission::Outcome::granted) co_return;
-          order.push_back(tag);
-          held = std::move(a.lease);
-        },
-        net::detached);
-    run();
+    testing_support::submit(io, queue, RouteQuery{"m", nullptr, keys.back(), {}, {}}, share, 10s,
+                            [this, tag](RouteLease lease) {
+                              order.push_back(tag);
+                              held = std::move(lease);
+                            });
   }
   // Frees the slot `n` times, each time to the next waiter.
   void serve(int n) {
@@ -49,10 +43,7 @@ struct FairQueue : testing::Test {
       run();
     }
   }
-  void run() {
-    io.restart();
-    io.poll();
-  }
+  void run() { testing_support::run_ready(io); }
 
   std::deque<std::string> keys;  // stable addresses for the queries' views; outlives the queue
   net::io_context io;

@@ -12,6 +12,7 @@
 #include "gateway/routing/block_hash.h"
 #include "gateway/wait_queue.h"
 #include "instance_table.h"
+#include "queue_driver.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -42,22 +43,13 @@ struct PrefixHandoff : testing::Test {
   }
   void submit(std::string key, const std::string& prompt, std::string tag, int priority = 0) {
     keys.push_back(std::move(key));
-    const RouteQuery r = query(prompt, keys.back());
-    net::co_spawn(
-        io,
-        [this, r, tag, priority]() -> net::awaitable<void> {
-          Admission a = co_await queue.acquire(r, false, 10s, QueueShare{priority, 1, 100});
-          if (a.outcome != Admission::Outcome::granted) co_return;
-          order.push_back(tag);
-          held.push_back(std::move(a.lease));
-        },
-        net::detached);
-    run();
+    testing_support::submit(io, queue, query(prompt, keys.back()), QueueShare{priority, 1, 100},
+                            10s, [this, tag](RouteLease lease) {
+                              order.push_back(tag);
+                              held.push_back(std::move(lease));
+                            });
   }
-  void run() {
-    io.restart();
-    io.poll();
-  }
+  void run() { testing_support::run_ready(io); }
 
   const std::string p = std::string(8 * kBlockBytes, 'p'), q = std::string(8 * kBlockBytes, 'q'),
                     r = std::string(8 * kBlockBytes, 'r');

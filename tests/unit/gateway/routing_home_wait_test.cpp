@@ -16,6 +16,7 @@
 #include "gateway/routing/session_affinity.h"
 #include "gateway/wait_queue.h"
 #include "instance_table.h"
+#include "queue_driver.h"
 #include "routing_fixtures.h"
 
 namespace switchyard::gateway {
@@ -220,23 +221,14 @@ struct HomeWaitQueue : testing::Test {
   }
   void submit(const std::string& prompt, std::string_view session, std::string tag) {
     sessions.emplace_back(session);
-    const RouteQuery r = query(prompt, sessions.back());
-    net::co_spawn(
-        io,
-        [this, r, tag]() -> net::awaitable<void> {
-          Admission a = co_await queue->acquire(r, false, 60s, QueueShare{0, 1, 100});
-          if (a.outcome != Admission::Outcome::granted) co_return;
-          order.push_back(tag);
-          where.push_back(a.lease.instance());
-          held.push_back(std::move(a.lease));
-        },
-        net::detached);
-    run();
+    testing_support::submit(io, *queue, query(prompt, sessions.back()), QueueShare{0, 1, 100}, 60s,
+                            [this, tag](RouteLease lease) {
+                              order.push_back(tag);
+                              where.push_back(lease.instance());
+                              held.push_back(std::move(lease));
+                            });
   }
-  void run() {
-    io.restart();
-    io.poll();
-  }
+  void run() { testing_support::run_ready(io); }
 
   FakeClock clock;
   const std::string heavy = prompt_of('h', 10000), light = prompt_of('l', 100);
