@@ -37,6 +37,7 @@
 #
 # Usage: bench/routing.sh [options]
 #   --policies LIST   comma-separated (default round-robin,least-outstanding,session,prefix-affinity)
+#   --variants LIST   comma-separated, of agent,skewed,killed,no-ram,mixed (default all)
 #   --speed-factor F  simulator speed-up (default 10)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs and bench JSON in DIR (default: a temp dir)
@@ -49,6 +50,7 @@ repo="$(cd "$here/.." && pwd)"
 source "$here/lib.sh"
 
 policies="round-robin,least-outstanding,session,prefix-affinity"
+variants="agent,skewed,killed,no-ram,mixed"
 wait_load=0
 speed=10
 binary="$repo/build/switchyard"
@@ -56,6 +58,7 @@ out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --policies) policies="$2"; shift 2 ;;
+    --variants) variants="$2"; shift 2 ;;
     --speed-factor) speed="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -64,6 +67,10 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
+for v in ${variants//,/ }; do
+  [[ ",agent,skewed,killed,no-ram,mixed," == *",$v,"* ]] || die "--variants: unknown variant '$v'"
+done
+wants() { [[ ",$variants," == *",$1,"* ]]; }
 [[ "$speed" =~ ^[1-9][0-9]*$ ]] || die "--speed-factor: '$speed' is not a positive whole number"
 [[ -x "$binary" ]] || die "no switchyard binary at $binary (build: make build)"
 command -v python3 >/dev/null || die "python3 is needed"
@@ -120,54 +127,64 @@ echo "load average before the run: $(cut -d' ' -f1-3 /proc/loadavg)" >"$work/loa
 IFS=, read -r -a policy_list <<<"$policies"
 for policy in "${policy_list[@]}"; do
   echo "== $policy" >&2
-  start_fleet "$policy.agent" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
-  bench "$policy.agent" "${AGENT[@]}"
-  curl -s "$gateway/metrics" >"$work/$policy.agent.metrics"
-  scrape_sims "$policy.agent"
-  stop_all
+  if wants agent; then
+    start_fleet "$policy.agent" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
+    bench "$policy.agent" "${AGENT[@]}"
+    curl -s "$gateway/metrics" >"$work/$policy.agent.metrics"
+    scrape_sims "$policy.agent"
+    stop_all
+  fi
 
-  start_fleet "$policy.skewed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
-  bench "$policy.skewed-heavy" --workload agent --sessions 2 --turns 4 --start-context 32768 \
-    --turn-growth 1024-2048 --think-time 1s --seed 7 &
-  heavy=$!
-  bench "$policy.skewed-light" --workload agent --sessions 12 --turns 4 --start-context 2048 \
-    --turn-growth 256-512 --think-time 1s --seed 8
-  wait "$heavy" || die "bench $policy.skewed-heavy failed"
-  curl -s "$gateway/metrics" >"$work/$policy.skewed.metrics"
-  scrape_sims "$policy.skewed"
-  stop_all
+  if wants skewed; then
+    start_fleet "$policy.skewed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
+    bench "$policy.skewed-heavy" --workload agent --sessions 2 --turns 4 --start-context 32768 \
+      --turn-growth 1024-2048 --think-time 1s --seed 7 &
+    heavy=$!
+    bench "$policy.skewed-light" --workload agent --sessions 12 --turns 4 --start-context 2048 \
+      --turn-growth 256-512 --think-time 1s --seed 8
+    wait "$heavy" || die "bench $policy.skewed-heavy failed"
+    curl -s "$gateway/metrics" >"$work/$policy.skewed.metrics"
+    scrape_sims "$policy.skewed"
+    stop_all
+  fi
 
-  start_fleet "$policy.killed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
-  bench "$policy.killed" "${AGENT[@]}" &
-  run=$!
-  for _ in $(seq 600); do (( $(answered) >= 12 )) && (( $(in_flight gpu0) == 0 )) && break; sleep 0.05; done
-  kill -KILL "${sim_pids[0]}"
-  wait "${sim_pids[0]}" 2>/dev/null || true  # reaped here, without the shell's "Killed" line
-  echo "killed gpu0 after $(answered) routed requests" >"$work/$policy.killed.note"
-  wait "$run" || true  # requests cut off by the kill count as errors, not as a failed run
-  curl -s "$gateway/metrics" >"$work/$policy.killed.metrics"
-  sims[0]=""  # dead: nothing to scrape
-  scrape_sims "$policy.killed"
-  stop_all
+  if wants killed; then
+    start_fleet "$policy.killed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
+    bench "$policy.killed" "${AGENT[@]}" &
+    run=$!
+    for _ in $(seq 600); do (( $(answered) >= 12 )) && (( $(in_flight gpu0) == 0 )) && break; sleep 0.05; done
+    kill -KILL "${sim_pids[0]}"
+    wait "${sim_pids[0]}" 2>/dev/null || true  # reaped here, without the shell's "Killed" line
+    echo "killed gpu0 after $(answered) routed requests" >"$work/$policy.killed.note"
+    wait "$run" || true  # requests cut off by the kill count as errors, not as a failed run
+    curl -s "$gateway/metrics" >"$work/$policy.killed.metrics"
+    sims[0]=""  # dead: nothing to scrape
+    scrape_sims "$policy.killed"
+    stop_all
+  fi
 
-  sim_args=(--cache-ram 0)
-  start_fleet "$policy.no-ram" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
-  sim_args=()
-  bench "$policy.no-ram" "${AGENT[@]}"
-  curl -s "$gateway/metrics" >"$work/$policy.no-ram.metrics"
-  scrape_sims "$policy.no-ram"
-  stop_all
+  if wants no-ram; then
+    sim_args=(--cache-ram 0)
+    start_fleet "$policy.no-ram" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
+    sim_args=()
+    bench "$policy.no-ram" "${AGENT[@]}"
+    curl -s "$gateway/metrics" >"$work/$policy.no-ram.metrics"
+    scrape_sims "$policy.no-ram"
+    stop_all
+  fi
 done
 
-echo "== mixed fleet" >&2
-start_fleet mixed least-outstanding 7900xtx-27b-q4 7900xtx-blower-27b-q4
-bench mixed --input-len 2048 --output-len 256 -c 1 --requests-per-step 12 --warmup 4
-curl -s "$gateway/metrics" >"$work/mixed.metrics"
-stop_all
+if wants mixed; then
+  echo "== mixed fleet" >&2
+  start_fleet mixed least-outstanding 7900xtx-27b-q4 7900xtx-blower-27b-q4
+  bench mixed --input-len 2048 --output-len 256 -c 1 --requests-per-step 12 --warmup 4
+  curl -s "$gateway/metrics" >"$work/mixed.metrics"
+  stop_all
+fi
 
-python3 - "$work" "$speed" "$policies" >"$work/routing.md" <<'PY'
+python3 - "$work" "$speed" "$policies" "$variants" >"$work/routing.md" <<'PY'
 import json, os, re, sys
-work, speed, policies = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(",")
+work, speed, policies, wanted = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(","), sys.argv[4].split(",")
 
 def load(name):
     with open(f"{work}/{name}.json") as f:
@@ -269,7 +286,7 @@ print(open(f"{work}/load.note").read().strip())
 print()
 print("| policy | variant | cached share t1 / t2 / t3 / t4 | TTFT p50 s t2 / t3 / t4 | TTFT p99 s t2 / t3 / t4 | max/mean answers | max/mean busy | session moves | sessions changing instance 0× / 1× / 2+× |")
 print("|---|---|---|---|---|---|---|---|---|")
-VARIANTS = ("agent", "skewed", "killed", "no-ram")
+VARIANTS = [v for v in ("agent", "skewed", "killed", "no-ram") if v in wanted]
 def runs_of(p, variant):
     return [f"{p}.skewed-heavy", f"{p}.skewed-light"] if variant == "skewed" else [f"{p}.{variant}"]
 p50_by = {}
@@ -302,16 +319,18 @@ if "least-outstanding" in policies:
             ratios.append(f"{variant} {' / '.join(cells)}")
         print(f"* {p}: " + "; ".join(ratios))
 
-notes = [open(f"{work}/{p}.killed.note").read().strip() for p in policies if os.path.exists(f"{work}/{p}.killed.note")]
-print()
-print("Killed variant: " + "; ".join(f"{p}: {n}" for p, n in zip(policies, notes)) + ".")
-mixed = load("mixed")
-step = mixed["steps"][0]
-per = per_instance("mixed")
-print()
-print(f"Mixed fleet (7900xtx-27b-q4 + 7900xtx-blower-27b-q4), least-outstanding, one request at a time: "
-      f"{step['output_tokens_per_s'] / speed:.1f} tok/s delivered (the card's own rate); "
-      f"completions per instance (warm-up included): {', '.join(f'{k} {int(v)}' for k, v in sorted(per.items()))}.")
+if "killed" in wanted:
+    notes = [open(f"{work}/{p}.killed.note").read().strip() for p in policies if os.path.exists(f"{work}/{p}.killed.note")]
+    print()
+    print("Killed variant: " + "; ".join(f"{p}: {n}" for p, n in zip(policies, notes)) + ".")
+if "mixed" in wanted:
+    mixed = load("mixed")
+    step = mixed["steps"][0]
+    per = per_instance("mixed")
+    print()
+    print(f"Mixed fleet (7900xtx-27b-q4 + 7900xtx-blower-27b-q4), least-outstanding, one request at a time: "
+          f"{step['output_tokens_per_s'] / speed:.1f} tok/s delivered (the card's own rate); "
+          f"completions per instance (warm-up included): {', '.join(f'{k} {int(v)}' for k, v in sorted(per.items()))}.")
 PY
 cat "$work/routing.md"
 echo "(configs, logs and JSON in $work)" >&2

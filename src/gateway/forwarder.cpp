@@ -124,6 +124,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
   bool listed = true;
   const auto answering = [&] {
     if (!std::exchange(listed, false)) return;
+    ctx.lease.answering();
     // A vector, not a node per request: it holds the requests in flight.
     auto it = std::find(unanswered_.begin(), unanswered_.end(), Unanswered{inst.index, &call});
     *it = unanswered_.back();

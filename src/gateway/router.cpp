@@ -1,8 +1,11 @@
 #include "gateway/router.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "gateway/routing/balance.h"
+#include "gateway/routing/block_hash.h"
 
 namespace switchyard::gateway {
 
@@ -13,6 +16,7 @@ RouteLease& RouteLease::operator=(RouteLease&& o) noexcept {
     instance_ = o.instance_;
     decision_ = o.decision_;
     granted_ = o.granted_;
+    prefill_tokens_ = o.prefill_tokens_;
   }
   return *this;
 }
@@ -21,7 +25,13 @@ RouteLease::~RouteLease() {
   release();
 }
 
+void RouteLease::answering() {
+  if (router_ && *router_) (*router_)->answering(instance_, prefill_tokens_);
+  prefill_tokens_ = 0;
+}
+
 void RouteLease::release() {
+  answering();
   if (router_ && *router_) (*router_)->release(instance_);
   router_.reset();
 }
@@ -36,7 +46,9 @@ Candidate Router::candidate(const fleet::Instance& inst, bool need_slot) const {
   const long kv = inst.kv_tokens > 0               ? inst.kv_tokens
                   : inst.index < kv_tokens_.size() ? kv_tokens_[inst.index]
                                                    : 0;
-  return Candidate{inst.index, busy, inst.capacity(), free, kv, inst.generation, inst.name()};
+  const long prefilling = inst.index < prefilling_.size() ? prefilling_[inst.index] : 0;
+  return Candidate{inst.index,      busy,        inst.capacity(), free, kv,
+                   inst.generation, inst.name(), prefilling};
 }
 
 void Router::set_kv_tokens(std::size_t index, long tokens) {
@@ -79,9 +91,17 @@ std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why)
   }
   assert(decision.position < routable.size() && routable[decision.position].free);
   const std::size_t index = routable[decision.position].index;
-  if (in_flight_.size() <= index) in_flight_.resize(instances_.size(), 0);
+  if (in_flight_.size() <= index) {
+    in_flight_.resize(instances_.size(), 0);
+    prefilling_.resize(instances_.size(), 0);
+  }
   ++in_flight_[index];
-  return RouteLease(self_, index, decision);
+  // What the policy expects cached there is not evaluated again.
+  const double uncached = 1 - std::clamp(decision.match, 0.0, 1.0);
+  const auto prefill =
+      std::lround(static_cast<double>(estimated_tokens(query.prompt.size())) * uncached);
+  prefilling_[index] += prefill;
+  return RouteLease(self_, index, decision, prefill);
 }
 
 std::optional<std::size_t> Router::pick_any(const RouteQuery& query, Refusal* why) {
@@ -112,6 +132,10 @@ void Router::finished(const RouteLease& lease, const openai::Usage& usage,
 double Router::match(const RouteQuery& query, std::size_t index) {
   if (index >= instances_.size() || instances_[index]->model() != query.model) return 0;
   return policy_->match(query, candidate(*instances_[index], /*need_slot=*/false));
+}
+
+void Router::answering(std::size_t index, long prefill_tokens) {
+  if (prefill_tokens > 0) prefilling_[index] -= prefill_tokens;
 }
 
 void Router::release(std::size_t index) {

@@ -30,11 +30,13 @@ class Router;
 class RouteLease {
  public:
   RouteLease() = default;
-  RouteLease(std::shared_ptr<Router*> router, std::size_t instance, RouteDecision decision)
+  RouteLease(std::shared_ptr<Router*> router, std::size_t instance, RouteDecision decision,
+             long prefill_tokens = 0)
       : router_(std::move(router)),
         instance_(instance),
         decision_(decision),
-        granted_(std::chrono::steady_clock::now()) {}
+        granted_(std::chrono::steady_clock::now()),
+        prefill_tokens_(prefill_tokens) {}
   RouteLease(RouteLease&& o) noexcept = default;
   RouteLease& operator=(RouteLease&& o) noexcept;
   ~RouteLease();
@@ -45,6 +47,9 @@ class RouteLease {
   const RouteDecision& decision() const { return decision_; }
   // When the slot was granted (epoch for an empty lease); kept after release().
   std::chrono::steady_clock::time_point granted() const { return granted_; }
+  // The engine has started answering: its prompt no longer counts as
+  // waiting to be evaluated (Candidate::prefilling).
+  void answering();
   // Gives the slot back now (as destruction would).
   void release();
 
@@ -53,6 +58,7 @@ class RouteLease {
   std::size_t instance_ = 0;
   RouteDecision decision_;
   std::chrono::steady_clock::time_point granted_{};
+  long prefill_tokens_ = 0;  // counted in the router's prefilling until answering()
 };
 
 using InstanceTable = std::vector<std::unique_ptr<fleet::Instance>>;
@@ -117,6 +123,7 @@ class Router {
 
  private:
   friend class RouteLease;
+  void answering(std::size_t index, long prefill_tokens);
   void release(std::size_t index);
   // The query's routable candidates in fleet order, each free when it has
   // a slot (all free when `need_slot` is false); `why` says why none is
@@ -127,6 +134,7 @@ class Router {
   const InstanceTable& instances_;
   std::unique_ptr<RoutingPolicy> policy_;
   std::vector<int> in_flight_;      // by instance index; grows with the table
+  std::vector<long> prefilling_;    // Candidate::prefilling, by instance index
   std::vector<long> kv_tokens_;     // set_kv_tokens(), by instance index
   std::vector<Candidate> scratch_;  // reused by candidates()
   Rotation any_rotation_;           // pick_any()'s

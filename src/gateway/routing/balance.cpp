@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gateway/routing/block_hash.h"
+
 namespace switchyard::gateway {
 
 LoadBound::LoadBound(std::span<const Candidate> candidates, double factor) : factor_(factor) {
@@ -17,6 +19,36 @@ bool LoadBound::admits(const Candidate& c) const {
   const double share = static_cast<double>(std::max(c.slots, 1)) / static_cast<double>(slots_);
   const double bound = std::ceil(factor_ * static_cast<double>(in_flight_ + 1) * share - 1e-9);
   return c.in_flight + 1 <= bound + kSlack;
+}
+
+PrefillCost::PrefillCost(std::span<const Candidate> candidates, const LoadBound& bound, long tokens,
+                         std::span<const std::size_t> matched_blocks)
+    : candidates_(candidates), bound_(bound), tokens_(tokens) {
+  cost_.reserve(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const long held =
+        i < matched_blocks.size() ? static_cast<long>(matched_blocks[i]) * kBlockTokens : 0;
+    cost_.push_back(candidates[i].prefilling + std::max(0L, tokens - held));
+    if (soonest_ < 0 || cost_.back() < soonest_) soonest_ = cost_.back();
+    if (bound.admits(candidates[i]) && (soonest_free_ < 0 || cost_.back() < soonest_free_))
+      soonest_free_ = cost_.back();
+  }
+}
+
+long PrefillCost::cost(const Candidate& c) const {
+  return cost_[static_cast<std::size_t>(&c - candidates_.data())];
+}
+
+bool PrefillCost::usable(const Candidate& c) const {
+  return bound_.admits(c) && cost(c) <= soonest_ + tokens_;
+}
+
+long PrefillCost::free_delay() const {
+  return soonest_free_ < 0 ? 0 : soonest_free_ - soonest_;
+}
+
+bool PrefillCost::no_later_than(const Candidate& c, const Candidate& home) const {
+  return cost(c) <= cost(home) + tokens_;
 }
 
 void Throughput::observe(std::size_t index, const RouteFeedback& feedback) {

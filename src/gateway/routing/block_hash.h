@@ -21,6 +21,11 @@ inline constexpr std::size_t kBlockBytes = 64;
 // Tokens a block stands for, to size an index by an engine's KV cache.
 inline constexpr long kBlockTokens = 16;
 
+// Tokens a prompt of `bytes` is estimated at (about 4 bytes a token).
+inline long estimated_tokens(std::size_t bytes) {
+  return static_cast<long>(bytes * kBlockTokens / kBlockBytes);
+}
+
 // The hashes of every full block of `prompt` (a trailing partial block is
 // left out, as engines cache only full blocks), seeded with `model`, so
 // that different models never match. Replaces the contents of `out`.

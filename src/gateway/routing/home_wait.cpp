@@ -1,5 +1,7 @@
 #include "gateway/routing/home_wait.h"
 
+#include <algorithm>
+
 namespace switchyard::gateway {
 
 namespace {
@@ -11,20 +13,22 @@ bool HomeWait::outlasts_wait(double spill_prefill_seconds) const {
   return spill_prefill_seconds > std::chrono::duration<double>(limit_).count();
 }
 
-std::optional<HomeWait::Clock::time_point> HomeWait::until(std::string_view session,
-                                                           bool worth_it) {
+std::optional<HomeWait::Clock::time_point> HomeWait::until(
+    std::string_view session, bool worth_it, std::chrono::duration<double> as_long_as) {
   if (limit_.count() <= 0 || session.empty() || !worth_it) return std::nullopt;
+  const auto bound =
+      std::max<Clock::duration>(limit_, std::chrono::duration_cast<Clock::duration>(as_long_as));
   const auto now = now_();
   auto it = since_.find(std::string(session));
   // A wait long past its bound belonged to a request that ended otherwise
   // (its client left): this one waits afresh.
-  if (it == since_.end() || now - it->second > 2 * limit_) {
+  if (it == since_.end() || now - it->second > 2 * bound) {
     if (since_.size() >= kMaxWaiting)
-      std::erase_if(since_, [&](const auto& w) { return now - w.second > 2 * limit_; });
+      std::erase_if(since_, [&](const auto& w) { return now - w.second > 2 * bound; });
     it = since_.insert_or_assign(std::string(session), now).first;
   }
   // Past the bound the entry stays until end(), which says how long it was.
-  if (now < it->second + limit_) return it->second + limit_;
+  if (now < it->second + bound) return it->second + bound;
   return std::nullopt;
 }
 

@@ -35,8 +35,12 @@ class HomeWait {
   // should wait for its home; nullopt: spill now (also when the wait is not
   // `worth_it`, with no home_wait, or without a session). A session's wait
   // starts at its first such request and ends at the bound, however often
-  // it is asked again.
-  std::optional<Clock::time_point> until(std::string_view session, bool worth_it);
+  // it is asked again. The bound is home_wait, or `as_long_as` when that
+  // is longer: how much later than its home the request would start on the
+  // only free slots (behind a long prefill), so that it waits no longer
+  // than it would there.
+  std::optional<Clock::time_point> until(std::string_view session, bool worth_it,
+                                         std::chrono::duration<double> as_long_as = {});
   // The session's request was routed: a later one waits afresh. Returns how
   // long this one waited, in seconds (nullopt: it did not).
   std::optional<double> end(std::string_view session);

@@ -17,14 +17,10 @@ long Homes::weight(std::string_view session) const {
   return it == homes_.end() ? 0 : it->second.weight;
 }
 
-long Homes::tokens(std::size_t bytes) {
-  return static_cast<long>(bytes * kBlockTokens / kBlockBytes);
-}
-
 void Homes::set(std::string_view session, std::size_t instance, std::size_t prompt_bytes) {
   const auto now = now_();
   // A session without a prompt (tests, probes) still weighs one.
-  const long weight = std::max(1L, tokens(prompt_bytes));
+  const long weight = std::max(1L, estimated_tokens(prompt_bytes));
   if (auto it = homes_.find(session); it != homes_.end()) {
     it->second.instance = instance;
     it->second.weight = weight;
@@ -52,7 +48,8 @@ void Homes::weigh() {
   }
 }
 
-std::size_t Homes::place(std::span<const Candidate> candidates, const LoadBound& bound,
+std::size_t Homes::place(std::span<const Candidate> candidates,
+                         const std::function<bool(const Candidate&)>& allowed,
                          const Throughput& speed, Rotation& rotation) {
   weigh();
   const auto weight_of = [&](const Candidate& c) {
@@ -60,10 +57,10 @@ std::size_t Homes::place(std::span<const Candidate> candidates, const LoadBound&
   };
   long least = -1;
   for (const auto& c : candidates)
-    if (bound.admits(c) && (least < 0 || weight_of(c) < least)) least = weight_of(c);
+    if (c.free && allowed(c) && (least < 0 || weight_of(c) < least)) least = weight_of(c);
   if (least < 0) return soonest_free(candidates, speed, rotation);
   return soonest_free(candidates, speed, rotation,
-                      [&](const Candidate& c) { return bound.admits(c) && weight_of(c) == least; });
+                      [&](const Candidate& c) { return allowed(c) && weight_of(c) == least; });
 }
 
 bool Homes::outweighs_mean(std::span<const Candidate> candidates, std::string_view session,

@@ -45,11 +45,12 @@ class Homes {
   // long, and marks the session active now.
   void set(std::string_view session, std::size_t instance, std::size_t prompt_bytes);
 
-  // The free candidate under `bound` whose active homes weigh least, ties
-  // to the one expected to finish soonest; when every free one is over the
-  // bound, the soonest of them.
-  std::size_t place(std::span<const Candidate> candidates, const LoadBound& bound,
-                    const Throughput& speed, Rotation& rotation);
+  // The free candidate passing `allowed` (under the load bound, say) whose
+  // active homes weigh least, ties to the one expected to finish soonest;
+  // when no free one passes, the soonest of them.
+  std::size_t place(std::span<const Candidate> candidates,
+                    const std::function<bool(const Candidate&)>& allowed, const Throughput& speed,
+                    Rotation& rotation);
   // The candidate whose active homes weigh least, free or not (the new
   // home of a session whose home died: a home chosen among the free ones
   // alone piled the moved sessions onto whichever had a slot that moment),
@@ -61,9 +62,6 @@ class Homes {
   // that heavy, placed beside another heavy one because that was where a
   // slot was free, unbalances the fleet for its whole life.
   bool outweighs_mean(std::span<const Candidate> candidates, std::string_view session, long weight);
-
-  // Tokens a prompt of `bytes` is estimated at (about 4 bytes a token).
-  static long tokens(std::size_t bytes);
 
  private:
   // Refreshes weights_: the active homes' weight by fleet index.

@@ -26,6 +26,11 @@ struct Candidate {
   long kv_tokens = 0;  // tokens its KV cache holds (n_ctx × slots, vLLM's pool); 0: unknown
   std::uint64_t generation = 0;  // changes when its engine restarts (its cache is gone)
   std::string_view name;         // for logs
+  // Prompt tokens (estimated, the cached part left out) of its requests
+  // that have not started answering: an engine evaluates a new prompt only
+  // beside or after those, so a free slot behind a 32K-token prefill is
+  // seconds away from a first token.
+  long prefilling = 0;
 };
 
 // Why a policy chose what it chose (the label of

@@ -8,62 +8,84 @@
 
 namespace switchyard::gateway {
 
+using namespace std::chrono_literals;
+
 RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Candidate> candidates) {
   state_.sync(candidates);
   const auto blocks = state_.blocks(query);
   const LoadBound bound(candidates, balance_factor_);
 
   matches_.assign(candidates.size(), 0);
-  std::size_t longest = 0, longest_admitted = 0;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
+  for (std::size_t i = 0; i < candidates.size(); ++i)
     matches_[i] = state_.match(candidates[i].index, blocks);
+  const PrefillCost cost(candidates, bound, estimated_tokens(query.prompt.size()), matches_);
+  const auto usable = [&](const Candidate& c) { return cost.usable(c); };
+  std::size_t longest = 0, longest_usable = 0, best = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (matches_[i] > longest) best = i;
     longest = std::max(longest, matches_[i]);
-    if (bound.admits(candidates[i])) longest_admitted = std::max(longest_admitted, matches_[i]);
+    if (usable(candidates[i])) longest_usable = std::max(longest_usable, matches_[i]);
   }
+  // A spill from `home` that starts about as soon as `home` would.
+  const auto soon_beside = [&](const Candidate& home) {
+    return [&, at = &home](const Candidate& c) { return usable(c) && cost.no_later_than(c, *at); };
+  };
+  const auto any_free = [&](const auto& allowed) {
+    return std::any_of(candidates.begin(), candidates.end(),
+                       [&](const Candidate& c) { return c.free && allowed(c); });
+  };
 
   RouteDecision d;
-  if (longest > longest_admitted && query.tried.empty()) {
-    // The longest match is busy or over the bound; a retry has waited already.
+  if (longest > longest_usable && query.tried.empty()) {
+    // The longest match is busy, over the bound or behind a long prefill; a
+    // retry has waited already.
     const double rate = state_.speed().prefill_rate();
-    const auto redo = static_cast<double>((longest - longest_admitted) * kBlockTokens);
-    if (const auto until =
-            wait_.until(query.session, wait_.outlasts_wait(rate > 0 ? redo / rate : 0))) {
+    const long redo = static_cast<long>(longest - longest_usable) * kBlockTokens;
+    const bool slow_only = !any_free(soon_beside(candidates[best]));
+    const bool worth_it = wait_.outlasts_wait(prefill_seconds(redo, rate).count()) || slow_only;
+    const auto as_long_as = slow_only ? prefill_seconds(cost.free_delay(), rate) : 0s;
+    if (const auto until = wait_.until(query.session, worth_it, as_long_as)) {
       d.wait_until = until;
       return d;
     }
   }
   std::size_t pos = kNoCandidate;
-  if (longest_admitted > 0) {
+  if (longest_usable > 0) {
     // Among equal matches (a prefix sent to two instances), the freer one.
     pos = soonest_free(candidates, state_.speed(), rotation_, [&](const Candidate& c) {
       const auto i = static_cast<std::size_t>(&c - candidates.data());
-      return matches_[i] == longest_admitted && bound.admits(c);
+      return matches_[i] == longest_usable && usable(c);
     });
-    d.reason = longest_admitted == longest ? RouteReason::hit : RouteReason::bounded_out;
+    d.reason = longest_usable == longest ? RouteReason::hit : RouteReason::bounded_out;
   } else if (longest == 0 && !query.session.empty()) {
     // A new session, or one whose context died with its home: its home is
     // the lightest instance, busy or not, as the session policy places it,
-    // and a session heavier than the mean waits for it (homes.h).
+    // and a session heavier than the mean waits for it (homes.h), as does
+    // one that would start later anywhere else.
     const auto moved = lost_home(query.session, candidates);
     const std::size_t home = homes_.lightest(candidates);
-    if (!bound.admits(candidates[home]) && query.tried.empty()) {
-      const long weight = Homes::tokens(query.prompt.size());
-      if (const auto until = wait_.until(
-              query.session, homes_.outweighs_mean(candidates, query.session, weight))) {
+    const auto soon = soon_beside(candidates[home]);
+    if (!usable(candidates[home]) && query.tried.empty()) {
+      const bool slow_only = !any_free(soon);
+      const bool worth_it =
+          homes_.outweighs_mean(candidates, query.session, estimated_tokens(query.prompt.size())) ||
+          slow_only;
+      const auto as_long_as =
+          slow_only ? prefill_seconds(cost.free_delay(), state_.speed().prefill_rate()) : 0s;
+      if (const auto until = wait_.until(query.session, worth_it, as_long_as)) {
         d.wait_until = until;
         return d;
       }
     }
-    pos = bound.admits(candidates[home])
-              ? home
-              : homes_.place(candidates, bound, state_.speed(), rotation_);
+    pos =
+        usable(candidates[home]) ? home : homes_.place(candidates, soon, state_.speed(), rotation_);
     d.reason = moved ? RouteReason::session_moved : RouteReason::cold;
     if (moved)
       spdlog::info("routing: session moved from instance #{} (not routable) to {}", *moved,
                    candidates[pos].name);
   } else {
     // The prompt starts a new home: spread homes evenly.
-    pos = homes_.place(candidates, bound, state_.speed(), rotation_);
+    pos = homes_.place(candidates, usable, state_.speed(), rotation_);
     d.reason = longest > 0 ? RouteReason::bounded_out : RouteReason::cold;
   }
   d.home_waited = wait_.end(query.session);

@@ -3,24 +3,30 @@
 #include <spdlog/spdlog.h>
 
 #include "gateway/routing/balance.h"
+#include "gateway/routing/block_hash.h"
 
 namespace switchyard::gateway {
+
+using namespace std::chrono_literals;
 
 RouteDecision SessionAffinity::pick(const RouteQuery& query,
                                     std::span<const Candidate> candidates) {
   state_.sync(candidates);
   const LoadBound bound(candidates, balance_factor_);
-  const auto under_bound = [&](const Candidate& c) { return bound.admits(c); };
+  const std::size_t bytes = query.prompt.size();
+  const auto blocks = state_.blocks(query);
+  matches_.clear();
+  for (const auto& c : candidates) matches_.push_back(state_.match(c.index, blocks));
+  const PrefillCost cost(candidates, bound, estimated_tokens(bytes), matches_);
+  const auto usable = [&](const Candidate& c) { return cost.usable(c); };
   const auto least_loaded = [&] {
-    const std::size_t pos = soonest_free(candidates, state_.speed(), rotation_, under_bound);
+    const std::size_t pos = soonest_free(candidates, state_.speed(), rotation_, usable);
     return pos != kNoCandidate ? pos : soonest_free(candidates, state_.speed(), rotation_);
   };
 
   RouteDecision d;
-  const std::size_t bytes = query.prompt.size();
-  const auto blocks = state_.blocks(query);
   if (query.session.empty()) {
-    d.position = homes_.place(candidates, bound, state_.speed(), rotation_);
+    d.position = homes_.place(candidates, usable, state_.speed(), rotation_);
     d.reason = RouteReason::cold;
   } else {
     const auto known = homes_.find(query.session);
@@ -34,35 +40,38 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
     // a slot that moment.
     const bool moved = known && home_pos == kNoCandidate;
     const bool placed = !known || moved;
-    if (placed) {
-      home_pos = homes_.lightest(candidates);
-      homes_.set(query.session, candidates[home_pos].index, bytes);
-      if (moved)
-        spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
-                     candidates[home_pos].name);
-    }
+    // Set once the request is routed: a request that waits first still
+    // counts as the session's move when it goes.
+    if (placed) home_pos = homes_.lightest(candidates);
     d.reason = moved ? RouteReason::session_moved : !known ? RouteReason::cold : RouteReason::hit;
-    if (bound.admits(candidates[home_pos])) {
+    const Candidate& home = candidates[home_pos];
+    if (usable(home)) {
       d.position = home_pos;
-      homes_.set(query.session, candidates[home_pos].index, bytes);  // active now
+      homes_.set(query.session, home.index, bytes);  // active now
     } else {
       // The home holds some of the prompt, or none (a new session's).
-      const bool holds = state_.match(candidates[home_pos].index, blocks) > 0;
+      const bool holds = matches_[home_pos] > 0;
+      const long weight = placed ? estimated_tokens(bytes) : homes_.weight(query.session);
+      const std::size_t spill = soonest_free(
+          candidates, state_.speed(), rotation_,
+          [&](const Candidate& c) { return usable(c) && cost.no_later_than(c, home); });
       // A retry has waited its turn already.
       if (query.tried.empty()) {
         // Waiting pays when the prefill it saves outlasts it, or, for a new
-        // home, when the session would unbalance the fleet where it spills.
-        const long weight = homes_.weight(query.session);
+        // home, when the session would unbalance the fleet where it spills;
+        // and when every free slot elsewhere is behind a longer prefill.
         const double rate = state_.speed().prefill_rate();
-        const bool worth_it =
-            holds ? wait_.outlasts_wait(rate > 0 ? static_cast<double>(weight) / rate : 0)
-                  : homes_.outweighs_mean(candidates, query.session, weight);
-        if (const auto until = wait_.until(query.session, worth_it)) {
+        const bool worth_it = spill == kNoCandidate ||
+                              (holds ? wait_.outlasts_wait(prefill_seconds(weight, rate).count())
+                                     : homes_.outweighs_mean(candidates, query.session, weight));
+        const auto as_long_as =
+            spill == kNoCandidate ? prefill_seconds(cost.free_delay(), rate) : 0s;
+        if (const auto until = wait_.until(query.session, worth_it, as_long_as)) {
           d.wait_until = until;
           return d;
         }
       }
-      d.position = least_loaded();
+      d.position = spill != kNoCandidate ? spill : least_loaded();
       if (!placed) d.reason = RouteReason::bounded_out;
       // This request only spills and the home stays, unless the home holds
       // none of its prompt (a new session's): then its context is where it
@@ -72,13 +81,16 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
       const bool keep = moved || holds;
       homes_.set(query.session, candidates[keep ? home_pos : d.position].index, bytes);
     }
+    if (moved)
+      spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
+                   candidates[home_pos].name);
   }
   d.home_waited = wait_.end(query.session);
 
   const std::size_t index = candidates[d.position].index;
-  d.match = blocks.empty() ? 0.0
-                           : static_cast<double>(state_.match(index, blocks)) /
-                                 static_cast<double>(blocks.size());
+  d.match = blocks.empty()
+                ? 0.0
+                : static_cast<double>(matches_[d.position]) / static_cast<double>(blocks.size());
   state_.record(index, blocks);
   return d;
 }

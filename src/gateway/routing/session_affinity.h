@@ -1,18 +1,19 @@
 // session: every request of an agent session (X-Session-Id, else the API
 // key, model and opening of the conversation: gateway/session_id.h) goes to
-// the session's home instance, within the load bound (balance.h); over the
-// bound or with its slots busy, a request waits for its home when the
-// prefill it would redo elsewhere outweighs the wait (home_wait.h), else
-// spills to the least loaded instance, and the home stays unless it holds
-// none of the prompt. A new session's home, and the new home of a session
-// whose home is gone (not routable: it moves once), is the routable instance
-// whose homes weigh least, free or not (homes.h).
+// the session's home instance, within the load bound (balance.h) and unless
+// the home would start it far later than another instance (PrefillCost);
+// over the bound, behind a long prefill or with its slots busy, a request waits for its home when
+// the prefill it would redo elsewhere outweighs the wait (home_wait.h), else spills to the least
+// loaded instance, and the home stays unless it holds none of the prompt. A new session's home, and
+// the new home of a session whose home is gone (not routable: it moves once), is the routable
+// instance whose homes weigh least, free or not (homes.h).
 #pragma once
 
 #include <cstddef>
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "gateway/routing/affinity.h"
 #include "gateway/routing/home_wait.h"
@@ -50,6 +51,7 @@ class SessionAffinity final : public RoutingPolicy {
   Rotation rotation_;
   Homes homes_;
   HomeWait wait_;
+  std::vector<std::size_t> matches_;  // by candidate, reused by pick()
 };
 
 }  // namespace switchyard::gateway

@@ -70,6 +70,7 @@ TEST(RoutingHomes, IdleSessionsNoLongerCount) {
   Homes homes([now] { return *now; });
   const auto c = fleet_of(2);
   const LoadBound bound(c, 1.25);
+  const auto under_bound = [&](const Candidate& x) { return bound.admits(x); };
   Throughput speed;
   Rotation rotation;
   homes.set("old1", 0, 0);
@@ -77,10 +78,10 @@ TEST(RoutingHomes, IdleSessionsNoLongerCount) {
   *now += Homes::kActiveFor + std::chrono::seconds(1);
   homes.set("new", 1, 0);
   // Only "new" is active: instance 0 holds no active home.
-  EXPECT_EQ(c[homes.place(c, bound, speed, rotation)].index, 0u);
+  EXPECT_EQ(c[homes.place(c, under_bound, speed, rotation)].index, 0u);
   homes.set("old1", 0, 0);
   homes.set("old2", 0, 0);  // back: two on 0, one on 1
-  EXPECT_EQ(c[homes.place(c, bound, speed, rotation)].index, 1u);
+  EXPECT_EQ(c[homes.place(c, under_bound, speed, rotation)].index, 1u);
   EXPECT_EQ(homes.find("old1"), 0u);
   EXPECT_FALSE(homes.find("never"));
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "gateway/router.h"
 #include "gateway/routing/block_hash.h"
@@ -44,6 +45,53 @@ TEST(RoutingRouter, TokenizerCallsSpreadByRequestsPerSlot) {
   const auto busy = r.acquire(query("", "s"));
   ASSERT_TRUE(busy);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(r.pick_any(query("", "t")), 1 - busy->instance());
+}
+
+// Sends every request to the first free instance and keeps what it was
+// shown of each instance.
+class RecordingPolicy final : public gateway::RoutingPolicy {
+ public:
+  explicit RecordingPolicy(std::vector<Candidate>* seen) : seen_(seen) {}
+  const char* name() const override { return "recording"; }
+  RouteDecision pick(const RouteQuery&, std::span<const Candidate> candidates) override {
+    seen_->assign(candidates.begin(), candidates.end());
+    RouteDecision d;
+    while (!candidates[d.position].free) ++d.position;
+    d.match = match_;
+    return d;
+  }
+  void finished(const Candidate&, const RouteFeedback&) override {}
+  double match_ = 0;
+
+ private:
+  std::vector<Candidate>* seen_;
+};
+
+TEST(RoutingRouter, PoliciesSeeThePromptsAnInstanceHasNotStartedAnswering) {
+  InstanceTable table;
+  add_instance(table, "m", 4);
+  add_instance(table, "m", 4);
+  std::vector<Candidate> seen;
+  auto owned = std::make_unique<RecordingPolicy>(&seen);
+  RecordingPolicy& policy = *owned;
+  Router r(table, std::move(owned));
+  const std::string long_prompt(32000 * 4, 'a'), short_prompt(2000 * 4, 'b');
+  auto first = r.acquire(query(long_prompt, "s1"));
+  ASSERT_TRUE(first);
+  policy.match_ = 0.75;  // three quarters of it cached there: a quarter to evaluate
+  auto second = r.acquire(query(short_prompt, "s2"));
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(r.acquire(query("", "s3")));
+  EXPECT_EQ(seen[0].prefilling, 32000 + 500);
+  EXPECT_EQ(seen[1].prefilling, 0);
+
+  first->answering();  // its first token went out
+  first->answering();  // counted once
+  ASSERT_TRUE(r.acquire(query("", "s4")));
+  EXPECT_EQ(seen[0].prefilling, 500);
+  second->release();  // ended (or failed) before answering
+  ASSERT_TRUE(r.acquire(query("", "s5")));
+  EXPECT_EQ(seen[0].prefilling, 0);
 }
 
 }  // namespace

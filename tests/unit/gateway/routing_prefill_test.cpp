@@ -1,0 +1,187 @@
+// What an instance is still prefilling counts in where the affinity
+// policies send a request (PrefillCost): a free slot beside a 32K-token
+// prefill starts a light turn seconds late. Measured in bench/routing.sh's
+// skewed run, where light sessions took those slots and their instances'
+// engine time came out 1.3–1.5× the mean.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gateway/routing/balance.h"
+#include "gateway/routing/home_wait.h"
+#include "gateway/routing/prefix_affinity.h"
+#include "gateway/routing/session_affinity.h"
+#include "routing_fixtures.h"
+
+namespace switchyard::gateway {
+namespace {
+
+using testing_support::fleet_of;
+using testing_support::query;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+struct FakeClock {
+  std::shared_ptr<Clock::time_point> now = std::make_shared<Clock::time_point>(Clock::now());
+  std::function<Clock::time_point()> fn() const {
+    return [now = now] { return *now; };
+  }
+};
+
+// `tokens` tokens of `topic` (4 bytes a token) after `common`.
+std::string prompt_of(char topic, long tokens, const std::string& common = {}) {
+  return common + std::string(static_cast<std::size_t>(tokens) * 4, topic);
+}
+
+// 1000 prompt tokens a second, measured on a streamed answer.
+template <class Policy>
+void measure_prefill(Policy& p, const Candidate& c) {
+  p.finished(c, RouteFeedback{4000, 0, 11, 4.1, -1, 0.1});
+}
+
+TEST(RoutingPrefill, AnInstanceFarBehindTheSoonestIsPassedOver) {
+  auto c = fleet_of(3);
+  c[0].in_flight = 1;
+  c[0].prefilling = 32000;  // free slot, busy compute
+  c[1].in_flight = 2;
+  c[1].free = false;  // both slots answering: soon free
+  const LoadBound bound(c, 1.25);
+  const std::vector<std::size_t> none(3, 0);
+  const PrefillCost light(c, bound, 2000, none);
+  EXPECT_FALSE(light.usable(c[0]));
+  EXPECT_FALSE(light.usable(c[1]));  // busy
+  EXPECT_TRUE(light.usable(c[2]));
+  EXPECT_FALSE(light.no_later_than(c[0], c[1]));
+  EXPECT_TRUE(light.no_later_than(c[2], c[1]));
+  EXPECT_EQ(light.free_delay(), 0);  // c[2] is idle
+  // A prompt as long as the one ahead of it starts about as soon there.
+  const PrefillCost heavy(c, bound, 32000, none);
+  EXPECT_TRUE(heavy.usable(c[0]));
+  // What an instance holds of the prompt is not evaluated again.
+  c[2].in_flight = 2;
+  c[2].free = false;
+  const std::vector<std::size_t> held{0, 100, 0};  // 1600 tokens on c[1]
+  const PrefillCost cached(c, bound, 2000, held);
+  EXPECT_EQ(cached.free_delay(), 32000 + 2000 - 400);
+}
+
+// Two instances of two slots: a heavy session prefilling on one, light
+// sessions on the other.
+template <class Policy>
+struct Fleet {
+  FakeClock clock;
+  Policy p{1.25, Homes(clock.fn()), HomeWait(5s, clock.fn())};
+  std::vector<Candidate> c = fleet_of(2);
+  std::size_t heavy_at = 0, light_at = 0;
+  std::vector<std::string> prompts;
+
+  explicit Fleet(const std::string& common = {}) {
+    measure_prefill(p, c[0]);
+    prompts.push_back(prompt_of('h', 32000, common));
+    heavy_at = p.pick(query(prompts.back(), "heavy"), c).position;
+    c[heavy_at].in_flight = 1;
+    c[heavy_at].prefilling = 32000;
+    prompts.push_back(prompt_of('a', 2000, common));
+    light_at = p.pick(query(prompts.back(), "light-a"), c).position;
+  }
+};
+
+template <class Policy>
+void a_new_light_session_waits_instead_of_sitting_beside_a_long_prefill(std::string common) {
+  Fleet<Policy> f(common);
+  auto& c = f.c;
+  ASSERT_NE(f.light_at, f.heavy_at);
+  c[f.light_at].in_flight = 2;  // two light turns answering there
+  c[f.light_at].free = false;
+  const std::string light = prompt_of('b', 2000, common);
+  const auto d = f.p.pick(query(light, "light-b"), c);
+  // The free slot would start it about 32 s late (32,000 tokens ahead at
+  // 1,000 a second): it waits as long, past home_wait's 5 s.
+  ASSERT_TRUE(d.wait_until) << "went to " << d.position;
+  EXPECT_NEAR(std::chrono::duration<double>(*d.wait_until - *f.clock.now).count(),
+              (32000.0 + 2000 - 2000) / 1000, 0.5);
+  // A light slot frees: it goes there.
+  *f.clock.now += 6s;
+  c[f.light_at].in_flight = 1;
+  c[f.light_at].free = true;
+  const auto went = f.p.pick(query(light, "light-b"), c);
+  EXPECT_FALSE(went.wait_until);
+  EXPECT_EQ(went.position, f.light_at);
+  // Once the heavy prompt is evaluated, its instance's free slot is as good.
+  c[f.heavy_at].prefilling = 0;
+  c[f.light_at].in_flight = 2;
+  c[f.light_at].free = false;
+  const std::string other = prompt_of('c', 2000, common);
+  const auto spilled = f.p.pick(query(other, "light-c"), c);
+  EXPECT_FALSE(spilled.wait_until);
+  EXPECT_EQ(spilled.position, f.heavy_at);
+}
+
+TEST(RoutingPrefill, ANewLightSessionWaitsInsteadOfSittingBesideALongPrefill) {
+  a_new_light_session_waits_instead_of_sitting_beside_a_long_prefill<SessionAffinity>({});
+  a_new_light_session_waits_instead_of_sitting_beside_a_long_prefill<PrefixAffinity>({});
+  // Sessions that share a system prompt: every instance matches its blocks.
+  const std::string system(64 * 4, 's');
+  a_new_light_session_waits_instead_of_sitting_beside_a_long_prefill<PrefixAffinity>(system);
+}
+
+TEST(RoutingPrefill, ALightTurnLeavesAHomeBehindAnotherSessionsLongPrefill) {
+  FakeClock clock;
+  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  auto c = fleet_of(2);
+  measure_prefill(p, c[0]);
+  const std::string turn1 = prompt_of('a', 2000);
+  const std::size_t home = p.pick(query(turn1, "light"), c).position;
+  const std::string turn2 = turn1 + prompt_of('b', 300);
+  // A light prompt being evaluated beside it: it goes home.
+  c[home].in_flight = 1;
+  c[home].prefilling = 1500;
+  EXPECT_EQ(p.pick(query(turn2, "light"), c).position, home);
+  // A 32K-token one: the idle instance starts it far sooner, cache or not;
+  // the home stays where its context is.
+  c[home].prefilling = 32000;
+  const auto d = p.pick(query(turn2, "light"), c);
+  EXPECT_FALSE(d.wait_until);
+  EXPECT_NE(d.position, home);
+  EXPECT_EQ(d.reason, RouteReason::bounded_out);
+  EXPECT_EQ(p.home("light"), c[home].index);
+}
+
+TEST(RoutingPrefill, AMovedSessionThatWaitsFirstCountsItsMoveWhenItGoes) {
+  FakeClock clock;
+  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  auto c = fleet_of(3);
+  measure_prefill(p, c[0]);
+  const std::string turn = prompt_of('a', 2000);
+  const std::size_t home = p.pick(query(turn, "s"), c).position;
+  c.erase(c.begin() + static_cast<std::ptrdiff_t>(home));  // its instance died
+  // One survivor answering two light turns, the other prefilling 32K tokens.
+  c[0].in_flight = 2;
+  c[0].free = false;
+  c[1].in_flight = 1;
+  c[1].prefilling = 32000;
+  ASSERT_TRUE(p.pick(query(turn, "s"), c).wait_until);
+  c[0].in_flight = 1;
+  c[0].free = true;
+  const auto went = p.pick(query(turn, "s"), c);
+  EXPECT_EQ(went.position, 0u);
+  EXPECT_EQ(went.reason, RouteReason::session_moved);
+  EXPECT_EQ(p.home("s"), c[0].index);
+}
+
+TEST(RoutingPrefill, AWaitAsLongAsTheSlowSlotsDelayOutlastsHomeWait) {
+  FakeClock clock;
+  HomeWait wait(5s, clock.fn());
+  const auto start = *clock.now;
+  EXPECT_EQ(wait.until("s", true, 30s), start + 30s);
+  *clock.now += 10s;
+  EXPECT_EQ(wait.until("s", true, 30s), start + 30s);
+  EXPECT_EQ(wait.until("t", true, 1s), *clock.now + 5s);  // never shorter than home_wait
+  HomeWait never(0s, clock.fn());
+  EXPECT_FALSE(never.until("s", true, 30s));
+}
+
+}  // namespace
+}  // namespace switchyard::gateway
