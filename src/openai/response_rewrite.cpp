@@ -1,5 +1,7 @@
 #include "openai/response_rewrite.h"
 
+#include <span>
+
 #include "common/byte_search.h"
 #include "common/json_text.h"
 #include "openai/json_scan.h"
@@ -51,8 +53,8 @@ ResponseRewriter::ResponseRewriter(std::string client_model, bool strip_usage_ch
       strip_usage_chunk_(strip_usage_chunk),
       stream_usage_(stream_usage) {}
 
-void ResponseRewriter::note_usage(std::string_view json) {
-  if (auto u = find_usage(json)) {
+void ResponseRewriter::note_usage(const std::optional<Usage>& u) {
+  if (u) {
     if (usage_)
       usage_->merge(*u);
     else
@@ -111,10 +113,21 @@ void ResponseRewriter::splice(std::string_view json, std::string_view token,
 }
 
 void ResponseRewriter::rewrite_body(std::string& json) {
-  if (mentions_usage(json)) note_usage(json);
-  if (model_token_.empty()) return;
-  const auto token = model_to_replace(json);
-  if (!token) return;
+  // One scan for both members: a body's `usage` comes last, its `model`
+  // first. The stream's shortcuts (SeenModel, Anthropic's message_start)
+  // do not apply to a body sent whole.
+  const bool usage_here = mentions_usage(json);
+  if (model_token_.empty() && !usage_here) return;
+  static constexpr std::string_view keys[] = {"model", "usage"};
+  std::optional<std::string_view> found[2];
+  const std::size_t wanted = usage_here ? 2 : 1;
+  member_texts(json, std::span(keys, wanted), std::span(found, wanted));
+  if (usage_here) {
+    // Top-level `usage` (OpenAI, Anthropic), else llama.cpp's own members.
+    note_usage(found[1] ? parse_usage_object(*found[1]) : find_usage(json));
+  }
+  const auto token = found[0];
+  if (model_token_.empty() || !token || !token->starts_with('"') || *token == model_token_) return;
   std::string out;
   out.reserve(json.size() + model_token_.size());
   splice(json, *token, out);
@@ -132,7 +145,7 @@ bool ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
   // Most chunks carry no usage: a substring search is far cheaper than a scan.
   const bool has_usage = usage_search(stream_usage_).find(*json).has_value();
   if (has_usage) {
-    note_usage(*json);
+    note_usage(find_usage(*json));
     if (strip_usage_chunk_ && member_text(*json, "choices") == std::string_view("[]"))
       return text.has_value();
   }

@@ -47,7 +47,8 @@ class ResponseRewriter {
   std::optional<std::string_view> model_to_replace(std::string_view json);
   // Appends `text` to `out` with `token` (a view into it) replaced.
   void splice(std::string_view text, std::string_view token, std::string& out) const;
-  void note_usage(std::string_view json);
+  // Merges `u`, when there is one, into the usage seen so far.
+  void note_usage(const std::optional<Usage>& u);
 
   std::string model_token_;  // the client's model as a JSON string; empty: no rewrite
   bool strip_usage_chunk_;

@@ -128,6 +128,37 @@ TEST(ResponseRewriter, AnthropicDeltasPassAndTheirUsageMerges) {
   EXPECT_EQ(r.usage()->completion_tokens, 9);
 }
 
+TEST(ResponseRewriter, ReadsABodysUsageInEachEnginesShape) {
+  // llama.cpp's own /completion: no `usage`, members of its own.
+  ResponseRewriter native("m", false);
+  std::string completion =
+      R"({"content":"hi","model":"/x.gguf","tokens_predicted":7,"tokens_evaluated":12})";
+  native.rewrite_body(completion);
+  EXPECT_EQ(completion,
+            R"({"content":"hi","model":"m","tokens_predicted":7,"tokens_evaluated":12})");
+  ASSERT_TRUE(native.usage());
+  EXPECT_EQ(native.usage()->prompt_tokens, 12);
+  EXPECT_EQ(native.usage()->completion_tokens, 7);
+  // Anthropic's message: its input tokens leave out what was read from the cache.
+  ResponseRewriter anthropic("claude", false);
+  std::string message =
+      R"({"id":"m1","type":"message","model":"/x.gguf","content":[],)"
+      R"("usage":{"input_tokens":5,"cache_read_input_tokens":20,"output_tokens":3}})";
+  anthropic.rewrite_body(message);
+  EXPECT_NE(message.find(R"("model":"claude")"), std::string::npos);
+  ASSERT_TRUE(anthropic.usage());
+  EXPECT_EQ(anthropic.usage()->prompt_tokens, 25);
+  EXPECT_EQ(anthropic.usage()->cached_tokens, 20);
+  EXPECT_EQ(anthropic.usage()->completion_tokens, 3);
+  // Without a client model to name, usage is still read.
+  ResponseRewriter unnamed("", false);
+  std::string body = R"({"model":"/x.gguf","usage":{"prompt_tokens":2,"completion_tokens":1}})";
+  unnamed.rewrite_body(body);
+  EXPECT_EQ(body, R"({"model":"/x.gguf","usage":{"prompt_tokens":2,"completion_tokens":1}})");
+  ASSERT_TRUE(unnamed.usage());
+  EXPECT_EQ(unnamed.usage()->prompt_tokens, 2);
+}
+
 TEST(ResponseRewriter, AnEmptyClientModelChangesNothing) {
   ResponseRewriter r("", false);
   std::string body = R"({"model":"/x.gguf","tokens":[1,2]})";
