@@ -424,7 +424,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
 
 void Gateway::Impl::record_usage(const RequestContext& ctx) {
   const auto& r = ctx.record;
-  tenancy::UsageRow row;
+  tenancy::UsageRowView row;  // views into the request's own strings
   const auto arrival = std::chrono::system_clock::now() -
                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
                            std::chrono::duration<double>(r.seconds_since_start()));
@@ -432,9 +432,9 @@ void Gateway::Impl::record_usage(const RequestContext& ctx) {
       std::chrono::duration_cast<std::chrono::milliseconds>(arrival.time_since_epoch()).count();
   row.request_id = r.id;
   row.key = ctx.key_name;
-  row.model = r.model.empty() ? ctx.model : r.model;
+  row.model = r.model.empty() ? std::string_view(ctx.model) : std::string_view(r.model);
   row.instance = r.instance;
-  row.endpoint = std::string(ctx.route.path);
+  row.endpoint = ctx.route.path;
   row.outcome = to_string(r.outcome());
   row.status = r.logged_status();
   if (r.usage) {
@@ -446,10 +446,10 @@ void Gateway::Impl::record_usage(const RequestContext& ctx) {
   row.ttft_ms = r.ttfb < 0 ? -1 : r.ttfb * 1000;
   row.duration_ms = r.seconds_since_start() * 1000;
   row.session = ctx.session;
-  if (!row.key.empty())
-    usage_today.add(row.key, row.prompt_tokens, row.completion_tokens,
+  if (!ctx.key_name.empty())
+    usage_today.add(ctx.key_name, row.prompt_tokens, row.completion_tokens,
                     std::chrono::system_clock::now());
-  ledger.submit(std::move(row));
+  ledger.submit(row);
 }
 
 http::Response Gateway::Impl::local_response(const Route& route,

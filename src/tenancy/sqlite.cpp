@@ -22,6 +22,10 @@ Statement& Statement::bind(int index, std::string_view text) {
   sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
   return *this;
 }
+Statement& Statement::bind_view(int index, std::string_view text) {
+  sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
+  return *this;
+}
 Statement& Statement::bind_blob(int index, const void* data, std::size_t size) {
   sqlite3_bind_blob(stmt_, index, data, static_cast<int>(size), SQLITE_TRANSIENT);
   return *this;

@@ -30,6 +30,8 @@ class Statement {
   Statement& bind(int index, std::int64_t value);
   Statement& bind(int index, double value);
   Statement& bind(int index, std::string_view text);
+  // Without a copy: `text` must stay valid until the statement has run.
+  Statement& bind_view(int index, std::string_view text);
   Statement& bind_blob(int index, const void* data, std::size_t size);
   Statement& bind_null(int index);
   Statement& bind(int index, const std::optional<std::int64_t>& value) {

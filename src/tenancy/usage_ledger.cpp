@@ -17,31 +17,39 @@ namespace {
 // Batches are written at most this often, so a burst is one transaction.
 constexpr auto batch_interval = std::chrono::milliseconds(100);
 
+using PendingRow = BasicUsageRow<UsageLedger::TextSpan>;
+
 Result<Done> write_batch(Database& db, Statement& insert, Statement& touch,
-                         const std::vector<UsageRow>& rows) {
+                         const std::vector<PendingRow>& pending, std::string_view text) {
   if (auto ok = db.exec("BEGIN IMMEDIATE"); !ok) return ok.error();
-  std::map<std::string, std::int64_t> last_used;  // seconds, by key
-  for (const auto& r : rows) {
+  std::map<std::string, std::int64_t, std::less<>> last_used;  // seconds, by key
+  for (const auto& p : pending) {
+    const auto r = p.with_texts<std::string_view>(
+        [&](UsageLedger::TextSpan span) { return text.substr(span.at, span.size); });
+    // The texts stay in `text` until the statement has run.
     insert.bind(1, r.time_ms)
-        .bind(2, r.request_id)
-        .bind(3, r.key)
-        .bind(4, r.model)
-        .bind(5, r.instance)
-        .bind(6, r.endpoint)
-        .bind(7, r.outcome)
+        .bind_view(2, r.request_id)
+        .bind_view(3, r.key)
+        .bind_view(4, r.model)
+        .bind_view(5, r.instance)
+        .bind_view(6, r.endpoint)
+        .bind_view(7, r.outcome)
         .bind(8, std::int64_t{r.status})
         .bind(9, r.prompt_tokens)
         .bind(10, r.cached_tokens)
         .bind(11, r.completion_tokens)
         .bind(12, r.max_tokens)
         .bind(14, r.duration_ms)
-        .bind(15, r.session);
+        .bind_view(15, r.session);
     r.ttft_ms >= 0 ? insert.bind(13, r.ttft_ms) : insert.bind_null(13);
     if (auto ok = insert.run(); !ok) {
       (void)db.exec("ROLLBACK");
       return ok.error();
     }
-    if (!r.key.empty()) last_used[r.key] = std::max(last_used[r.key], r.time_ms / 1000);
+    if (!r.key.empty()) {
+      auto [it, added] = last_used.try_emplace(std::string(r.key), r.time_ms / 1000);
+      if (!added) it->second = std::max(it->second, r.time_ms / 1000);
+    }
   }
   for (const auto& [key, seconds] : last_used) {
     touch.bind(1, key).bind(2, seconds);
@@ -67,7 +75,7 @@ UsageLedger::~UsageLedger() {
   thread_.join();
 }
 
-bool UsageLedger::submit(UsageRow row) {
+bool UsageLedger::submit(const UsageRowView& row) {
   std::lock_guard lock(mutex_);
   if (pending_.size() >= capacity_) {
     if (dropped_++ % 1000 == 0)
@@ -75,7 +83,12 @@ bool UsageLedger::submit(UsageRow row) {
                    dropped_);
     return false;
   }
-  pending_.push_back(std::move(row));
+  pending_.push_back(row.with_texts<TextSpan>([&](std::string_view text) {
+    const TextSpan span{static_cast<std::uint32_t>(pending_text_.size()),
+                        static_cast<std::uint32_t>(text.size())};
+    pending_text_.append(text);
+    return span;
+  }));
   ++submitted_;
   return true;
 }
@@ -105,7 +118,8 @@ void UsageLedger::run() {
   std::optional<Database> db;
   std::optional<Statement> insert, touch;
   bool failing = false;
-  std::vector<UsageRow> batch;
+  std::vector<PendingRow> batch;
+  std::string batch_text;
   std::unique_lock lock(mutex_);
   for (;;) {
     // Waiting out the interval even with rows pending is what makes a batch:
@@ -115,6 +129,8 @@ void UsageLedger::run() {
     flush_wanted_ = false;
     batch.clear();
     batch.swap(pending_);
+    batch_text.clear();
+    batch_text.swap(pending_text_);
     const bool stopping = stop_;
     lock.unlock();
     if (!batch.empty()) {
@@ -140,7 +156,7 @@ void UsageLedger::run() {
           spdlog::error("usage ledger: {}", opened.error().message);
         }
       }
-      auto written = db ? write_batch(*db, *insert, *touch, batch)
+      auto written = db ? write_batch(*db, *insert, *touch, batch, batch_text)
                         : Result<Done>(Error{"the state database is not open"});
       if (!written) {
         if (!failing)

@@ -10,19 +10,24 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 namespace switchyard::tenancy {
 
-struct UsageRow {
+// A row of the ledger, its texts held as `Text`: owned strings as read
+// back (UsageRow), views into a request's own strings when submitted
+// (UsageRowView), and spans of the ledger's buffer while it waits there.
+template <class Text>
+struct BasicUsageRow {
   std::int64_t time_ms = 0;  // Unix milliseconds at the request's arrival
-  std::string request_id;
-  std::string key;  // the key's name; empty without keys
-  std::string model;
-  std::string instance;  // empty when none was chosen
-  std::string endpoint;  // the route's path
-  std::string outcome;   // ok, error, upstream_failed, client_closed
+  Text request_id{};
+  Text key{};  // the key's name; empty without keys
+  Text model{};
+  Text instance{};  // empty when none was chosen
+  Text endpoint{};  // the route's path
+  Text outcome{};   // ok, error, upstream_failed, client_closed
   int status = 0;
   std::int64_t prompt_tokens = 0;
   std::int64_t cached_tokens = 0;
@@ -30,11 +35,45 @@ struct UsageRow {
   std::optional<std::int64_t> max_tokens;  // as asked, for a replayable trace
   double ttft_ms = -1;                     // < 0: no first byte
   double duration_ms = 0;
-  std::string session;
+  Text session{};
+
+  // The same row with each text mapped by `f`.
+  template <class To, class F>
+  BasicUsageRow<To> with_texts(F f) const {
+    BasicUsageRow<To> o;
+    o.time_ms = time_ms;
+    o.request_id = f(request_id);
+    o.key = f(key);
+    o.model = f(model);
+    o.instance = f(instance);
+    o.endpoint = f(endpoint);
+    o.outcome = f(outcome);
+    o.status = status;
+    o.prompt_tokens = prompt_tokens;
+    o.cached_tokens = cached_tokens;
+    o.completion_tokens = completion_tokens;
+    o.max_tokens = max_tokens;
+    o.ttft_ms = ttft_ms;
+    o.duration_ms = duration_ms;
+    o.session = f(session);
+    return o;
+  }
 };
+
+using UsageRow = BasicUsageRow<std::string>;
+using UsageRowView = BasicUsageRow<std::string_view>;
+
+inline UsageRowView view_of(const UsageRow& row) {
+  return row.with_texts<std::string_view>([](const std::string& s) { return std::string_view(s); });
+}
 
 class UsageLedger {
  public:
+  // Where a pending row's text is in the ledger's buffer.
+  struct TextSpan {
+    std::uint32_t at = 0, size = 0;
+  };
+
   // `path`: the state database (its schema created by open_state_db).
   // `capacity`: rows buffered at most between two batches.
   explicit UsageLedger(std::string path, std::size_t capacity = 16384);
@@ -42,9 +81,12 @@ class UsageLedger {
   UsageLedger(const UsageLedger&) = delete;
   UsageLedger& operator=(const UsageLedger&) = delete;
 
-  // Thread-safe and never waits on I/O. False when the buffer is full (the
-  // row is dropped and counted).
-  bool submit(UsageRow row);
+  // Thread-safe and never waits on I/O: the row's texts are copied into one
+  // buffer, so a row costs no allocation of its own (seven strings a row,
+  // allocated on the I/O thread and freed on the writer's, contended for
+  // glibc's arena lock). False when the buffer is full (the row is dropped
+  // and counted).
+  bool submit(const UsageRowView& row);
   // Blocks until every row submitted so far is written (tests, shutdown).
   void flush();
   std::uint64_t dropped() const;
@@ -59,7 +101,8 @@ class UsageLedger {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable written_;
-  std::vector<UsageRow> pending_;
+  std::vector<BasicUsageRow<TextSpan>> pending_;
+  std::string pending_text_;  // the pending rows' texts
   std::uint64_t submitted_ = 0, done_ = 0, dropped_ = 0;
   bool stop_ = false;
   bool flush_wanted_ = false;  // flush(): write now, not at the next interval

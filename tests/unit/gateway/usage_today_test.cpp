@@ -64,10 +64,10 @@ TEST(UsageToday, SeededWithTodaysLedgerRowsOnly) {
       r.completion_tokens = completion;
       return r;
     };
-    ledger.submit(row(kMorningMs - 11 * 3600 * 1000, "alice", 1000, 1000));  // yesterday
-    ledger.submit(row(kMorningMs - 9 * 3600 * 1000, "alice", 10, 20));       // 01:00 today
-    ledger.submit(row(kMorningMs, "alice", 1, 2));
-    ledger.submit(row(kMorningMs, "bob", 3, 4));
+    ledger.submit(view_of(row(kMorningMs - 11 * 3600 * 1000, "alice", 1000, 1000)));  // yesterday
+    ledger.submit(view_of(row(kMorningMs - 9 * 3600 * 1000, "alice", 10, 20)));       // 01:00 today
+    ledger.submit(view_of(row(kMorningMs, "alice", 1, 2)));
+    ledger.submit(view_of(row(kMorningMs, "bob", 3, 4)));
     ledger.flush();
   }
   const auto u = UsageToday::from_ledger(path, kMorning + 1h);

@@ -43,9 +43,9 @@ struct LedgerTest : testing::Test {
 TEST_F(LedgerTest, RowsAreWrittenInBatchesAndTotalled) {
   {
     UsageLedger ledger(path);
-    EXPECT_TRUE(ledger.submit(row(1000, "alice", "m", 10, 5)));
-    EXPECT_TRUE(ledger.submit(row(2000, "alice", "n", 20, 5)));
-    EXPECT_TRUE(ledger.submit(row(3000, "bob", "m", 1, 1, 429)));
+    EXPECT_TRUE(ledger.submit(view_of(row(1000, "alice", "m", 10, 5))));
+    EXPECT_TRUE(ledger.submit(view_of(row(2000, "alice", "n", 20, 5))));
+    EXPECT_TRUE(ledger.submit(view_of(row(3000, "bob", "m", 1, 1, 429))));
     ledger.flush();
     auto db = Database::open(path, true);
     ASSERT_TRUE(db);
@@ -60,7 +60,14 @@ TEST_F(LedgerTest, RowsAreWrittenInBatchesAndTotalled) {
     ASSERT_TRUE(since);
     ASSERT_EQ(since->size(), 2u);
     EXPECT_EQ((*since)[0].model, "n");
-    EXPECT_TRUE(ledger.submit(row(4000, "carol", "m", 1, 1)));
+    // Every text as it was submitted (the ledger packs them into one buffer).
+    EXPECT_EQ((*since)[0].request_id, "r2000");
+    EXPECT_EQ((*since)[0].key, "alice");
+    EXPECT_EQ((*since)[0].endpoint, "/v1/chat/completions");
+    EXPECT_EQ((*since)[1].outcome, "error");
+    EXPECT_EQ((*since)[1].key, "bob");
+    EXPECT_EQ((*since)[1].instance, "");
+    EXPECT_TRUE(ledger.submit(view_of(row(4000, "carol", "m", 1, 1))));
   }  // the destructor writes what is left
   auto db = Database::open(path, true);
   auto rows = usage_rows(*db, 0);
@@ -71,7 +78,7 @@ TEST_F(LedgerTest, RowsAreWrittenInBatchesAndTotalled) {
 TEST_F(LedgerTest, AFullBufferDropsAndCountsNeverBlocks) {
   UsageLedger ledger(path, /*capacity=*/2);
   int accepted = 0;
-  for (int i = 0; i < 1000; ++i) accepted += ledger.submit(row(i, "k", "m", 1, 1));
+  for (int i = 0; i < 1000; ++i) accepted += ledger.submit(view_of(row(i, "k", "m", 1, 1)));
   EXPECT_GE(accepted, 2);
   EXPECT_EQ(ledger.dropped(), static_cast<std::uint64_t>(1000 - accepted));
 }
@@ -81,7 +88,7 @@ TEST_F(LedgerTest, LastUsedFollowsTheLedger) {
   ASSERT_TRUE(store);
   ASSERT_TRUE(store->create("alice", {}, 1));
   UsageLedger ledger(path);
-  ledger.submit(row(5'000'000, "alice", "m", 1, 1));
+  ledger.submit(view_of(row(5'000'000, "alice", "m", 1, 1)));
   ledger.flush();
   EXPECT_EQ(store->find("alice")->last_used, 5000);
 }
