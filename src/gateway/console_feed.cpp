@@ -72,20 +72,20 @@ void ConsoleFeed::finish(const RequestRecord& record, const std::string& key,
     *it = running_.back();
     running_.pop_back();
   }
-  FinishedRequest f;
-  f.id = record.id;
-  f.key = key;
-  f.session = session;
-  f.model = record.model;
-  f.instance = record.instance;
-  f.outcome = to_string(record.outcome());
+  FinishedRequest& f = recent_[recent_next_];
+  f.id.assign(record.id);
+  f.key.assign(key);
+  f.session.assign(session);
+  f.model.assign(record.model);
+  f.instance.assign(record.instance);
+  f.outcome.assign(to_string(record.outcome()));
   f.status = record.logged_status();
   f.ttft = record.ttfb;
   f.duration = record.seconds_since_start();
   f.completion_tokens = record.usage ? record.usage->completion_tokens : -1;
   f.at = unix_now();
-  recent_.push_front(std::move(f));
-  if (recent_.size() > kRecent) recent_.pop_back();
+  recent_next_ = (recent_next_ + 1) % kRecent;
+  recent_count_ = std::min(recent_count_ + 1, kRecent);
   if (record.ttfb >= 0) ttfts_.push_back(record.ttfb);
   switch (record.outcome()) {
     case RequestRecord::Outcome::ok:

@@ -8,6 +8,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -66,7 +67,12 @@ class ConsoleFeed {
   void finish(const RequestRecord& record, const std::string& key, const std::string& session);
 
   const std::vector<Running>& running() const { return running_; }
-  const std::deque<FinishedRequest>& recent() const { return recent_; }
+  // The last kRecent finished requests, newest first.
+  template <class F>
+  void each_recent(F f) const {
+    for (std::size_t i = 0; i < recent_count_; ++i)
+      f(recent_[(recent_next_ + kRecent - 1 - i) % kRecent]);
+  }
   const std::deque<ChartPoint>& history() const { return history_; }
 
   // The event streams' waits for their next tick: something worth showing
@@ -84,7 +90,11 @@ class ConsoleFeed {
   std::function<Gauges()> gauges_;
   boost::asio::steady_timer timer_;
   std::vector<Running> running_;
-  std::deque<FinishedRequest> recent_;
+  // A ring written in place: a finished request reuses the strings of the
+  // one it replaces (a deque allocated a block every other request, and
+  // six strings each).
+  std::array<FinishedRequest, kRecent> recent_;
+  std::size_t recent_next_ = 0, recent_count_ = 0;
   std::deque<ChartPoint> history_;
   std::set<boost::asio::steady_timer*> streams_;
   // The second in progress.

@@ -91,7 +91,7 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
                                    {"elapsed", record->seconds_since_start()},
                                    {"ttft", record->ttfb}});
   json::array recent;
-  for (const auto& r : feed.recent())
+  feed.each_recent([&](const FinishedRequest& r) {
     recent.push_back(json::object{{"id", r.id},
                                   {"key", r.key},
                                   {"session", r.session},
@@ -103,6 +103,7 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
                                   {"duration", r.duration},
                                   {"completion_tokens", r.completion_tokens},
                                   {"at", r.at}});
+  });
   json::object body{{"draining", status.draining},   {"instances", std::move(instances)},
                     {"models", std::move(models)},   {"findings", std::move(findings)},
                     {"running", std::move(running)}, {"recent", std::move(recent)}};
