@@ -127,11 +127,17 @@ TEST(RoutingPrefill, ANewLightSessionWaitsInsteadOfSittingBesideALongPrefill) {
   a_new_light_session_waits_instead_of_sitting_beside_a_long_prefill<PrefixAffinity>(system);
 }
 
-TEST(RoutingPrefill, ALightTurnLeavesAHomeBehindAnotherSessionsLongPrefill) {
+// The session policy, its prefill rate measured, on `n` idle instances.
+struct SessionFleet {
   FakeClock clock;
-  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
-  auto c = fleet_of(2);
-  measure_prefill(p, c[0]);
+  SessionAffinity p{1.25, Homes(clock.fn()), HomeWait(5s, clock.fn())};
+  std::vector<Candidate> c;
+  explicit SessionFleet(int n) : c(fleet_of(n)) { measure_prefill(p, c[0]); }
+};
+
+TEST(RoutingPrefill, ALightTurnLeavesAHomeBehindAnotherSessionsLongPrefill) {
+  SessionFleet f(2);
+  auto& [clock, p, c] = f;
   const std::string turn1 = prompt_of('a', 2000);
   const std::size_t home = p.pick(query(turn1, "light"), c).position;
   const std::string turn2 = turn1 + prompt_of('b', 300);
@@ -150,10 +156,8 @@ TEST(RoutingPrefill, ALightTurnLeavesAHomeBehindAnotherSessionsLongPrefill) {
 }
 
 TEST(RoutingPrefill, AMovedSessionThatWaitsFirstCountsItsMoveWhenItGoes) {
-  FakeClock clock;
-  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
-  auto c = fleet_of(3);
-  measure_prefill(p, c[0]);
+  SessionFleet f(3);
+  auto& [clock, p, c] = f;
   const std::string turn = prompt_of('a', 2000);
   const std::size_t home = p.pick(query(turn, "s"), c).position;
   c.erase(c.begin() + static_cast<std::ptrdiff_t>(home));  // its instance died
