@@ -27,6 +27,9 @@
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs, raw results and profiles in DIR
 #                     (default: a temp dir, removed at exit)
+#   --streaming ...   the streaming comparison instead: relayed SSE chunks,
+#                     CPU per 1,000 chunks against nginx (bench/streaming.sh;
+#                     the options after it are that script's, --help lists them)
 #
 # Needs wrk and nginx (Debian: wrk, nginx-light); when missing and run as
 # root it installs them with apt-get, otherwise it stops and says so.
@@ -53,6 +56,7 @@ out=""
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --streaming) shift; exec "$here/streaming.sh" "$@" ;;
     --duration) duration="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --conns) conns="$2"; shift 2 ;;
