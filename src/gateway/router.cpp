@@ -135,7 +135,11 @@ double Router::match(const RouteQuery& query, std::size_t index) {
 }
 
 void Router::answering(std::size_t index, long prefill_tokens) {
-  if (prefill_tokens > 0) prefilling_[index] -= prefill_tokens;
+  if (prefill_tokens <= 0) return;
+  prefilling_[index] -= prefill_tokens;
+  // Its free slots start a request sooner now: a request waiting because
+  // they were behind this prefill may take one.
+  if (on_release_) on_release_(index, instances_[index]->model());
 }
 
 void Router::release(std::size_t index) {

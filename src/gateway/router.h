@@ -110,7 +110,9 @@ class Router {
   // The policy's name, the label of the decisions metric.
   const char* policy_name() const { return policy_->name(); }
 
-  // Called whenever a slot frees; the wait queue hands it on from there.
+  // Called whenever a slot frees, and when a request's prompt is evaluated
+  // (the instance's free slots start the next one sooner); the wait queue
+  // hands the slot on from there.
   void on_release(std::function<void(std::size_t index, const std::string& model)> callback) {
     on_release_ = std::move(callback);
   }

@@ -9,10 +9,16 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
+#include "gateway/router.h"
 #include "gateway/routing/balance.h"
 #include "gateway/routing/home_wait.h"
 #include "gateway/routing/prefix_affinity.h"
 #include "gateway/routing/session_affinity.h"
+#include "gateway/wait_queue.h"
+#include "instance_table.h"
+#include "queue_driver.h"
 #include "routing_fixtures.h"
 
 namespace switchyard::gateway {
@@ -173,6 +179,50 @@ TEST(RoutingPrefill, AMovedSessionThatWaitsFirstCountsItsMoveWhenItGoes) {
   EXPECT_EQ(went.position, 0u);
   EXPECT_EQ(went.reason, RouteReason::session_moved);
   EXPECT_EQ(p.home("s"), c[0].index);
+}
+
+// The router and the queue: when the prefill ahead of a free slot ends, a
+// request waiting because of it takes the slot at once, not at its wait's
+// end.
+TEST(RoutingPrefill, AWaiterTakesTheSlotBesideAPrefillOnceItsFirstTokenGoesOut) {
+  FakeClock clock;
+  *clock.now += 1h;  // the queue's timer for the wait's end (real time) never fires here
+  InstanceTable table;
+  testing_support::add_instance(table, "m", 2);
+  testing_support::add_instance(table, "m", 2);
+  auto owned = std::make_unique<SessionAffinity>(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
+  measure_prefill(*owned, Candidate{0, 0, 2, true, 0, 0, "i0"});
+  Router router(table, std::move(owned));
+  boost::asio::io_context io;
+  WaitQueue queue(io.get_executor(), router, fleet::QueueOptions{100, 60s});
+  router.on_release(
+      [&](std::size_t index, const std::string& model) { queue.dispatch(model, index); });
+
+  const std::string heavy = prompt_of('h', 32000), a = prompt_of('a', 2000),
+                    b = prompt_of('b', 2000), c = prompt_of('c', 2000);
+  auto prefilling = router.acquire(query(heavy, "heavy"));
+  auto light_a = router.acquire(query(a, "a"));
+  auto light_b = router.acquire(query(b, "b"));
+  ASSERT_TRUE(prefilling && light_a && light_b);
+  ASSERT_EQ(light_a->instance(), light_b->instance());  // the light instance, both slots
+  ASSERT_NE(light_a->instance(), prefilling->instance());
+  light_a->answering();
+  light_b->answering();
+
+  std::vector<std::size_t> granted;
+  std::vector<RouteLease> held;
+  testing_support::submit(io, queue, query(c, "c"), QueueShare{0, 1, 100}, 60s,
+                          [&](RouteLease lease) {
+                            granted.push_back(lease.instance());
+                            held.push_back(std::move(lease));
+                          });
+  EXPECT_TRUE(granted.empty());  // the free slot is behind 32K tokens of prefill
+  EXPECT_EQ(queue.depth("m"), 1);
+  prefilling->answering();
+  testing_support::run_ready(io);
+  ASSERT_EQ(granted.size(), 1u);
+  EXPECT_EQ(granted[0], prefilling->instance());
+  EXPECT_EQ(queue.depth("m"), 0);
 }
 
 TEST(RoutingPrefill, AWaitAsLongAsTheSlowSlotsDelayOutlastsHomeWait) {
