@@ -1,10 +1,16 @@
 // Candidates and queries for the tests of the routing policies.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "gateway/routing/home_wait.h"
+#include "gateway/routing/homes.h"
 #include "gateway/routing/policy.h"
 
 namespace switchyard::gateway::testing_support {
@@ -26,5 +32,39 @@ inline RouteQuery query(std::string_view prompt, std::string_view session = {}) 
   q.session = session;
   return q;
 }
+
+// A clock the test moves. It starts an hour ahead of the real clock, so
+// that a wait queue's timers for waits' ends (real time) never fire during
+// a test.
+struct FakeClock {
+  using Clock = std::chrono::steady_clock;
+  std::shared_ptr<Clock::time_point> now =
+      std::make_shared<Clock::time_point>(Clock::now() + std::chrono::hours(1));
+  std::function<Clock::time_point()> fn() const {
+    return [now = now] { return *now; };
+  }
+  void advance(std::chrono::milliseconds d) const { *now += d; }
+};
+
+// A prompt of about `tokens` tokens of `topic` (4 bytes each) after `common`.
+inline std::string prompt_of(char topic, long tokens, const std::string& common = {}) {
+  return common + std::string(static_cast<std::size_t>(tokens) * 4, topic);
+}
+
+// 1000 prompt tokens a second, measured on a streamed answer.
+template <class Policy>
+void measure_prefill(Policy& p, const Candidate& c) {
+  p.finished(c, RouteFeedback{4000, 0, 11, 4.1, -1, 0.1});
+}
+
+// An affinity policy (home_wait 5 s, the fake clock) whose prefill rate is
+// measured, on `n` idle instances of `slots` slots.
+template <class Policy>
+struct MeasuredFleet {
+  FakeClock clock;
+  Policy p{1.25, Homes(clock.fn()), HomeWait(std::chrono::seconds(5), clock.fn())};
+  std::vector<Candidate> c;
+  explicit MeasuredFleet(int n, int slots = 2) : c(fleet_of(n, slots)) { measure_prefill(p, c[0]); }
+};
 
 }  // namespace switchyard::gateway::testing_support

@@ -22,44 +22,19 @@
 namespace switchyard::gateway {
 namespace {
 
-using testing_support::fleet_of;
-using testing_support::query;
+using namespace testing_support;  // fleets, queries, the fake clock
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-// Starts an hour ahead of the real clock, so that the queue's timers for
-// the waits' ends (real time) never fire during a test.
-struct FakeClock {
-  std::shared_ptr<Clock::time_point> now = std::make_shared<Clock::time_point>(Clock::now() + 1h);
-  std::function<Clock::time_point()> fn() const {
-    return [now = now] { return *now; };
-  }
-  void advance(std::chrono::milliseconds d) const { *now += d; }
-};
 
 void busy(std::vector<Candidate>& c, std::size_t i) {
   c[i].in_flight = c[i].slots;
   c[i].free = false;
 }
 
-// 1000 prompt tokens a second, measured on a streamed answer.
-template <class Policy>
-void measure_prefill(Policy& p, const Candidate& c) {
-  p.finished(c, RouteFeedback{4000, 0, 11, 4.1, -1, 0.1});
-}
-
-// A prompt of about `tokens` tokens (4 bytes each).
-std::string prompt_of(char topic, long tokens) {
-  return std::string(static_cast<std::size_t>(tokens) * 4, topic);
-}
-
 TEST(RoutingHomeWait, ABusyHomesSessionWaitsWhenItsPrefillOutweighsTheWaitThenSpills) {
-  FakeClock clock;
-  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
-  auto c = fleet_of(2, 1);
-  measure_prefill(p, c[0]);
+  MeasuredFleet<SessionAffinity> f(2, 1);
+  auto& [clock, p, c] = f;
   const std::string turn = prompt_of('s', 10000);  // 10 s of prefill elsewhere
   const auto placed = p.pick(query(turn, "s"), c);
   EXPECT_FALSE(placed.home_waited);
@@ -87,10 +62,8 @@ TEST(RoutingHomeWait, ABusyHomesSessionWaitsWhenItsPrefillOutweighsTheWaitThenSp
 }
 
 TEST(RoutingHomeWait, ASessionThatGetsItsHomeInTimeSaysHowLongItWaited) {
-  FakeClock clock;
-  SessionAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
-  auto c = fleet_of(2, 1);
-  measure_prefill(p, c[0]);
+  MeasuredFleet<SessionAffinity> f(2, 1);
+  auto& [clock, p, c] = f;
   const std::string turn = prompt_of('s', 10000);
   const auto home = p.pick(query(turn, "s"), c).position;
   auto busy_home = c;
@@ -191,10 +164,8 @@ TEST(RoutingHomeWait, UnmeasuredPrefillNeverWaits) {
 }
 
 TEST(RoutingHomeWait, APrefixWaitsForTheInstanceHoldingIt) {
-  FakeClock clock;
-  PrefixAffinity p(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
-  auto c = fleet_of(2, 1);
-  measure_prefill(p, c[0]);
+  MeasuredFleet<PrefixAffinity> f(2, 1);
+  auto& [clock, p, c] = f;
   const std::string turn = prompt_of('p', 10000);
   const auto home = p.pick(query(turn, "s"), c).position;
   busy(c, home);

@@ -24,28 +24,8 @@
 namespace switchyard::gateway {
 namespace {
 
-using testing_support::fleet_of;
-using testing_support::query;
+using namespace testing_support;  // fleets, queries, the fake clock
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-struct FakeClock {
-  std::shared_ptr<Clock::time_point> now = std::make_shared<Clock::time_point>(Clock::now());
-  std::function<Clock::time_point()> fn() const {
-    return [now = now] { return *now; };
-  }
-};
-
-// `tokens` tokens of `topic` (4 bytes a token) after `common`.
-std::string prompt_of(char topic, long tokens, const std::string& common = {}) {
-  return common + std::string(static_cast<std::size_t>(tokens) * 4, topic);
-}
-
-// 1000 prompt tokens a second, measured on a streamed answer.
-template <class Policy>
-void measure_prefill(Policy& p, const Candidate& c) {
-  p.finished(c, RouteFeedback{4000, 0, 11, 4.1, -1, 0.1});
-}
 
 TEST(RoutingPrefill, AnInstanceFarBehindTheSoonestIsPassedOver) {
   auto c = fleet_of(3);
@@ -76,15 +56,12 @@ TEST(RoutingPrefill, AnInstanceFarBehindTheSoonestIsPassedOver) {
 // Two instances of two slots: a heavy session prefilling on one, light
 // sessions on the other.
 template <class Policy>
-struct Fleet {
-  FakeClock clock;
-  Policy p{1.25, Homes(clock.fn()), HomeWait(5s, clock.fn())};
-  std::vector<Candidate> c = fleet_of(2);
+struct Fleet : MeasuredFleet<Policy> {
   std::size_t heavy_at = 0, light_at = 0;
   std::vector<std::string> prompts;
 
-  explicit Fleet(const std::string& common = {}) {
-    measure_prefill(p, c[0]);
+  explicit Fleet(const std::string& common = {}) : MeasuredFleet<Policy>(2) {
+    auto& [clock, p, c] = static_cast<MeasuredFleet<Policy>&>(*this);
     prompts.push_back(prompt_of('h', 32000, common));
     heavy_at = p.pick(query(prompts.back(), "heavy"), c).position;
     c[heavy_at].in_flight = 1;
@@ -133,16 +110,8 @@ TEST(RoutingPrefill, ANewLightSessionWaitsInsteadOfSittingBesideALongPrefill) {
   a_new_light_session_waits_instead_of_sitting_beside_a_long_prefill<PrefixAffinity>(system);
 }
 
-// The session policy, its prefill rate measured, on `n` idle instances.
-struct SessionFleet {
-  FakeClock clock;
-  SessionAffinity p{1.25, Homes(clock.fn()), HomeWait(5s, clock.fn())};
-  std::vector<Candidate> c;
-  explicit SessionFleet(int n) : c(fleet_of(n)) { measure_prefill(p, c[0]); }
-};
-
 TEST(RoutingPrefill, ALightTurnLeavesAHomeBehindAnotherSessionsLongPrefill) {
-  SessionFleet f(2);
+  MeasuredFleet<SessionAffinity> f(2);
   auto& [clock, p, c] = f;
   const std::string turn1 = prompt_of('a', 2000);
   const std::size_t home = p.pick(query(turn1, "light"), c).position;
@@ -162,7 +131,7 @@ TEST(RoutingPrefill, ALightTurnLeavesAHomeBehindAnotherSessionsLongPrefill) {
 }
 
 TEST(RoutingPrefill, AMovedSessionThatWaitsFirstCountsItsMoveWhenItGoes) {
-  SessionFleet f(3);
+  MeasuredFleet<SessionAffinity> f(3);
   auto& [clock, p, c] = f;
   const std::string turn = prompt_of('a', 2000);
   const std::size_t home = p.pick(query(turn, "s"), c).position;
@@ -186,7 +155,6 @@ TEST(RoutingPrefill, AMovedSessionThatWaitsFirstCountsItsMoveWhenItGoes) {
 // end.
 TEST(RoutingPrefill, AWaiterTakesTheSlotBesideAPrefillOnceItsFirstTokenGoesOut) {
   FakeClock clock;
-  *clock.now += 1h;  // the queue's timer for the wait's end (real time) never fires here
   InstanceTable table;
   testing_support::add_instance(table, "m", 2);
   testing_support::add_instance(table, "m", 2);
