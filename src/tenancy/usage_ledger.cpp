@@ -47,8 +47,11 @@ Result<Done> write_batch(Database& db, Statement& insert, Statement& touch,
       return ok.error();
     }
     if (!r.key.empty()) {
-      auto [it, added] = last_used.try_emplace(std::string(r.key), r.time_ms / 1000);
-      if (!added) it->second = std::max(it->second, r.time_ms / 1000);
+      const std::int64_t seconds = r.time_ms / 1000;
+      if (auto it = last_used.find(r.key); it != last_used.end())
+        it->second = std::max(it->second, seconds);
+      else
+        last_used.emplace(r.key, seconds);
     }
   }
   for (const auto& [key, seconds] : last_used) {

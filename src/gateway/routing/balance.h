@@ -105,6 +105,14 @@ inline std::chrono::duration<double> prefill_seconds(long tokens, double rate) {
   return std::chrono::duration<double>(rate > 0 ? static_cast<double>(tokens) / rate : 0.0);
 }
 
+// Whether any free candidate passes `allowed` (choosing none, so that the
+// rotation is left as it was).
+template <class Allowed>
+bool any_free(std::span<const Candidate> candidates, Allowed allowed) {
+  return std::any_of(candidates.begin(), candidates.end(),
+                     [&](const Candidate& c) { return c.free && allowed(c); });
+}
+
 // soonest_free()'s answer when no candidate qualifies.
 inline constexpr std::size_t kNoCandidate = std::numeric_limits<std::size_t>::max();
 

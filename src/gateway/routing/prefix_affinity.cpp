@@ -30,10 +30,6 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
   const auto soon_beside = [&](const Candidate& home) {
     return [&, at = &home](const Candidate& c) { return usable(c) && cost.no_later_than(c, *at); };
   };
-  const auto any_free = [&](const auto& allowed) {
-    return std::any_of(candidates.begin(), candidates.end(),
-                       [&](const Candidate& c) { return c.free && allowed(c); });
-  };
 
   RouteDecision d;
   if (longest > longest_usable && query.tried.empty()) {
@@ -41,7 +37,7 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     // retry has waited already.
     const double rate = state_.speed().prefill_rate();
     const long redo = static_cast<long>(longest - longest_usable) * kBlockTokens;
-    const bool slow_only = !any_free(soon_beside(candidates[best]));
+    const bool slow_only = !any_free(candidates, soon_beside(candidates[best]));
     const bool worth_it = wait_.outlasts_wait(prefill_seconds(redo, rate).count()) || slow_only;
     const auto as_long_as = slow_only ? prefill_seconds(cost.free_delay(), rate) : 0s;
     if (const auto until = wait_.until(query.session, worth_it, as_long_as)) {
@@ -66,7 +62,7 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     const std::size_t home = homes_.lightest(candidates);
     const auto soon = soon_beside(candidates[home]);
     if (!usable(candidates[home]) && query.tried.empty()) {
-      const bool slow_only = !any_free(soon);
+      const bool slow_only = !any_free(candidates, soon);
       const bool worth_it =
           homes_.outweighs_mean(candidates, query.session, estimated_tokens(query.prompt.size())) ||
           slow_only;

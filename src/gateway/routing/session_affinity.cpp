@@ -52,26 +52,27 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
       // The home holds some of the prompt, or none (a new session's).
       const bool holds = matches_[home_pos] > 0;
       const long weight = placed ? estimated_tokens(bytes) : homes_.weight(query.session);
-      const std::size_t spill = soonest_free(
-          candidates, state_.speed(), rotation_,
-          [&](const Candidate& c) { return usable(c) && cost.no_later_than(c, home); });
+      const auto soon = [&](const Candidate& c) {
+        return usable(c) && cost.no_later_than(c, home);
+      };
+      const bool slow_only = !any_free(candidates, soon);
       // A retry has waited its turn already.
       if (query.tried.empty()) {
         // Waiting pays when the prefill it saves outlasts it, or, for a new
         // home, when the session would unbalance the fleet where it spills;
         // and when every free slot elsewhere is behind a longer prefill.
         const double rate = state_.speed().prefill_rate();
-        const bool worth_it = spill == kNoCandidate ||
-                              (holds ? wait_.outlasts_wait(prefill_seconds(weight, rate).count())
-                                     : homes_.outweighs_mean(candidates, query.session, weight));
-        const auto as_long_as =
-            spill == kNoCandidate ? prefill_seconds(cost.free_delay(), rate) : 0s;
+        const bool worth_it =
+            slow_only || (holds ? wait_.outlasts_wait(prefill_seconds(weight, rate).count())
+                                : homes_.outweighs_mean(candidates, query.session, weight));
+        const auto as_long_as = slow_only ? prefill_seconds(cost.free_delay(), rate) : 0s;
         if (const auto until = wait_.until(query.session, worth_it, as_long_as)) {
           d.wait_until = until;
           return d;
         }
       }
-      d.position = spill != kNoCandidate ? spill : least_loaded();
+      d.position =
+          slow_only ? least_loaded() : soonest_free(candidates, state_.speed(), rotation_, soon);
       if (!placed) d.reason = RouteReason::bounded_out;
       // This request only spills and the home stays, unless the home holds
       // none of its prompt (a new session's): then its context is where it
