@@ -8,6 +8,10 @@
 #            --start-context 8192 --turn-growth 1024-2048 --think-time 1s
 #   skewed   two heavy sessions (32K-token openings) beside twelve light ones
 #            (2K), two bench processes at once
+#   skewed-late   the same with the heavy sessions 0.25 s after the light ones
+#   skewed-early  the same with the light sessions 0.25 s after the heavy ones
+#            (where each session lands depends on what runs when it comes:
+#            the offsets move every arrival against the others)
 #   killed   the agent workload; once 12 requests have been routed (every
 #            session has a home) and the first instance has none in flight,
 #            it is killed (SIGKILL) and stays down: its sessions must move
@@ -37,7 +41,8 @@
 #
 # Usage: bench/routing.sh [options]
 #   --policies LIST   comma-separated (default round-robin,least-outstanding,session,prefix-affinity)
-#   --variants LIST   comma-separated, of agent,skewed,killed,no-ram,mixed (default all)
+#   --variants LIST   comma-separated, of agent,skewed,skewed-late,skewed-early,killed,no-ram,
+#                     mixed (default all)
 #   --speed-factor F  simulator speed-up (default 10)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs and bench JSON in DIR (default: a temp dir)
@@ -50,7 +55,7 @@ repo="$(cd "$here/.." && pwd)"
 source "$here/lib.sh"
 
 policies="round-robin,least-outstanding,session,prefix-affinity"
-variants="agent,skewed,killed,no-ram,mixed"
+variants="agent,skewed,skewed-late,skewed-early,killed,no-ram,mixed"
 wait_load=0
 speed=10
 binary="$repo/build/switchyard"
@@ -68,7 +73,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 for v in ${variants//,/ }; do
-  [[ ",agent,skewed,killed,no-ram,mixed," == *",$v,"* ]] || die "--variants: unknown variant '$v'"
+  [[ ",agent,skewed,skewed-late,skewed-early,killed,no-ram,mixed," == *",$v,"* ]] ||
+    die "--variants: unknown variant '$v'"
 done
 wants() { [[ ",$variants," == *",$1,"* ]]; }
 [[ "$speed" =~ ^[1-9][0-9]*$ ]] || die "--speed-factor: '$speed' is not a positive whole number"
@@ -135,18 +141,22 @@ for policy in "${policy_list[@]}"; do
     stop_all
   fi
 
-  if wants skewed; then
-    start_fleet "$policy.skewed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
-    bench "$policy.skewed-heavy" --workload agent --sessions 2 --turns 4 --start-context 32768 \
-      --turn-growth 1024-2048 --think-time 1s --seed 7 &
+  for variant in skewed:0:0 skewed-late:0.25:0 skewed-early:0:0.25; do
+    IFS=: read -r name heavy_after light_after <<<"$variant"
+    wants "$name" || continue
+    start_fleet "$policy.$name" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
+    (sleep "$heavy_after"
+     bench "$policy.$name-heavy" --workload agent --sessions 2 --turns 4 --start-context 32768 \
+       --turn-growth 1024-2048 --think-time 1s --seed 7) &
     heavy=$!
-    bench "$policy.skewed-light" --workload agent --sessions 12 --turns 4 --start-context 2048 \
+    sleep "$light_after"
+    bench "$policy.$name-light" --workload agent --sessions 12 --turns 4 --start-context 2048 \
       --turn-growth 256-512 --think-time 1s --seed 8
-    wait "$heavy" || die "bench $policy.skewed-heavy failed"
-    curl -s "$gateway/metrics" >"$work/$policy.skewed.metrics"
-    scrape_sims "$policy.skewed"
+    wait "$heavy" || die "bench $policy.$name-heavy failed"
+    curl -s "$gateway/metrics" >"$work/$policy.$name.metrics"
+    scrape_sims "$policy.$name"
     stop_all
-  fi
+  done
 
   if wants killed; then
     start_fleet "$policy.killed" "$policy" r9700-27b-q4 r9700-27b-q4 r9700-27b-q4 r9700-27b-q4
@@ -286,9 +296,9 @@ print(open(f"{work}/load.note").read().strip())
 print()
 print("| policy | variant | cached share t1 / t2 / t3 / t4 | TTFT p50 s t2 / t3 / t4 | TTFT p99 s t2 / t3 / t4 | max/mean answers | max/mean busy | session moves | sessions changing instance 0× / 1× / 2+× |")
 print("|---|---|---|---|---|---|---|---|---|")
-VARIANTS = [v for v in ("agent", "skewed", "killed", "no-ram") if v in wanted]
+VARIANTS = [v for v in ("agent", "skewed", "skewed-late", "skewed-early", "killed", "no-ram") if v in wanted]
 def runs_of(p, variant):
-    return [f"{p}.skewed-heavy", f"{p}.skewed-light"] if variant == "skewed" else [f"{p}.{variant}"]
+    return [f"{p}.{variant}-heavy", f"{p}.{variant}-light"] if variant.startswith("skewed") else [f"{p}.{variant}"]
 p50_by = {}
 for p in policies:
     for variant in VARIANTS:

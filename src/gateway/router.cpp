@@ -16,6 +16,7 @@ RouteLease& RouteLease::operator=(RouteLease&& o) noexcept {
     instance_ = o.instance_;
     decision_ = o.decision_;
     granted_ = o.granted_;
+    prompt_tokens_ = o.prompt_tokens_;
     prefill_tokens_ = o.prefill_tokens_;
   }
   return *this;
@@ -32,7 +33,7 @@ void RouteLease::answering() {
 
 void RouteLease::release() {
   answering();
-  if (router_ && *router_) (*router_)->release(instance_);
+  if (router_ && *router_) (*router_)->release(instance_, prompt_tokens_);
   router_.reset();
 }
 
@@ -47,8 +48,12 @@ Candidate Router::candidate(const fleet::Instance& inst, bool need_slot) const {
                   : inst.index < kv_tokens_.size() ? kv_tokens_[inst.index]
                                                    : 0;
   const long prefilling = inst.index < prefilling_.size() ? prefilling_[inst.index] : 0;
-  return Candidate{inst.index,      busy,        inst.capacity(), free, kv,
-                   inst.generation, inst.name(), prefilling};
+  long shortest = 0;
+  if (inst.index < running_.size())
+    for (const long tokens : running_[inst.index])
+      if (shortest == 0 || tokens < shortest) shortest = tokens;
+  return Candidate{inst.index,      busy,        inst.capacity(), free,    kv,
+                   inst.generation, inst.name(), prefilling,      shortest};
 }
 
 void Router::set_kv_tokens(std::size_t index, long tokens) {
@@ -94,14 +99,16 @@ std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why)
   if (in_flight_.size() <= index) {
     in_flight_.resize(instances_.size(), 0);
     prefilling_.resize(instances_.size(), 0);
+    running_.resize(instances_.size());
   }
   ++in_flight_[index];
+  const long tokens = estimated_tokens(query.prompt.size());
+  running_[index].push_back(tokens);
   // What the policy expects cached there is not evaluated again.
   const double uncached = 1 - std::clamp(decision.match, 0.0, 1.0);
-  const auto prefill =
-      std::lround(static_cast<double>(estimated_tokens(query.prompt.size())) * uncached);
+  const auto prefill = std::lround(static_cast<double>(tokens) * uncached);
   prefilling_[index] += prefill;
-  return RouteLease(self_, index, decision, prefill);
+  return RouteLease(self_, index, decision, tokens, prefill);
 }
 
 std::optional<std::size_t> Router::pick_any(const RouteQuery& query, Refusal* why) {
@@ -142,9 +149,15 @@ void Router::answering(std::size_t index, long prefill_tokens) {
   if (on_release_) on_release_(index, instances_[index]->model());
 }
 
-void Router::release(std::size_t index) {
+void Router::release(std::size_t index, long prompt_tokens) {
   assert(index < in_flight_.size() && in_flight_[index] > 0);
   --in_flight_[index];
+  auto& running = running_[index];
+  if (const auto it = std::find(running.begin(), running.end(), prompt_tokens);
+      it != running.end()) {
+    *it = running.back();
+    running.pop_back();
+  }
   if (on_release_) on_release_(index, instances_[index]->model());
 }
 

@@ -31,11 +31,12 @@ class RouteLease {
  public:
   RouteLease() = default;
   RouteLease(std::shared_ptr<Router*> router, std::size_t instance, RouteDecision decision,
-             long prefill_tokens = 0)
+             long prompt_tokens = 0, long prefill_tokens = 0)
       : router_(std::move(router)),
         instance_(instance),
         decision_(decision),
         granted_(std::chrono::steady_clock::now()),
+        prompt_tokens_(prompt_tokens),
         prefill_tokens_(prefill_tokens) {}
   RouteLease(RouteLease&& o) noexcept = default;
   RouteLease& operator=(RouteLease&& o) noexcept;
@@ -58,6 +59,7 @@ class RouteLease {
   std::size_t instance_ = 0;
   RouteDecision decision_;
   std::chrono::steady_clock::time_point granted_{};
+  long prompt_tokens_ = 0;   // its prompt's estimated tokens (Candidate::shortest_running)
   long prefill_tokens_ = 0;  // counted in the router's prefilling until answering()
 };
 
@@ -97,6 +99,9 @@ class Router {
   // an answer sent whole).
   void finished(const RouteLease& lease, const openai::Usage& usage,
                 std::optional<std::chrono::steady_clock::time_point> first_byte = std::nullopt);
+  // A request that waited in the queue stopped waiting without a slot
+  // (RoutingPolicy::left).
+  void left(const RouteQuery& query) { policy_->left(query); }
   // The KV cache of the instance, in tokens, as its engine reports it
   // elsewhere than /props (vLLM's /metrics: routing/engine_kv.h), for the
   // prefix index's bound; a size read from /props comes first.
@@ -126,7 +131,7 @@ class Router {
  private:
   friend class RouteLease;
   void answering(std::size_t index, long prefill_tokens);
-  void release(std::size_t index);
+  void release(std::size_t index, long prompt_tokens);
   // The query's routable candidates in fleet order, each free when it has
   // a slot (all free when `need_slot` is false); `why` says why none is
   // free. Empty when none is free.
@@ -135,8 +140,11 @@ class Router {
 
   const InstanceTable& instances_;
   std::unique_ptr<RoutingPolicy> policy_;
-  std::vector<int> in_flight_;      // by instance index; grows with the table
-  std::vector<long> prefilling_;    // Candidate::prefilling, by instance index
+  std::vector<int> in_flight_;    // by instance index; grows with the table
+  std::vector<long> prefilling_;  // Candidate::prefilling, by instance index
+  // The prompts (estimated tokens) of the requests in flight, by instance
+  // index: Candidate::shortest_running. As many as its slots, so a scan.
+  std::vector<std::vector<long>> running_;
   std::vector<long> kv_tokens_;     // set_kv_tokens(), by instance index
   std::vector<Candidate> scratch_;  // reused by candidates()
   Rotation any_rotation_;           // pick_any()'s

@@ -172,7 +172,10 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
     result.outcome = Admission::Outcome::granted;
     result.lease = std::move(*waiter->lease);
     result.charged = waiter->charged;
-  } else if (waiter->key_revoked) {
+    co_return result;
+  }
+  router_.left(query);
+  if (waiter->key_revoked) {
     result.outcome = Admission::Outcome::key_revoked;
   } else if (waiter->shutting_down) {
     result.outcome = Admission::Outcome::shutting_down;

@@ -24,23 +24,40 @@ bool LoadBound::admits(const Candidate& c) const {
 PrefillCost::PrefillCost(std::span<const Candidate> candidates, const LoadBound& bound, long tokens,
                          std::span<const std::size_t> matched_blocks)
     : candidates_(candidates), bound_(bound), tokens_(tokens) {
+  uncached_.reserve(candidates.size());
   cost_.reserve(candidates.size());
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const long held =
         i < matched_blocks.size() ? static_cast<long>(matched_blocks[i]) * kBlockTokens : 0;
-    cost_.push_back(candidates[i].prefilling + std::max(0L, tokens - held));
+    uncached_.push_back(std::max(0L, tokens - held));
+    cost_.push_back(candidates[i].prefilling + uncached_.back());
     if (soonest_ < 0 || cost_.back() < soonest_) soonest_ = cost_.back();
     if (bound.admits(candidates[i]) && (soonest_free_ < 0 || cost_.back() < soonest_free_))
       soonest_free_ = cost_.back();
   }
+  // Free under the bound first, then free, each by the least cost.
+  const auto rank = [&](std::size_t i) {
+    return std::pair{!bound.admits(candidates[i]), cost_[i]};
+  };
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].free && (!candidates[soonest_start_].free || rank(i) < rank(soonest_start_)))
+      soonest_start_ = i;
 }
 
-long PrefillCost::cost(const Candidate& c) const {
-  return cost_[static_cast<std::size_t>(&c - candidates_.data())];
+std::size_t PrefillCost::position(const Candidate& c) const {
+  return static_cast<std::size_t>(&c - candidates_.data());
+}
+
+long PrefillCost::uncached(const Candidate& c) const {
+  return uncached_[position(c)];
+}
+
+bool PrefillCost::holds_up(const Candidate& c) const {
+  return c.in_flight > 0 && uncached(c) > kHoldUp * std::max(c.shortest_running, kHoldUpFloor);
 }
 
 bool PrefillCost::usable(const Candidate& c) const {
-  return bound_.admits(c) && cost(c) <= soonest_ + tokens_;
+  return bound_.admits(c) && cost_[position(c)] <= soonest_ + tokens_ && !holds_up(c);
 }
 
 long PrefillCost::free_delay() const {
@@ -48,7 +65,7 @@ long PrefillCost::free_delay() const {
 }
 
 bool PrefillCost::no_later_than(const Candidate& c, const Candidate& home) const {
-  return cost(c) <= cost(home) + tokens_;
+  return cost_[position(c)] <= cost_[position(home)] + tokens_;
 }
 
 void Throughput::observe(std::size_t index, const RouteFeedback& feedback) {

@@ -72,14 +72,34 @@ class Throughput {
 // wait behind another session's long prefill, nor take the free slot beside
 // it while light instances are busy, and two light turns still share a
 // home (a spill's full prefill costs more than the wait).
+//
+// A long prompt also holds up what an instance runs already: an engine's
+// step carries the running requests' next tokens with the next chunk of a
+// prompt (llama-server's n_batch, vLLM's chunked prefill), so each of them
+// gets a token per chunk until that prompt is evaluated. In the skewed run a
+// 32K-token first turn placed beside a light turn that was answering made
+// that turn take 5.3 s instead of 0.6 s. So an instance where the request
+// would evaluate more than kHoldUp times the prompt of the shortest request
+// it runs (and more than kHoldUp × kHoldUpFloor tokens: a prompt of a few
+// chunks delays the others by a few steps) is not usable either: the
+// request waits for it to finish those (Homes::reserve) or goes where it
+// holds up no one.
 class PrefillCost {
  public:
+  static constexpr long kHoldUp = 4;
+  static constexpr long kHoldUpFloor = 2048;  // llama-server's n_batch
   // `matched_blocks[i]`: the prompt's blocks candidate i holds; `tokens`:
   // the prompt's estimated length.
   PrefillCost(std::span<const Candidate> candidates, const LoadBound& bound, long tokens,
               std::span<const std::size_t> matched_blocks);
-  // Free, under the bound, and not passed over.
+  // Free, under the bound, not passed over, and holding up no one there.
   bool usable(const Candidate& c) const;
+  // Whether the request's prefill on `c` would hold up the requests it
+  // runs (above), free slot or not.
+  bool holds_up(const Candidate& c) const;
+  // The tokens the request would evaluate on `c`: how long the requests
+  // there would be held up, in prefill, when it holds them up.
+  long uncached(const Candidate& c) const;
   // Whether `c` would start the request no more than its length later
   // than `home` would.
   bool no_later_than(const Candidate& c, const Candidate& home) const;
@@ -87,16 +107,22 @@ class PrefillCost {
   // the request later than the soonest candidate, busy or not: what waiting
   // for a slot there may gain.
   long free_delay() const;
+  // Where a request goes when no candidate is usable: the free candidate
+  // that would start it soonest, under the bound if one is (by requests
+  // alone, a spill went to the free slot beside a 32K-token prefill).
+  std::size_t soonest_start() const { return soonest_start_; }
 
  private:
-  long cost(const Candidate& c) const;
+  std::size_t position(const Candidate& c) const;
 
   std::span<const Candidate> candidates_;
   const LoadBound& bound_;
   long tokens_;
-  std::vector<long> cost_;  // by position in candidates_
-  long soonest_ = -1;       // the least cost of any candidate, busy ones included
-  long soonest_free_ = -1;  // the least cost of a free candidate under the bound
+  std::vector<long> uncached_;  // by position in candidates_
+  std::vector<long> cost_;      // uncached_ plus what it is still prefilling
+  long soonest_ = -1;           // the least cost of any candidate, busy ones included
+  long soonest_free_ = -1;      // the least cost of a free candidate under the bound
+  std::size_t soonest_start_ = 0;
 };
 
 // Seconds `tokens` of prefill take at `rate` tokens a second; 0 while the

@@ -40,4 +40,18 @@ std::optional<double> HomeWait::end(std::string_view session) {
   return waited;
 }
 
+std::optional<HomeWait::Clock::time_point> wait_for_home(
+    HomeWait& wait, Homes& homes, const PrefillCost& cost, const Candidate& home,
+    std::string_view session, long weight, bool worth_it, bool slow_only, double rate) {
+  // Holding up the home's requests would delay each of them by this one's
+  // whole prefill: it may wait as long for them to end.
+  const bool holds_up = cost.holds_up(home);
+  const long delay = std::max(cost.free_delay(), holds_up ? cost.uncached(home) : 0L);
+  const auto until =
+      wait.until(session, worth_it,
+                 slow_only ? prefill_seconds(delay, rate) : std::chrono::duration<double>::zero());
+  if (until && holds_up) homes.reserve(session, home.index, weight, *until);
+  return until;
+}
+
 }  // namespace switchyard::gateway

@@ -17,6 +17,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "gateway/routing/balance.h"
+#include "gateway/routing/homes.h"
+
 namespace switchyard::gateway {
 
 class HomeWait {
@@ -50,5 +53,17 @@ class HomeWait {
   std::function<Clock::time_point()> now_;
   std::unordered_map<std::string, Clock::time_point> since_;  // waiting sessions: since when
 };
+
+// The affinity policies' wait for a `home` that cannot take the request of
+// `session` (weighing `weight` tokens) now: until when it waits, or nullopt
+// to spill now (HomeWait::until, with `worth_it`). When every free slot
+// elsewhere is behind a longer prefill (`slow_only`), it may wait as long
+// as that delay, or as long as its own prefill would hold up the requests
+// the home runs (PrefillCost::holds_up); in that case the home is reserved
+// for it (Homes::reserve) so that it empties. `rate`: the measured prefill
+// rate (Throughput::prefill_rate).
+std::optional<HomeWait::Clock::time_point> wait_for_home(
+    HomeWait& wait, Homes& homes, const PrefillCost& cost, const Candidate& home,
+    std::string_view session, long weight, bool worth_it, bool slow_only, double rate);
 
 }  // namespace switchyard::gateway

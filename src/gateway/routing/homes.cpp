@@ -18,6 +18,7 @@ long Homes::weight(std::string_view session) const {
 }
 
 void Homes::set(std::string_view session, std::size_t instance, std::size_t prompt_bytes) {
+  unreserve(session);
   const auto now = now_();
   // A session without a prompt (tests, probes) still weighs one.
   const long weight = std::max(1L, estimated_tokens(prompt_bytes));
@@ -36,6 +37,30 @@ void Homes::set(std::string_view session, std::size_t instance, std::size_t prom
   }
 }
 
+void Homes::reserve(std::string_view session, std::size_t instance, long weight,
+                    Clock::time_point until) {
+  if (reserved_for_other(instance, session)) return;
+  unreserve(session);
+  if (reserved_.size() <= instance) reserved_.resize(instance + 1);
+  reserved_[instance] = Reservation{std::string(session), std::max(1L, weight), until};
+}
+
+void Homes::unreserve(std::string_view session) {
+  for (auto& r : reserved_)
+    if (r.session == session) r = Reservation{};
+}
+
+const Homes::Reservation* Homes::reservation(std::size_t instance) const {
+  if (instance >= reserved_.size()) return nullptr;
+  const Reservation& r = reserved_[instance];
+  return !r.session.empty() && now_() < r.until ? &r : nullptr;
+}
+
+bool Homes::reserved_for_other(std::size_t instance, std::string_view session) const {
+  const Reservation* r = reservation(instance);
+  return r && r->session != session;
+}
+
 void Homes::weigh() {
   // Most recently active first: the walk stops at the first idle session.
   const auto since = now_() - kActiveFor;
@@ -46,11 +71,16 @@ void Homes::weigh() {
     if (weights_.size() <= h.instance) weights_.resize(h.instance + 1, 0);
     weights_[h.instance] += h.weight;
   }
+  for (std::size_t i = 0; i < reserved_.size(); ++i)
+    if (const Reservation* r = reservation(i)) {
+      if (weights_.size() <= i) weights_.resize(i + 1, 0);
+      weights_[i] += r->weight;
+    }
 }
 
 std::size_t Homes::place(std::span<const Candidate> candidates,
                          const std::function<bool(const Candidate&)>& allowed,
-                         const Throughput& speed, Rotation& rotation) {
+                         const Throughput& speed, Rotation& rotation, std::size_t otherwise) {
   weigh();
   const auto weight_of = [&](const Candidate& c) {
     return c.index < weights_.size() ? weights_[c.index] : 0L;
@@ -58,7 +88,7 @@ std::size_t Homes::place(std::span<const Candidate> candidates,
   long least = -1;
   for (const auto& c : candidates)
     if (c.free && allowed(c) && (least < 0 || weight_of(c) < least)) least = weight_of(c);
-  if (least < 0) return soonest_free(candidates, speed, rotation);
+  if (least < 0) return otherwise;
   return soonest_free(candidates, speed, rotation,
                       [&](const Candidate& c) { return allowed(c) && weight_of(c) == least; });
 }
@@ -72,14 +102,18 @@ bool Homes::outweighs_mean(std::span<const Candidate> candidates, std::string_vi
   const auto home = find(session);
   for (const auto& c : candidates) {
     if (c.index < weights_.size()) total += weights_[c.index];
-    counted |= home && *home == c.index;
+    const Reservation* r = reservation(c.index);
+    counted |= (home && *home == c.index) || (r && r->session == session);
   }
   if (!counted) total += weight;
   return static_cast<double>(weight) >
          static_cast<double>(total) / static_cast<double>(candidates.size());
 }
 
-std::size_t Homes::lightest(std::span<const Candidate> candidates) {
+std::size_t Homes::lightest(std::span<const Candidate> candidates, std::string_view session) {
+  for (std::size_t i = 0; i < candidates.size(); ++i)
+    if (const Reservation* r = reservation(candidates[i].index); r && r->session == session)
+      return i;
   weigh();
   const auto weight_of = [&](const Candidate& c) {
     return c.index < weights_.size() ? weights_[c.index] : 0L;

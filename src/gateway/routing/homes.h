@@ -47,15 +47,28 @@ class Homes {
 
   // The free candidate passing `allowed` (under the load bound, say) whose
   // active homes weigh least, ties to the one expected to finish soonest;
-  // when no free one passes, the soonest of them.
+  // `otherwise` when no free one passes.
   std::size_t place(std::span<const Candidate> candidates,
                     const std::function<bool(const Candidate&)>& allowed, const Throughput& speed,
-                    Rotation& rotation);
+                    Rotation& rotation, std::size_t otherwise);
   // The candidate whose active homes weigh least, free or not (the new
   // home of a session whose home died: a home chosen among the free ones
   // alone piled the moved sessions onto whichever had a slot that moment),
-  // ties to the fewest requests per slot, then fleet order.
-  std::size_t lightest(std::span<const Candidate> candidates);
+  // ties to the fewest requests per slot, then fleet order; the one
+  // `session` reserved (reserve()), while it does.
+  std::size_t lightest(std::span<const Candidate> candidates, std::string_view session);
+
+  // Keeps `instance` for `session` until `until`: a request of that session
+  // waits for the instance to finish what it runs, as its long prefill
+  // would hold those requests up (PrefillCost::holds_up). Meanwhile no other
+  // request is sent there (reserved_for_other), so that it empties, and the
+  // session's `weight` counts on it, so that no other new session is placed
+  // there. Ends when the session is routed (set()), leaves (unreserve())
+  // or at `until`. An instance another session keeps stays with that one.
+  void reserve(std::string_view session, std::size_t instance, long weight,
+               Clock::time_point until);
+  void unreserve(std::string_view session);
+  bool reserved_for_other(std::size_t instance, std::string_view session) const;
 
   // Whether `session`, whose last prompt weighs `weight` tokens, weighs more
   // than the mean candidate's active homes, itself counted once: a session
@@ -74,7 +87,15 @@ class Homes {
     std::list<std::string>::iterator recency;
   };
 
+  struct Reservation {
+    std::string session;  // empty: none
+    long weight = 0;
+    Clock::time_point until{};
+  };
+  const Reservation* reservation(std::size_t instance) const;  // active ones only
+
   std::function<Clock::time_point()> now_;
+  std::vector<Reservation> reserved_;                 // by fleet index
   std::list<std::string> recency_;                    // most recently active first
   std::unordered_map<std::string_view, Home> homes_;  // keys view into recency_
   std::vector<long> weights_;                         // by fleet index, reused by weigh()

@@ -31,6 +31,11 @@ struct Candidate {
   // beside or after those, so a free slot behind a 32K-token prefill is
   // seconds away from a first token.
   long prefilling = 0;
+  // Prompt tokens (estimated) of the shortest request it runs; 0 when idle.
+  // A long prefill placed beside a request holds up its every token (an
+  // engine's step carries the running requests' next tokens with the next
+  // chunk of the prompt): the shortest suffers most.
+  long shortest_running = 0;
 };
 
 // Why a policy chose what it chose (the label of
@@ -82,6 +87,9 @@ class RoutingPolicy {
   virtual RouteDecision pick(const RouteQuery& query, std::span<const Candidate> candidates) = 0;
   // A request routed to `instance` ended with an answer whose usage was known.
   virtual void finished(const Candidate& instance, const RouteFeedback& feedback) = 0;
+  // A request that waited stopped waiting without being routed (its client
+  // left, its wait timed out): what the policy kept for it may go.
+  virtual void left(const RouteQuery&) {}
   // How much of what `query` needs `instance` holds by this policy's own
   // score (0..1: the share of its prompt's blocks last sent there, 1 for a
   // session's home), routing nothing; 0 for policies without affinity. The

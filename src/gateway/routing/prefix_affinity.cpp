@@ -8,8 +8,6 @@
 
 namespace switchyard::gateway {
 
-using namespace std::chrono_literals;
-
 RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Candidate> candidates) {
   state_.sync(candidates);
   const auto blocks = state_.blocks(query);
@@ -18,8 +16,11 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
   matches_.assign(candidates.size(), 0);
   for (std::size_t i = 0; i < candidates.size(); ++i)
     matches_[i] = state_.match(candidates[i].index, blocks);
-  const PrefillCost cost(candidates, bound, estimated_tokens(query.prompt.size()), matches_);
-  const auto usable = [&](const Candidate& c) { return cost.usable(c); };
+  const long tokens = estimated_tokens(query.prompt.size());
+  const PrefillCost cost(candidates, bound, tokens, matches_);
+  const auto usable = [&](const Candidate& c) {
+    return cost.usable(c) && !homes_.reserved_for_other(c.index, query.session);
+  };
   std::size_t longest = 0, longest_usable = 0, best = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (matches_[i] > longest) best = i;
@@ -39,8 +40,8 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     const long redo = static_cast<long>(longest - longest_usable) * kBlockTokens;
     const bool slow_only = !any_free(candidates, soon_beside(candidates[best]));
     const bool worth_it = wait_.outlasts_wait(prefill_seconds(redo, rate).count()) || slow_only;
-    const auto as_long_as = slow_only ? prefill_seconds(cost.free_delay(), rate) : 0s;
-    if (const auto until = wait_.until(query.session, worth_it, as_long_as)) {
+    if (const auto until = wait_for_home(wait_, homes_, cost, candidates[best], query.session,
+                                         tokens, worth_it, slow_only, rate)) {
       d.wait_until = until;
       return d;
     }
@@ -59,29 +60,28 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     // and a session heavier than the mean waits for it (homes.h), as does
     // one that would start later anywhere else.
     const auto moved = lost_home(query.session, candidates);
-    const std::size_t home = homes_.lightest(candidates);
+    const std::size_t home = homes_.lightest(candidates, query.session);
     const auto soon = soon_beside(candidates[home]);
     if (!usable(candidates[home]) && query.tried.empty()) {
       const bool slow_only = !any_free(candidates, soon);
-      const bool worth_it =
-          homes_.outweighs_mean(candidates, query.session, estimated_tokens(query.prompt.size())) ||
-          slow_only;
-      const auto as_long_as =
-          slow_only ? prefill_seconds(cost.free_delay(), state_.speed().prefill_rate()) : 0s;
-      if (const auto until = wait_.until(query.session, worth_it, as_long_as)) {
+      const bool worth_it = homes_.outweighs_mean(candidates, query.session, tokens) || slow_only;
+      if (const auto until =
+              wait_for_home(wait_, homes_, cost, candidates[home], query.session, tokens, worth_it,
+                            slow_only, state_.speed().prefill_rate())) {
         d.wait_until = until;
         return d;
       }
     }
-    pos =
-        usable(candidates[home]) ? home : homes_.place(candidates, soon, state_.speed(), rotation_);
+    pos = usable(candidates[home])
+              ? home
+              : homes_.place(candidates, soon, state_.speed(), rotation_, cost.soonest_start());
     d.reason = moved ? RouteReason::session_moved : RouteReason::cold;
     if (moved)
       spdlog::info("routing: session moved from instance #{} (not routable) to {}", *moved,
                    candidates[pos].name);
   } else {
     // The prompt starts a new home: spread homes evenly.
-    pos = homes_.place(candidates, usable, state_.speed(), rotation_);
+    pos = homes_.place(candidates, usable, state_.speed(), rotation_, cost.soonest_start());
     d.reason = longest > 0 ? RouteReason::bounded_out : RouteReason::cold;
   }
   d.home_waited = wait_.end(query.session);

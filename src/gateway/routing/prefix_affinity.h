@@ -1,7 +1,8 @@
 // prefix-affinity: the request goes to the instance that was last sent the
 // longest prefix of its prompt, unless that would put the instance over the
 // load bound (balance.h); then to the next-best match under the bound. When
-// the longest match is busy or over the bound, the request may wait for it
+// the longest match is busy, over the bound, or running requests its
+// prefill would hold up (PrefillCost), the request may wait for it
 // (home_wait.h). A session's prompt that matches nowhere (a new session, or
 // one whose home is gone: it moves once) goes to the instance whose homes
 // weigh least, busy or not, and may wait for it likewise (homes.h: where
@@ -38,6 +39,7 @@ class PrefixAffinity final : public RoutingPolicy {
   void finished(const Candidate& instance, const RouteFeedback& feedback) override {
     state_.finished(instance, feedback);
   }
+  void left(const RouteQuery& query) override { homes_.unreserve(query.session); }
   double match(const RouteQuery& query, const Candidate& instance) override;
 
  private:

@@ -7,8 +7,6 @@
 
 namespace switchyard::gateway {
 
-using namespace std::chrono_literals;
-
 RouteDecision SessionAffinity::pick(const RouteQuery& query,
                                     std::span<const Candidate> candidates) {
   state_.sync(candidates);
@@ -18,15 +16,17 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
   matches_.clear();
   for (const auto& c : candidates) matches_.push_back(state_.match(c.index, blocks));
   const PrefillCost cost(candidates, bound, estimated_tokens(bytes), matches_);
-  const auto usable = [&](const Candidate& c) { return cost.usable(c); };
+  const auto usable = [&](const Candidate& c) {
+    return cost.usable(c) && !homes_.reserved_for_other(c.index, query.session);
+  };
   const auto least_loaded = [&] {
     const std::size_t pos = soonest_free(candidates, state_.speed(), rotation_, usable);
-    return pos != kNoCandidate ? pos : soonest_free(candidates, state_.speed(), rotation_);
+    return pos != kNoCandidate ? pos : cost.soonest_start();
   };
 
   RouteDecision d;
   if (query.session.empty()) {
-    d.position = homes_.place(candidates, usable, state_.speed(), rotation_);
+    d.position = homes_.place(candidates, usable, state_.speed(), rotation_, cost.soonest_start());
     d.reason = RouteReason::cold;
   } else {
     const auto known = homes_.find(query.session);
@@ -42,7 +42,7 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
     const bool placed = !known || moved;
     // Set once the request is routed: a request that waits first still
     // counts as the session's move when it goes.
-    if (placed) home_pos = homes_.lightest(candidates);
+    if (placed) home_pos = homes_.lightest(candidates, query.session);
     d.reason = moved ? RouteReason::session_moved : !known ? RouteReason::cold : RouteReason::hit;
     const Candidate& home = candidates[home_pos];
     if (usable(home)) {
@@ -65,8 +65,8 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
         const bool worth_it =
             slow_only || (holds ? wait_.outlasts_wait(prefill_seconds(weight, rate).count())
                                 : homes_.outweighs_mean(candidates, query.session, weight));
-        const auto as_long_as = slow_only ? prefill_seconds(cost.free_delay(), rate) : 0s;
-        if (const auto until = wait_.until(query.session, worth_it, as_long_as)) {
+        if (const auto until = wait_for_home(wait_, homes_, cost, home, query.session, weight,
+                                             worth_it, slow_only, rate)) {
           d.wait_until = until;
           return d;
         }

@@ -1,11 +1,13 @@
 // session: every request of an agent session (X-Session-Id, else the API
 // key, model and opening of the conversation: gateway/session_id.h) goes to
 // the session's home instance, within the load bound (balance.h) and unless
-// the home would start it far later than another instance (PrefillCost);
-// over the bound, behind a long prefill or with its slots busy, a request waits for its home when
-// the prefill it would redo elsewhere outweighs the wait (home_wait.h), else spills to the least
-// loaded instance, and the home stays unless it holds none of the prompt. A new session's home, and
-// the new home of a session whose home is gone (not routable: it moves once), is the routable
+// the home would start it far later than another instance or its prefill
+// would hold up what the home runs (PrefillCost); over the bound, behind a
+// long prefill or with its slots busy, a request waits for its home when
+// the prefill it would redo elsewhere outweighs the wait (home_wait.h), else
+// spills to the least loaded instance, and the home stays unless it holds
+// none of the prompt. A new session's home, and the new home of a session
+// whose home is gone (not routable: it moves once), is the routable
 // instance whose homes weigh least, free or not (homes.h).
 #pragma once
 
@@ -36,6 +38,7 @@ class SessionAffinity final : public RoutingPolicy {
   void finished(const Candidate& instance, const RouteFeedback& feedback) override {
     state_.finished(instance, feedback);
   }
+  void left(const RouteQuery& query) override { homes_.unreserve(query.session); }
 
   // 1 for the session's home, else 0.
   double match(const RouteQuery& query, const Candidate& instance) override {

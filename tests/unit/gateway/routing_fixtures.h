@@ -9,9 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
+#include "gateway/router.h"
 #include "gateway/routing/home_wait.h"
 #include "gateway/routing/homes.h"
 #include "gateway/routing/policy.h"
+#include "gateway/routing/session_affinity.h"
+#include "gateway/wait_queue.h"
+#include "instance_table.h"
 
 namespace switchyard::gateway::testing_support {
 
@@ -65,6 +71,35 @@ struct MeasuredFleet {
   Policy p{1.25, Homes(clock.fn()), HomeWait(std::chrono::seconds(5), clock.fn())};
   std::vector<Candidate> c;
   explicit MeasuredFleet(int n, int slots = 2) : c(fleet_of(n, slots)) { measure_prefill(p, c[0]); }
+};
+
+// The session policy on two instances of model "m" with two slots each,
+// its prefill rate measured, behind the real router and wait queue: a slot
+// that frees, or a prefill that ends, hands the queue's waiters on.
+struct QueuedSessionFleet {
+  FakeClock clock;
+  InstanceTable table;
+  Router router;
+  boost::asio::io_context io;
+  WaitQueue queue{io.get_executor(), router, fleet::QueueOptions{100, std::chrono::seconds(60)}};
+
+  QueuedSessionFleet() : router(two_instances(table), measured_policy(clock)) {
+    router.on_release(
+        [this](std::size_t index, const std::string& model) { queue.dispatch(model, index); });
+  }
+
+ private:
+  static const InstanceTable& two_instances(InstanceTable& table) {
+    add_instance(table, "m", 2);
+    add_instance(table, "m", 2);
+    return table;
+  }
+  static std::unique_ptr<SessionAffinity> measured_policy(const FakeClock& clock) {
+    auto p = std::make_unique<SessionAffinity>(1.25, Homes(clock.fn()),
+                                               HomeWait(std::chrono::seconds(5), clock.fn()));
+    measure_prefill(*p, Candidate{0, 0, 2, true, 0, 0, "i0"});
+    return p;
+  }
 };
 
 }  // namespace switchyard::gateway::testing_support

@@ -78,10 +78,10 @@ TEST(RoutingHomes, IdleSessionsNoLongerCount) {
   *now += Homes::kActiveFor + std::chrono::seconds(1);
   homes.set("new", 1, 0);
   // Only "new" is active: instance 0 holds no active home.
-  EXPECT_EQ(c[homes.place(c, under_bound, speed, rotation)].index, 0u);
+  EXPECT_EQ(c[homes.place(c, under_bound, speed, rotation, 0)].index, 0u);
   homes.set("old1", 0, 0);
   homes.set("old2", 0, 0);  // back: two on 0, one on 1
-  EXPECT_EQ(c[homes.place(c, under_bound, speed, rotation)].index, 1u);
+  EXPECT_EQ(c[homes.place(c, under_bound, speed, rotation, 0)].index, 1u);
   EXPECT_EQ(homes.find("old1"), 0u);
   EXPECT_FALSE(homes.find("never"));
 }

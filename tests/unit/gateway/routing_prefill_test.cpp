@@ -31,6 +31,7 @@ TEST(RoutingPrefill, AnInstanceFarBehindTheSoonestIsPassedOver) {
   auto c = fleet_of(3);
   c[0].in_flight = 1;
   c[0].prefilling = 32000;  // free slot, busy compute
+  c[0].shortest_running = 32000;
   c[1].in_flight = 2;
   c[1].free = false;  // both slots answering: soon free
   const LoadBound bound(c, 1.25);
@@ -154,17 +155,8 @@ TEST(RoutingPrefill, AMovedSessionThatWaitsFirstCountsItsMoveWhenItGoes) {
 // request waiting because of it takes the slot at once, not at its wait's
 // end.
 TEST(RoutingPrefill, AWaiterTakesTheSlotBesideAPrefillOnceItsFirstTokenGoesOut) {
-  FakeClock clock;
-  InstanceTable table;
-  testing_support::add_instance(table, "m", 2);
-  testing_support::add_instance(table, "m", 2);
-  auto owned = std::make_unique<SessionAffinity>(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
-  measure_prefill(*owned, Candidate{0, 0, 2, true, 0, 0, "i0"});
-  Router router(table, std::move(owned));
-  boost::asio::io_context io;
-  WaitQueue queue(io.get_executor(), router, fleet::QueueOptions{100, 60s});
-  router.on_release(
-      [&](std::size_t index, const std::string& model) { queue.dispatch(model, index); });
+  QueuedSessionFleet f;
+  auto& [clock, table, router, io, queue] = f;
 
   const std::string heavy = prompt_of('h', 32000), a = prompt_of('a', 2000),
                     b = prompt_of('b', 2000), c = prompt_of('c', 2000);

@@ -94,5 +94,27 @@ TEST(RoutingRouter, PoliciesSeeThePromptsAnInstanceHasNotStartedAnswering) {
   EXPECT_EQ(seen[0].prefilling, 0);
 }
 
+TEST(RoutingRouter, PoliciesSeeTheShortestPromptAnInstanceRuns) {
+  InstanceTable table;
+  add_instance(table, "m", 4);
+  std::vector<Candidate> seen;
+  Router r(table, std::make_unique<RecordingPolicy>(&seen));
+  const std::string long_prompt(32000 * 4, 'a'), short_prompt(2000 * 4, 'b');
+  auto heavy = r.acquire(query(long_prompt, "s1"));
+  ASSERT_TRUE(heavy);
+  EXPECT_EQ(seen[0].shortest_running, 0);  // idle when it was chosen
+  auto light = r.acquire(query(short_prompt, "s2"));
+  ASSERT_TRUE(light);
+  light->answering();  // answering still runs
+  ASSERT_TRUE(r.acquire(query("", "s3")));
+  EXPECT_EQ(seen[0].shortest_running, 2000);
+  light->release();
+  ASSERT_TRUE(r.acquire(query("", "s4")));
+  EXPECT_EQ(seen[0].shortest_running, 32000);
+  heavy->release();
+  ASSERT_TRUE(r.acquire(query("", "s5")));
+  EXPECT_EQ(seen[0].shortest_running, 0);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway
