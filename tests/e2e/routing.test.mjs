@@ -1,12 +1,17 @@
 // Cache-aware routing against simulated llama-servers: sessions stick (the
 // sims' own cached-token counts say so), a hot prefix spills at the load
 // bound instead of piling onto one engine, and a session whose engine died
-// moves once and stays where it moved; and the simulated llama-server keeps
+// moves once and stays where it moved; a long first turn waits for an
+// instance to finish its light turn instead of holding it to a token per
+// chunk of its prompt; and the simulated llama-server keeps
 // a prompt evicted from its slot in RAM (--cache-ram), as the real one does.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { fetchJson, metricValue, scrapeMetric, simFleet, startGateway, startSim, stopAll, waitUntil } from './harness.mjs';
+import {
+  fetchJson, metricValue, postStream, queueDepth, readSse, scrapeMetric, simFleet, startGateway, startSim, stopAll,
+  waitForQueueDepth, waitUntil,
+} from './harness.mjs';
 
 const MODEL = 'qwen-27b';
 const TIMEOUT = { timeout: 60_000 };
@@ -115,6 +120,53 @@ describe('routing: session', () => {
     }
     assert.equal(await scrapeMetric(gw.url, 'switchyard_route_decisions_total', { policy: 'session', reason: 'session-moved' }), homeless);
     assert.match(gw.output(), /session moved from instance/);
+    await gw.stop();
+  });
+});
+
+describe('routing: a long prefill does not hold up what runs', () => {
+  after(stopAll);
+
+  test('a 10K-token first turn waits for an instance to finish its light turn, which is kept for it', TIMEOUT, async () => {
+    // Light turns answer at 20 tok/s for minutes; prompts evaluate at once.
+    const gw = await startGateway({
+      ...simFleet({ count: 2, model: MODEL, slots: 2, speedFactor: 1, tokensPerSecond: 20,
+        extraArgs: ['--ctx-size', 65536, '--prefill-tokens-per-second', 1_000_000] }),
+      routing: { policy: 'session', home_wait: '30s' },
+    });
+    // A light turn answering on each instance, each with a free slot beside it.
+    const lights = {};
+    for (const s of ['a', 'b']) {
+      const leave = new AbortController();
+      const res = await postStream(`${gw.url}/v1/chat/completions`,
+        { model: MODEL, messages: [{ role: 'user', content: `${s}: hello` }], max_tokens: 5000, ignore_eos: true },
+        { headers: { 'x-session-id': s }, signal: leave.signal });
+      assert.equal(res.status, 200);
+      await readSse(res, { onEvent: () => false });  // its first token went out
+      lights[route(res).instance] = leave;
+    }
+    assert.equal(Object.keys(lights).length, 2, 'one light turn on each instance');
+
+    // Beside either, the heavy prompt would hold that turn to a token per
+    // chunk of it: it waits instead.
+    const heavy = fetchJson(`${gw.url}/v1/chat/completions`, {
+      body: { model: MODEL, messages: [{ role: 'user', content: 'word '.repeat(10_000) }], max_tokens: 1 },
+      headers: { 'x-session-id': 'heavy' }, timeoutMs: 30_000,
+    });
+    await waitForQueueDepth(gw.url, MODEL, 1);
+    // A light request meanwhile goes past it, not to the instance kept for it.
+    const light = await chat(gw.url, [{ role: 'user', content: 'c: hello' }], { session: 'c', maxTokens: 2 });
+    assert.equal(light.status, 200, light.text);
+    const other = route(light).instance;
+    const kept = Object.keys(lights).find((name) => name !== other);
+    assert.equal(await queueDepth(gw.url, MODEL), 1, 'the heavy request still waits');
+
+    // The kept instance's light turn ends: the heavy request goes there.
+    lights[kept].abort();
+    const res = await heavy;
+    assert.equal(res.status, 200, res.text);
+    assert.equal(route(res).instance, kept);
+    lights[other].abort();
     await gw.stop();
   });
 });
