@@ -7,8 +7,8 @@
 #   nginx-proxy  nginx proxy_pass (proxy_buffering off, keepalive, 1 worker) → sim
 #   switchyard   build/switchyard serve (one I/O thread)                     → sim
 # one after the other in one run, and reports for each the relay's CPU time
-# (utime + stime of the proxy process, from /proc) per 1,000 chunks and the
-# chunks per second delivered.
+# (the time its threads ran, from /proc/PID/task/*/schedstat, in ns) per
+# 1,000 chunks and the chunks per second delivered.
 #
 # Usage: bench/streaming.sh [options]
 #   --streams N       concurrent streams (default 64)
@@ -105,8 +105,6 @@ wait_http "http://127.0.0.1:$sim_port/health" 10 || die "the sim did not start: 
 wait_http "http://127.0.0.1:$proxy_port/health" 10 || die "nginx did not start: $(cat "$work/proxy/error.log")"
 wait_http "http://127.0.0.1:$gw_port/health" 20 || die "switchyard did not become ready: $(tail -5 "$work/switchyard.log")"
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 wait_for_quiet
 
 printf '%-12s %5s %10s %12s %14s %10s\n' case round chunks cpu_ms "cpu_ms/1k" "chunks/s"
@@ -115,18 +113,18 @@ for round in $(seq "$rounds"); do
   for case in nginx-proxy switchyard; do
     if [[ "$case" == nginx-proxy ]]; then port=$proxy_port; pid=$proxy_pid; else port=$gw_port; pid=$gw_pid; fi
     json="$work/$case-$round.json"
-    before=$(cpu_ticks "$pid")
+    before=$(cpu_ms "$pid")
     "$binary" bench --url "http://127.0.0.1:$port" --model m --input-len 64 --output-len "$tokens" \
       --concurrency "$streams" --requests-per-step "$requests" --warmup 0 --json "$json" \
       >"$work/$case-$round.log" 2>&1 || die "bench through $case failed: $(tail -3 "$work/$case-$round.log")"
-    after=$(cpu_ticks "$pid")
-    python3 - "$json" "$case" "$round" "$(( (after - before) * 1000 / hz ))" >>"$summary" <<'PY'
+    after=$(cpu_ms "$pid")
+    python3 - "$json" "$case" "$round" "$before" "$after" >>"$summary" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 chunks = sum(r["content_chunks"] for r in doc["requests"] if r.get("error") is None)
 wall = doc["steps"][0]["wall_s"]
-cpu_ms = int(sys.argv[4])
-print(f"{sys.argv[2]:<12} {sys.argv[3]:>5} {chunks:>10} {cpu_ms:>12} {cpu_ms * 1000 / max(chunks, 1):>14.2f} "
+cpu_ms = float(sys.argv[5]) - float(sys.argv[4])
+print(f"{sys.argv[2]:<12} {sys.argv[3]:>5} {chunks:>10} {cpu_ms:>12.1f} {cpu_ms * 1000 / max(chunks, 1):>14.2f} "
       f"{chunks / wall if wall else 0:>10.0f}")
 PY
     tail -1 "$summary"
