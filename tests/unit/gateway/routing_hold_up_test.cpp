@@ -138,10 +138,17 @@ void a_reservation_ends_when_its_request_leaves() {
   ASSERT_TRUE(p.pick(query(heavy, "heavy"), c).wait_until);
   const std::string l = prompt_of('l', 2000);
   EXPECT_TRUE(p.pick(query(l, "light"), c).wait_until) << p.name();  // kept for "heavy"
-  p.left(query(heavy, "heavy"));                                     // its client went away
+  clock.advance(20s);
+  p.left(query(heavy, "heavy"));  // its client went away
   const auto d = p.pick(query(l, "light"), c);
   EXPECT_FALSE(d.wait_until) << p.name();
   EXPECT_EQ(d.position, 0u);
+  // The session comes back: its request waits afresh (32 s, as long as it
+  // would hold the light turn up), not what was left of the ended wait.
+  const auto again = p.pick(query(heavy, "heavy"), c);
+  ASSERT_TRUE(again.wait_until) << p.name();
+  EXPECT_NEAR(std::chrono::duration<double>(*again.wait_until - *clock.now).count(), 32.0, 0.5)
+      << p.name();
 }
 
 TEST(RoutingHoldUp, AReservationEndsWhenItsRequestLeaves) {
