@@ -40,9 +40,17 @@ void Homes::set(std::string_view session, std::size_t instance, std::size_t prom
 void Homes::reserve(std::string_view session, std::size_t instance, long weight,
                     Clock::time_point until) {
   if (reserved_for_other(instance, session)) return;
+  weight = std::max(1L, weight);
+  // A waiter is picked again at every freed slot: its own reservation moves
+  // on in place.
+  if (reserved_by(instance, session)) {
+    reserved_[instance].weight = weight;
+    reserved_[instance].until = until;
+    return;
+  }
   unreserve(session);
   if (reserved_.size() <= instance) reserved_.resize(instance + 1);
-  reserved_[instance] = Reservation{std::string(session), std::max(1L, weight), until};
+  reserved_[instance] = Reservation{std::string(session), weight, until};
 }
 
 void Homes::unreserve(std::string_view session) {
@@ -59,6 +67,11 @@ const Homes::Reservation* Homes::reservation(std::size_t instance) const {
 bool Homes::reserved_for_other(std::size_t instance, std::string_view session) const {
   const Reservation* r = reservation(instance);
   return r && r->session != session;
+}
+
+bool Homes::reserved_by(std::size_t instance, std::string_view session) const {
+  const Reservation* r = reservation(instance);
+  return r && r->session == session;
 }
 
 void Homes::weigh() {
@@ -102,8 +115,7 @@ bool Homes::outweighs_mean(std::span<const Candidate> candidates, std::string_vi
   const auto home = find(session);
   for (const auto& c : candidates) {
     if (c.index < weights_.size()) total += weights_[c.index];
-    const Reservation* r = reservation(c.index);
-    counted |= (home && *home == c.index) || (r && r->session == session);
+    counted |= (home && *home == c.index) || reserved_by(c.index, session);
   }
   if (!counted) total += weight;
   return static_cast<double>(weight) >
@@ -112,8 +124,7 @@ bool Homes::outweighs_mean(std::span<const Candidate> candidates, std::string_vi
 
 std::size_t Homes::lightest(std::span<const Candidate> candidates, std::string_view session) {
   for (std::size_t i = 0; i < candidates.size(); ++i)
-    if (const Reservation* r = reservation(candidates[i].index); r && r->session == session)
-      return i;
+    if (reserved_by(candidates[i].index, session)) return i;
   weigh();
   const auto weight_of = [&](const Candidate& c) {
     return c.index < weights_.size() ? weights_[c.index] : 0L;

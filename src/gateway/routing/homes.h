@@ -93,6 +93,7 @@ class Homes {
     Clock::time_point until{};
   };
   const Reservation* reservation(std::size_t instance) const;  // active ones only
+  bool reserved_by(std::size_t instance, std::string_view session) const;
 
   std::function<Clock::time_point()> now_;
   std::vector<Reservation> reserved_;                 // by fleet index
