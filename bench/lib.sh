@@ -4,10 +4,10 @@
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
-stop_pid() {  # stop one process we started, bounded, and forget it
+stop_pid() {  # PID [SECONDS, default 10]: stop one process we started, bounded, and forget it
   local p="$1" i
   kill -TERM "$p" 2>/dev/null || true
-  for i in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  for i in $(seq $((${2:-10} * 10))); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
   kill -KILL "$p" 2>/dev/null || true
   wait "$p" 2>/dev/null || true
   local keep_pids=() q

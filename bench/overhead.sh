@@ -468,7 +468,7 @@ if [[ "$profile" == *callgrind* ]]; then
     timeout $((cg_seconds + 60)) "${pin_cmd[@]}" "$WRK" -t1 -c1 -d"${cg_seconds}s" --timeout 10s \
       -s "$work/post.lua" "${url[switchyard]}" | grep '^RESULT' | tee "$work/results/callgrind-wrk.txt" || true
     callgrind_control -i off "$gw_pid" >/dev/null
-    stop_pid "$gw_pid"   # SIGTERM: drains, exits, callgrind writes its file
+    stop_pid "$gw_pid" 300  # SIGTERM: drains, exits, and callgrind writes its file (slowly)
     served="$(sed -n 's/.*requests=\([0-9]*\).*/\1/p' "$work/results/callgrind-wrk.txt")"
     if [[ "$served" =~ ^[0-9]+$ ]] && (( served > 0 )); then
       python3 "$work/cg_report.py" "$work/callgrind.out" "$served" "$work" | tee "$work/results/callgrind.txt" || true

@@ -10,12 +10,18 @@
 # (the time its threads ran, from /proc/PID/task/*/schedstat, in ns) per
 # 1,000 chunks and the chunks per second delivered.
 #
+# CPU time on a shared VM swings with its neighbours (the same binary has
+# measured 0.9x and 1.5x nginx's in consecutive rounds). --profile callgrind
+# adds what does not: each relay once more under callgrind, 16 streams, and
+# the user-space instructions it ran per chunk (system calls not included).
+#
 # Usage: bench/streaming.sh [options]
 #   --streams N       concurrent streams (default 64)
 #   --tokens N        tokens per stream (default 256)
 #   --requests N      streams per case (default 512)
 #   --rounds N        repeat both cases N times (default 2)
 #   --wait-load L     first wait (at most 600 s) for the 1-min load average < L (default 1.0; 0: no wait)
+#   --profile P       none (default) or callgrind (needs valgrind)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs and bench JSON in DIR (default: a temp dir)
 #
@@ -32,6 +38,7 @@ tokens=256
 requests=512
 rounds=2
 wait_load=1.0
+profile=none
 binary="$repo/build/switchyard"
 out=""
 while [[ $# -gt 0 ]]; do
@@ -41,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --requests) requests="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --wait-load) wait_load="$2"; shift 2 ;;
+    --profile) profile="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -50,6 +58,9 @@ done
 for n in "$streams" "$tokens" "$requests" "$rounds"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "'$n' is not a positive whole number"
 done
+[[ "$profile" == none || "$profile" == callgrind ]] || die "--profile is none or callgrind, not '$profile'"
+[[ "$profile" == none ]] || command -v valgrind >/dev/null ||
+  die "--profile callgrind needs valgrind (Debian: valgrind)"
 [[ -x "$binary" ]] || die "no switchyard binary at $binary (build: make build)"
 NGINX="$(command -v nginx || true)"; [[ -z "$NGINX" && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
 if [[ -z "$NGINX" ]]; then
@@ -92,15 +103,22 @@ $(nginx_common "$work/proxy" "access_log $work/proxy/access.log;")
   }
 }
 EOF
-"$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -e "$work/proxy/error.log" &
-proxy_pid=$!; pids+=("$proxy_pid")
 cat >"$work/fleet.yaml" <<EOF
 listen: 127.0.0.1:$gw_port
 instances:
   - {name: sim, model: m, url: "http://127.0.0.1:$sim_port", slots: $streams}
 EOF
-"$binary" serve -c "$work/fleet.yaml" >"$work/switchyard.log" 2>&1 &
-gw_pid=$!; pids+=("$gw_pid")
+# Each relay starts behind an optional wrapper (valgrind for the profile).
+start_proxy() {
+  "$@" "$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -e "$work/proxy/error.log" &
+  proxy_pid=$!; pids+=("$proxy_pid")
+}
+start_switchyard() {
+  "$@" "$binary" serve -c "$work/fleet.yaml" >>"$work/switchyard.log" 2>&1 &
+  gw_pid=$!; pids+=("$gw_pid")
+}
+start_proxy
+start_switchyard
 wait_http "http://127.0.0.1:$sim_port/health" 10 || die "the sim did not start: $(tail -3 "$work/sim.log")"
 wait_http "http://127.0.0.1:$proxy_port/health" 10 || die "nginx did not start: $(cat "$work/proxy/error.log")"
 wait_http "http://127.0.0.1:$gw_port/health" 20 || die "switchyard did not become ready: $(tail -5 "$work/switchyard.log")"
@@ -129,4 +147,37 @@ print(f"{sys.argv[2]:<12} {sys.argv[3]:>5} {chunks:>10} {cpu_ms:>12.1f} {cpu_ms 
 PY
     tail -1 "$summary"
   done
+done
+
+[[ "$profile" == callgrind ]] || exit 0
+cg_streams=$((streams < 16 ? streams : 16))
+echo
+echo "## callgrind: user-space instructions per chunk, $cg_streams streams x $tokens tokens x $((cg_streams * 4)) requests"
+for case in nginx-proxy switchyard; do
+  if [[ "$case" == nginx-proxy ]]; then
+    stop_pid "$proxy_pid"; start_proxy valgrind --tool=callgrind --instr-atstart=no \
+      --callgrind-out-file="$work/callgrind-$case.out"
+    port=$proxy_port; pid=$proxy_pid
+  else
+    stop_pid "$gw_pid"; start_switchyard valgrind --tool=callgrind --instr-atstart=no \
+      --callgrind-out-file="$work/callgrind-$case.out"
+    port=$gw_port; pid=$gw_pid
+  fi
+  wait_http "http://127.0.0.1:$port/health" 120 || die "$case under callgrind did not start"
+  for step in warm measured; do  # the first fills pools and caches, the second counts
+    [[ "$step" == measured ]] && callgrind_control -i on "$pid" >/dev/null 2>&1
+    "$binary" bench --url "http://127.0.0.1:$port" --model m --input-len 64 --output-len "$tokens" \
+      --concurrency "$cg_streams" --requests-per-step $((cg_streams * 4)) --warmup 0 \
+      --json "$work/callgrind-$case-$step.json" >"$work/callgrind-$case-$step.log" 2>&1 ||
+      die "bench through $case under callgrind failed: $(tail -3 "$work/callgrind-$case-$step.log")"
+  done
+  callgrind_control -i off "$pid" >/dev/null 2>&1
+  stop_pid "$pid" 300  # SIGTERM: both exit, and callgrind writes its file (slowly)
+  python3 - "$work/callgrind-$case-measured.json" "$work/callgrind-$case.out" "$case" <<'PY'
+import json, re, sys
+doc = json.load(open(sys.argv[1]))
+chunks = sum(r["content_chunks"] for r in doc["requests"] if r.get("error") is None)
+total = [int(m.group(1)) for line in open(sys.argv[2]) if (m := re.match(r"totals:\s+(\d+)", line))][-1]
+print(f"{sys.argv[3]:<12} {chunks:>10} chunks {total:>14,} instructions {total / max(chunks, 1):>8,.0f} per chunk")
+PY
 done

@@ -184,22 +184,25 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     // that fails before producing one is retried invisibly; after that a
     // failure ends the stream with an error event at an event boundary.
     bool started = false;
+    const auto start = [&]() -> awaitable<bool> {
+      answering();
+      http::Headers headers;
+      headers.add("Content-Type", content_type);
+      headers.add("Cache-Control", "no-cache");
+      headers.add("X-Accel-Buffering", "no");
+      headers.add("X-Request-Id", record.id);
+      if (simulated) headers.add("X-Simulated", std::string(*simulated));
+      for (auto [name, value] : ctx.response_headers) headers.add(name, value);
+      record.status = reply_head->status;
+      started = true;
+      const bool ok = co_await exchange.start_stream(reply_head->status, std::move(headers));
+      record.ttfb = record.seconds_since_start();
+      co_return ok;
+    };
+    // Apart from start(): this runs per read, and its coroutine frame comes
+    // from malloc's per-thread cache only while it stays under 1 KiB.
     const auto send = [&](std::string_view bytes) -> awaitable<bool> {
-      if (!started) {
-        answering();
-        http::Headers headers;
-        headers.add("Content-Type", content_type);
-        headers.add("Cache-Control", "no-cache");
-        headers.add("X-Accel-Buffering", "no");
-        headers.add("X-Request-Id", record.id);
-        if (simulated) headers.add("X-Simulated", std::string(*simulated));
-        for (auto [name, value] : ctx.response_headers) headers.add(name, value);
-        record.status = reply_head->status;
-        started = true;
-        const bool ok = co_await exchange.start_stream(reply_head->status, std::move(headers));
-        record.ttfb = record.seconds_since_start();
-        if (!ok) co_return false;
-      }
+      if (!started && !co_await start()) co_return false;
       record.bytes_out += bytes.size();
       co_return co_await exchange.send_chunk(bytes);
     };

@@ -55,22 +55,38 @@ awaitable<boost::system::error_code> read_more(tcp::socket& socket, beast::flat_
   co_return parse_buffered(parser, buffer);
 }
 
-// Writes all of `buffers`: first directly, which completes at once when the
-// socket's send buffer has room (nearly always) and then saves a trip
-// through the event loop; whatever is left asynchronously. The caller's
-// deadline covers the wait.
+// Writes what of `buffers` the socket's send buffer takes now (nearly always
+// all of it), without waiting; returns the bytes written. Would-block is not
+// an error here: the caller awaits write_rest() for what is left.
 template <class Buffers>
-awaitable<boost::system::error_code> write_all(tcp::socket& socket, const Buffers& buffers) {
-  boost::system::error_code ec;
+std::size_t write_now(tcp::socket& socket, const Buffers& buffers, boost::system::error_code& ec) {
   if (!socket.non_blocking()) socket.non_blocking(true, ec);
   std::size_t sent = 0;
   if (!ec) sent = socket.write_some(buffers, ec);
   if (ec == net::error::would_block || ec == net::error::try_again) ec = {};
-  if (ec || sent == net::buffer_size(buffers)) co_return ec;
+  return sent;
+}
+
+// Writes `buffers` after their first `sent` bytes, waiting for room.
+template <class Buffers>
+awaitable<boost::system::error_code> write_rest(tcp::socket& socket, const Buffers& buffers,
+                                                std::size_t sent) {
   beast::buffers_suffix<Buffers> rest(buffers);
   rest.consume(sent);
-  auto [write_ec, n] = co_await net::async_write(socket, rest, use_tuple);
-  co_return write_ec;
+  auto [ec, n] = co_await net::async_write(socket, rest, use_tuple);
+  co_return ec;
+}
+
+// Writes all of `buffers`: first directly, which saves a trip through the
+// event loop, then whatever is left asynchronously. The caller's deadline
+// covers the wait. A caller on a hot path calls the two halves itself, so
+// that the common case costs no coroutine frame either.
+template <class Buffers>
+awaitable<boost::system::error_code> write_all(tcp::socket& socket, const Buffers& buffers) {
+  boost::system::error_code ec;
+  const std::size_t sent = write_now(socket, buffers, ec);
+  if (ec || sent == net::buffer_size(buffers)) co_return ec;
+  co_return co_await write_rest(socket, buffers, sent);
 }
 
 // Lets the event loop run once before a read that would most likely find

@@ -212,10 +212,16 @@ class SessionExchange final : public Exchange {
   // Up to three buffers written in one gather write; unused ones are empty.
   using Pieces = std::array<net::const_buffer, 3>;
 
+  // A stream writes once per read from its engine: the common case (the
+  // socket takes it all) neither reads the clock nor starts a coroutine.
   awaitable<bool> write(const Pieces& pieces) {
-    deadline_.expires_after(options_.write_timeout);
-    const auto ec = co_await write_all(socket_, pieces);
-    deadline_.expires_never();
+    boost::system::error_code ec;
+    const std::size_t sent = write_now(socket_, pieces, ec);
+    if (!ec && sent < net::buffer_size(pieces)) {
+      deadline_.expires_after(options_.write_timeout);
+      ec = co_await write_rest(socket_, pieces, sent);
+      deadline_.expires_never();
+    }
     ok_ = !ec;
     co_return ok_;
   }

@@ -319,6 +319,9 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     conn.deadline.expires_never();
     const bool timed_out = conn.deadline.expired();
     if (!wec) {
+      // The body is parsed as far as each read goes (a stream's read holds
+      // several chunks), not one chunk per put() as async_read_header left it.
+      s.parser->eager(true);
       note_keep_alive(conn, s.parser->headers, opts);
       UpstreamHead reply;
       reply.status = s.parser->status;
@@ -351,17 +354,20 @@ awaitable<Result<std::string_view>> UpstreamCall::read_some() {
       ec = co_await read_more(conn.socket, conn.buffer, *s.parser);
       conn.deadline.expires_never();
     }
-    if (ec) {
-      const bool timed_out = conn.deadline.expired();
-      if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec, timed_out);
-      conn.close();
-      co_return Error{fmt::format("{} broke off the response: {}", s.pool->url.authority(),
-                                  timed_out ? "no data within the idle timeout" : ec.message())};
-    }
+    if (ec) co_return read_failed(ec);
     const std::size_t got = s.parser->body_bytes();
     if (got > 0) co_return std::string_view(conn.piece.data(), got);
   }
   co_return std::string_view{};
+}
+
+Error UpstreamCall::read_failed(const boost::system::error_code& ec) {
+  auto& conn = *state_->conn;
+  const bool timed_out = conn.deadline.expired();
+  if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec, timed_out);
+  conn.close();
+  return Error{fmt::format("{} broke off the response: {}", state_->pool->url.authority(),
+                           timed_out ? "no data within the idle timeout" : ec.message())};
 }
 
 awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit,

@@ -166,6 +166,10 @@ class UpstreamCall {
   UpstreamFailure failure() const { return failure_; }
 
  private:
+  // read_some()'s failure: outside the coroutine, whose frame would
+  // otherwise hold the message's temporaries on every read.
+  Error read_failed(const boost::system::error_code& ec);
+
   struct State;
   std::unique_ptr<State> state_;
   UpstreamFailure failure_ = UpstreamFailure::none;

@@ -58,6 +58,7 @@ void DeltaTemplate::remember(std::string_view event, TextSpan text, std::string_
     head_out_ = head_;
     tail_out_ = sent.substr(text.end);
   }
+  sent_as_is_ = head_out_ == head_ && tail_out_ == tail_;
 }
 
 bool DeltaTemplate::apply(std::string_view event, std::string& out) const {
@@ -67,9 +68,13 @@ bool DeltaTemplate::apply(std::string_view event, std::string& out) const {
       event.substr(head_.size(), event.size() - head_.size() - tail_.size());
   // The text must be one string that the tail's first quote closes.
   if (closing_quote(text, 0) || escaped(text, text.size())) return false;
-  out.append(head_out_);
-  out.append(text);
-  out.append(tail_out_);
+  if (sent_as_is_) {
+    out.append(event);
+  } else {
+    out.append(head_out_);
+    out.append(text);
+    out.append(tail_out_);
+  }
   return true;
 }
 

@@ -34,6 +34,7 @@ class DeltaTemplate {
  private:
   std::string head_, tail_;          // as the engine sent them
   std::string head_out_, tail_out_;  // as the client gets them
+  bool sent_as_is_ = false;          // the client gets the events unchanged: one copy
 };
 
 }  // namespace switchyard::openai

@@ -108,6 +108,34 @@ void member_texts(std::string_view json, std::span<const std::string_view> keys,
   }
 }
 
+std::optional<std::string_view> last_member_text(std::string_view json, std::string_view key) {
+  // The last `"key"` not inside a string (a string holds its quotes
+  // escaped), a colon, and a container after which only the object's own
+  // closing brace follows: at the top level, since one more enclosing
+  // container would close there too.
+  std::size_t quote = json.rfind('"');
+  for (; quote != std::string_view::npos && quote > 0; quote = json.rfind('"', quote - 1)) {
+    if (quote < key.size() + 1 || json.substr(quote - key.size(), key.size()) != key) continue;
+    const std::size_t open = quote - key.size() - 1;
+    if (json[open] != '"') continue;
+    std::size_t backslashes = 0;
+    while (backslashes < open && json[open - 1 - backslashes] == '\\') ++backslashes;
+    if (backslashes % 2 == 1) continue;
+    break;
+  }
+  if (quote == std::string_view::npos || quote == 0) return std::nullopt;
+  const std::size_t colon = skip_space(json, quote + 1);
+  if (colon >= json.size() || json[colon] != ':') return std::nullopt;
+  const std::size_t value = skip_space(json, colon + 1);
+  if (value >= json.size() || (json[value] != '{' && json[value] != '[')) return std::nullopt;
+  const auto text = container_at(json, value);
+  if (!text) return std::nullopt;
+  const std::size_t close = skip_space(json, value + text->size());
+  if (close >= json.size() || json[close] != '}') return std::nullopt;
+  if (skip_space(json, close + 1) != json.size()) return std::nullopt;
+  return text;
+}
+
 std::optional<std::string_view> member_text(std::string_view json, std::string_view key) {
   std::optional<std::string_view> out;
   member_texts(json, std::span(&key, 1), std::span(&out, 1));

@@ -17,6 +17,12 @@ namespace switchyard::openai {
 // object or array as written. nullopt when there is none.
 std::optional<std::string_view> member_text(std::string_view json, std::string_view key);
 
+// The value of the member named `key` when it is the object's last one,
+// found from the end: an object or array, as member_text() gives it. A body's
+// `usage` comes last, after all the generated text a forward scan would walk.
+// nullopt when the last member is another, or its value no container.
+std::optional<std::string_view> last_member_text(std::string_view json, std::string_view key);
+
 // member_text() for several keys in one pass: out[i] is the value of the
 // first member named keys[i]. `out` has the size of `keys`.
 void member_texts(std::string_view json, std::span<const std::string_view> keys,

@@ -1,7 +1,5 @@
 #include "openai/response_rewrite.h"
 
-#include <span>
-
 #include "common/byte_search.h"
 #include "common/json_text.h"
 #include "openai/json_scan.h"
@@ -113,20 +111,13 @@ void ResponseRewriter::splice(std::string_view json, std::string_view token,
 }
 
 void ResponseRewriter::rewrite_body(std::string& json) {
-  // One scan for both members: a body's `usage` comes last, its `model`
-  // first. The stream's shortcuts (SeenModel, Anthropic's message_start)
-  // do not apply to a body sent whole.
-  const bool usage_here = mentions_usage(json);
-  if (model_token_.empty() && !usage_here) return;
-  static constexpr std::string_view keys[] = {"model", "usage"};
-  std::optional<std::string_view> found[2];
-  const std::size_t wanted = usage_here ? 2 : 1;
-  member_texts(json, std::span(keys, wanted), std::span(found, wanted));
-  if (usage_here) {
-    // Top-level `usage` (OpenAI, Anthropic), else llama.cpp's own members.
-    note_usage(found[1] ? parse_usage_object(*found[1]) : find_usage(json));
-  }
-  const auto token = found[0];
+  // A body's `usage` comes last and its `model` first: the one is found from
+  // the end, the other by a scan that stops there, and neither walks the
+  // text between. The stream's shortcuts (SeenModel, Anthropic's
+  // message_start) do not apply to a body sent whole.
+  if (mentions_usage(json)) note_usage(find_usage(json));
+  if (model_token_.empty()) return;
+  const auto token = member_text(json, "model");
   if (model_token_.empty() || !token || !token->starts_with('"') || *token == model_token_) return;
   std::string out;
   out.reserve(json.size() + model_token_.size());

@@ -50,7 +50,9 @@ std::optional<Usage> parse_usage_object(std::string_view usage) {
 }
 
 std::optional<Usage> find_usage(std::string_view json) {
-  // The OpenAI shape first, alone: a scan for one key stops where it is found.
+  // Engines write `usage` last: found from the end, past none of the text.
+  if (auto usage = last_member_text(json, "usage")) return parse_usage_object(*usage);
+  // The OpenAI shape elsewhere, alone: a scan for one key stops where it is found.
   if (auto usage = member_text(json, "usage")) return parse_usage_object(*usage);
   static constexpr std::array<std::string_view, 3> keys{"message", "tokens_evaluated",
                                                         "tokens_predicted"};

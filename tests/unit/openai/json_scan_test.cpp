@@ -47,5 +47,32 @@ TEST(MemberText, MalformedInputYieldsNothing) {
   EXPECT_FALSE(member_text("", "k"));
 }
 
+TEST(LastMemberText, FindsTheLastTopLevelMemberFromTheEnd) {
+  const std::string_view json =
+      R"({"model":"m","choices":[{"text":"\"usage\":{}"}],"usage":{"prompt_tokens":3}} )";
+  const auto text = last_member_text(json, "usage");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(*text, R"({"prompt_tokens":3})");
+  EXPECT_EQ(text->data(), json.data() + json.rfind('{'));  // a view into the input
+  EXPECT_EQ(last_member_text(R"({"usage" : [1, 2]})", "usage"), "[1, 2]");
+}
+
+TEST(LastMemberText, NothingUnlessTheMemberIsTheTopObjectsLast) {
+  // Not last: the forward scan (member_text) is the caller's fallback.
+  EXPECT_FALSE(last_member_text(R"({"usage":{"n":1},"model":"m"})", "usage"));
+  // Nested one level down, though last there.
+  EXPECT_FALSE(last_member_text(R"({"message":{"usage":{"n":1}}})", "usage"));
+  // Only inside a string.
+  EXPECT_FALSE(last_member_text(R"({"text":"x \"usage\":{\"n\":1}"})", "usage"));
+  // A key that only ends in the name.
+  EXPECT_FALSE(last_member_text(R"({"my_usage":{"n":1}})", "usage"));
+  // Not a container, or unfinished.
+  EXPECT_FALSE(last_member_text(R"({"usage":3})", "usage"));
+  EXPECT_FALSE(last_member_text(R"({"usage":{"n":1})", "usage"));
+  EXPECT_FALSE(last_member_text(R"({"usage":{"n":1}}})", "usage"));
+  EXPECT_FALSE(last_member_text("", "usage"));
+  EXPECT_FALSE(last_member_text("\"usage\"", "usage"));
+}
+
 }  // namespace
 }  // namespace switchyard::openai
