@@ -110,7 +110,8 @@ instances:
 EOF
 # Each relay starts behind an optional wrapper (valgrind for the profile).
 start_proxy() {
-  "$@" "$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -e "$work/proxy/error.log" &
+  "$@" "$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -e "$work/proxy/error.log" \
+    2>>"$work/proxy/stderr.log" &
   proxy_pid=$!; pids+=("$proxy_pid")
 }
 start_switchyard() {
