@@ -14,6 +14,14 @@
 # measured 0.9x and 1.5x nginx's in consecutive rounds). --profile callgrind
 # adds what does not: each relay once more under callgrind, 16 streams, and
 # the user-space instructions it ran per chunk (system calls not included).
+# The simulator answers as fast as it can unless --pace: then the more the
+# relay lags, the more events each of its reads and writes carries, so a
+# relay's CPU per chunk depends on its own speed. --pace N streams each
+# sequence at N tokens a second, as an engine does: every read then carries
+# one event, for both relays, and CPU per chunk is the cost of relaying one.
+# --pin split takes the placement out: the relay on the last CPU, the
+# simulator and the client on CPU 0, so that neither relay's wake-ups cross
+# CPUs differently from the other's.
 #
 # Usage: bench/streaming.sh [options]
 #   --streams N       concurrent streams (default 64)
@@ -22,6 +30,8 @@
 #   --rounds N        repeat both cases N times (default 2)
 #   --wait-load L     first wait (at most 600 s) for the 1-min load average < L (default 1.0; 0: no wait)
 #   --profile P       none (default) or callgrind (needs valgrind)
+#   --pin MODE        none (default) or split (needs taskset and 2 CPUs)
+#   --pace N          N tokens a second per stream (default: no pacing)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs and bench JSON in DIR (default: a temp dir)
 #
@@ -39,6 +49,8 @@ requests=512
 rounds=2
 wait_load=1.0
 profile=none
+pin=none
+pace=""
 binary="$repo/build/switchyard"
 out=""
 while [[ $# -gt 0 ]]; do
@@ -49,6 +61,8 @@ while [[ $# -gt 0 ]]; do
     --rounds) rounds="$2"; shift 2 ;;
     --wait-load) wait_load="$2"; shift 2 ;;
     --profile) profile="$2"; shift 2 ;;
+    --pin) pin="$2"; shift 2 ;;
+    --pace) pace="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -61,6 +75,15 @@ done
 [[ "$profile" == none || "$profile" == callgrind ]] || die "--profile is none or callgrind, not '$profile'"
 [[ "$profile" == none ]] || command -v valgrind >/dev/null ||
   die "--profile callgrind needs valgrind (Debian: valgrind)"
+[[ -z "$pace" || "$pace" =~ ^[1-9][0-9]*$ ]] || die "--pace takes a positive whole number of tokens a second, not '$pace'"
+case "$pin" in
+  none) relay_cpu=(); load_cpu=() ;;
+  split)
+    command -v taskset >/dev/null || die "--pin split needs taskset (util-linux)"
+    (( $(nproc) >= 2 )) || die "--pin split needs 2 CPUs, this machine has $(nproc)"
+    relay_cpu=(taskset -c "$(($(nproc) - 1))"); load_cpu=(taskset -c 0) ;;
+  *) die "--pin is none or split, not '$pin'" ;;
+esac
 [[ -x "$binary" ]] || die "no switchyard binary at $binary (build: make build)"
 NGINX="$(command -v nginx || true)"; [[ -z "$NGINX" && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
 if [[ -z "$NGINX" ]]; then
@@ -86,7 +109,8 @@ trap 'exit 130' INT TERM
 read -r sim_port proxy_port gw_port <<<"$(free_ports 3)"
 mkdir -p "$work/proxy/tmp"
 
-"$binary" sim --preset fast --host 127.0.0.1 --port "$sim_port" --alias m --slots "$streams" \
+"${load_cpu[@]}" "$binary" sim --preset fast ${pace:+--tokens-per-second "$pace"} \
+  --host 127.0.0.1 --port "$sim_port" --alias m --slots "$streams" \
   >"$work/sim.log" 2>&1 &
 pids+=($!)
 cat >"$work/proxy/nginx.conf" <<EOF
@@ -110,12 +134,12 @@ instances:
 EOF
 # Each relay starts behind an optional wrapper (valgrind for the profile).
 start_proxy() {
-  "$@" "$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -e "$work/proxy/error.log" \
+  "${relay_cpu[@]}" "$@" "$NGINX" -p "$work/proxy" -c "$work/proxy/nginx.conf" -e "$work/proxy/error.log" \
     2>>"$work/proxy/stderr.log" &
   proxy_pid=$!; pids+=("$proxy_pid")
 }
 start_switchyard() {
-  "$@" "$binary" serve -c "$work/fleet.yaml" >>"$work/switchyard.log" 2>&1 &
+  "${relay_cpu[@]}" "$@" "$binary" serve -c "$work/fleet.yaml" >>"$work/switchyard.log" 2>&1 &
   gw_pid=$!; pids+=("$gw_pid")
 }
 start_proxy
@@ -126,6 +150,7 @@ wait_http "http://127.0.0.1:$gw_port/health" 20 || die "switchyard did not becom
 
 wait_for_quiet
 
+echo "# placement: $pin (--pin); pace: ${pace:-none} (--pace)"
 printf '%-12s %5s %10s %12s %14s %10s\n' case round chunks cpu_ms "cpu_ms/1k" "chunks/s"
 summary="$work/summary.txt"; : >"$summary"
 for round in $(seq "$rounds"); do
@@ -133,7 +158,7 @@ for round in $(seq "$rounds"); do
     if [[ "$case" == nginx-proxy ]]; then port=$proxy_port; pid=$proxy_pid; else port=$gw_port; pid=$gw_pid; fi
     json="$work/$case-$round.json"
     before=$(cpu_ms "$pid")
-    "$binary" bench --url "http://127.0.0.1:$port" --model m --input-len 64 --output-len "$tokens" \
+    "${load_cpu[@]}" "$binary" bench --url "http://127.0.0.1:$port" --model m --input-len 64 --output-len "$tokens" \
       --concurrency "$streams" --requests-per-step "$requests" --warmup 0 --json "$json" \
       >"$work/$case-$round.log" 2>&1 || die "bench through $case failed: $(tail -3 "$work/$case-$round.log")"
     after=$(cpu_ms "$pid")
@@ -167,7 +192,7 @@ for case in nginx-proxy switchyard; do
   wait_http "http://127.0.0.1:$port/health" 120 || die "$case under callgrind did not start"
   for step in warm measured; do  # the first fills pools and caches, the second counts
     [[ "$step" == measured ]] && callgrind_control -i on "$pid" >/dev/null 2>&1
-    "$binary" bench --url "http://127.0.0.1:$port" --model m --input-len 64 --output-len "$tokens" \
+    "${load_cpu[@]}" "$binary" bench --url "http://127.0.0.1:$port" --model m --input-len 64 --output-len "$tokens" \
       --concurrency "$cg_streams" --requests-per-step $((cg_streams * 4)) --warmup 0 \
       --json "$work/callgrind-$case-$step.json" >"$work/callgrind-$case-$step.log" 2>&1 ||
       die "bench through $case under callgrind failed: $(tail -3 "$work/callgrind-$case-$step.log")"
