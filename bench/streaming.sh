@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # What relaying a stream costs: Switchyard against nginx (issue 11).
 #
-# A simulated engine with no delays (`switchyard sim --preset fast`) streams
-# chat completions; `switchyard bench` sends C concurrent streams of L tokens
-# each through
+# A simulated engine with no delays (`switchyard sim --preset fast`, paced
+# with --pace) streams chat completions; `switchyard bench` sends C
+# concurrent streams of L tokens each through
 #   nginx-proxy  nginx proxy_pass (proxy_buffering off, keepalive, 1 worker) → sim
 #   switchyard   build/switchyard serve (one I/O thread)                     → sim
 # one after the other in one run, and reports for each the relay's CPU time
