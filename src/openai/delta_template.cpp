@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "common/byte_search.h"
+#include "openai/json_scan.h"
 
 namespace switchyard::openai {
 
@@ -10,14 +11,6 @@ namespace {
 
 const ByteSearch content_key("content\":");
 const ByteSearch text_key("\"text\":");
-
-// Whether the quote or end at `at` is escaped: an odd run of backslashes
-// before it.
-bool escaped(std::string_view s, std::size_t at) {
-  std::size_t n = 0;
-  while (n < at && s[at - 1 - n] == '\\') ++n;
-  return n % 2 == 1;
-}
 
 // The first unescaped quote at or after `from`.
 std::optional<std::size_t> closing_quote(std::string_view s, std::size_t from) {

@@ -4,6 +4,12 @@
 
 namespace switchyard::openai {
 
+bool escaped(std::string_view json, std::size_t at) {
+  std::size_t n = 0;
+  while (n < at && json[at - 1 - n] == '\\') ++n;
+  return n % 2 == 1;
+}
+
 namespace {
 
 // The index just past the string whose opening quote is at `open`, or npos.
@@ -11,9 +17,7 @@ std::size_t skip_string(std::string_view json, std::size_t open) {
   for (std::size_t i = open + 1; i < json.size(); ++i) {
     i = json.find('"', i);  // memchr: strings are most of a response
     if (i == std::string_view::npos) return i;
-    std::size_t backslashes = 0;
-    while (json[i - 1 - backslashes] == '\\') ++backslashes;
-    if (backslashes % 2 == 0) return i + 1;
+    if (!escaped(json, i)) return i + 1;
   }
   return std::string_view::npos;
 }
@@ -117,11 +121,7 @@ std::optional<std::string_view> last_member_text(std::string_view json, std::str
   for (; quote != std::string_view::npos && quote > 0; quote = json.rfind('"', quote - 1)) {
     if (quote < key.size() + 1 || json.substr(quote - key.size(), key.size()) != key) continue;
     const std::size_t open = quote - key.size() - 1;
-    if (json[open] != '"') continue;
-    std::size_t backslashes = 0;
-    while (backslashes < open && json[open - 1 - backslashes] == '\\') ++backslashes;
-    if (backslashes % 2 == 1) continue;
-    break;
+    if (json[open] == '"' && !escaped(json, open)) break;
   }
   if (quote == std::string_view::npos || quote == 0) return std::nullopt;
   const std::size_t colon = skip_space(json, quote + 1);

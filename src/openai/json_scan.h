@@ -12,6 +12,10 @@
 
 namespace switchyard::openai {
 
+// Whether the quote (or the end) at `at` is escaped: an odd run of
+// backslashes before it.
+bool escaped(std::string_view json, std::size_t at);
+
 // The text of the value of the first member named `key` of the object
 // `json` (at its top level): a string with its quotes, a number, literal,
 // object or array as written. nullopt when there is none.

@@ -54,4 +54,9 @@ std::optional<HomeWait::Clock::time_point> wait_for_home(
   return until;
 }
 
+void end_home_wait(HomeWait& wait, Homes& homes, std::string_view session) {
+  homes.unreserve(session);
+  wait.end(session);
+}
+
 }  // namespace switchyard::gateway

@@ -66,4 +66,9 @@ std::optional<HomeWait::Clock::time_point> wait_for_home(
     HomeWait& wait, Homes& homes, const PrefillCost& cost, const Candidate& home,
     std::string_view session, long weight, bool worth_it, bool slow_only, double rate);
 
+// What wait_for_home() kept for `session` when its request stops waiting
+// without being routed (RoutingPolicy::left): the reserved instance, and the
+// start of its wait, so that the session's next request waits afresh.
+void end_home_wait(HomeWait& wait, Homes& homes, std::string_view session);
+
 }  // namespace switchyard::gateway

@@ -39,12 +39,7 @@ class PrefixAffinity final : public RoutingPolicy {
   void finished(const Candidate& instance, const RouteFeedback& feedback) override {
     state_.finished(instance, feedback);
   }
-  // What it kept for a request that left: the instance, and the start of
-  // its wait (a later request of the session waits afresh).
-  void left(const RouteQuery& query) override {
-    homes_.unreserve(query.session);
-    wait_.end(query.session);
-  }
+  void left(const RouteQuery& query) override { end_home_wait(wait_, homes_, query.session); }
   double match(const RouteQuery& query, const Candidate& instance) override;
 
  private:

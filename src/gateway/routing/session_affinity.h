@@ -38,12 +38,7 @@ class SessionAffinity final : public RoutingPolicy {
   void finished(const Candidate& instance, const RouteFeedback& feedback) override {
     state_.finished(instance, feedback);
   }
-  // What it kept for a request that left: the instance, and the start of
-  // its wait (a later request of the session waits afresh).
-  void left(const RouteQuery& query) override {
-    homes_.unreserve(query.session);
-    wait_.end(query.session);
-  }
+  void left(const RouteQuery& query) override { end_home_wait(wait_, homes_, query.session); }
 
   // 1 for the session's home, else 0.
   double match(const RouteQuery& query, const Candidate& instance) override {
