@@ -34,12 +34,12 @@ check: test-build
 	cd build-check && ctest --output-on-failure --timeout 600
 
 # libFuzzer targets (clang-14): the GGUF reader, the HTTP request parser, the
-# server with a handler over loopback, the SSE splitter, the JSON scan and
-# request inspector, the fleet config loader.
+# server with a handler over loopback, the SSE splitter, the chunked body
+# decoder, the JSON scan and request inspector, the fleet config loader.
 # Each runs FUZZ_SECONDS; new inputs are kept in build-fuzz/corpus/<target>.
 #   make fuzz FUZZ_TARGETS=sse FUZZ_SECONDS=300
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= gguf http_request http_server sse json_scan config
+FUZZ_TARGETS ?= gguf http_request http_server sse body_decoder json_scan config
 FUZZ_CXX = clang++-14 -std=c++20 -g -O1 -Isrc
 # clang 14 fails to emit UBSan's checks in coroutines ("Cannot represent a
 # difference across sections"), so the server's target runs with ASan only.
@@ -51,6 +51,7 @@ fuzz_sources_http_server = src/http/server.cpp src/http/parsers.cpp src/http/mes
   src/http/client_watch.cpp src/http/socket_deadline.cpp src/http/wire.cpp src/http/heap_trim.cpp \
   -lspdlog -lfmt
 fuzz_sources_sse = src/http/sse.cpp
+fuzz_sources_body_decoder = src/http/body_decoder.cpp
 fuzz_sources_json_scan = src/openai/json_scan.cpp src/openai/request_inspector.cpp -lsimdjson -lfmt
 fuzz_sources_config = src/fleet/fleet_config.cpp src/fleet/redis_url.cpp src/http/url.cpp \
   -lyaml-cpp -lfmt
@@ -60,7 +61,8 @@ fuzz: setup
 	  san="$(FUZZ_SANITIZE)"; \
 	  case $$t in gguf) srcs="$(fuzz_sources_gguf)";; http_request) srcs="$(fuzz_sources_http_request)";; \
 	    http_server) srcs="$(fuzz_sources_http_server)"; san="-fsanitize=fuzzer,address";; \
-	    sse) srcs="$(fuzz_sources_sse)";; json_scan) srcs="$(fuzz_sources_json_scan)";; \
+	    sse) srcs="$(fuzz_sources_sse)";; body_decoder) srcs="$(fuzz_sources_body_decoder)";; \
+	    json_scan) srcs="$(fuzz_sources_json_scan)";; \
 	    config) srcs="$(fuzz_sources_config)";; *) echo "unknown fuzz target $$t"; exit 2;; esac; \
 	  echo "building build-fuzz/$${t}_fuzz"; \
 	  $(FUZZ_CXX) $$san tests/fuzz/$${t}_fuzz.cpp $$srcs -o build-fuzz/$${t}_fuzz || exit 1; \

@@ -144,17 +144,18 @@ awaitable<void> LoadGenerator::send_one(const std::string& body, RequestRecord& 
   http::SseSplitter splitter;
   StreamParser parser(record);
   for (;;) {
-    auto piece = co_await call.read_some();
+    auto pieces = co_await call.read_some();
     const double at = ms_since(t0);
-    if (!piece) {
+    if (!pieces) {
       record.error = stopping_ ? "interrupted" : failure_kind(call.failure());
-      record.error_detail = piece.error().message;
+      record.error_detail = pieces.error().message;
       record.e2e_ms = at;
       co_return;
     }
-    if (piece->empty()) break;
-    splitter.feed(*piece);
-    while (auto event = splitter.next()) parser.on_data(http::sse_data(*event), at);
+    if (pieces->empty()) break;
+    for (auto piece : *pieces)
+      splitter.split(piece,
+                     [&](std::string_view event) { parser.on_data(http::sse_data(event), at); });
   }
   parser.finish(ms_since(t0));
 }

@@ -26,6 +26,14 @@ class Exchange {
   virtual boost::asio::awaitable<bool> start_stream(int status, Headers headers) = 0;
   virtual boost::asio::awaitable<bool> send_chunk(std::string_view data) = 0;
   virtual boost::asio::awaitable<bool> end_stream() = 0;
+  // send_chunk() in two halves, for a relay that writes once per engine
+  // read: send_chunk_now() writes what the socket takes at once and keeps
+  // the rest; if then !flushed(), flush() must be awaited before anything
+  // else is sent. When the socket takes it all (nearly always), no coroutine
+  // is started: per relayed event that was three.
+  virtual bool send_chunk_now(std::string_view data) = 0;
+  virtual bool flushed() const = 0;
+  virtual boost::asio::awaitable<bool> flush() = 0;
 
   // Completes with true when the client closes or resets its connection.
   // While the client is connected it waits until cancelled (awaitable

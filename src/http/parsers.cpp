@@ -1,7 +1,5 @@
 #include "http/parsers.h"
 
-#include <algorithm>
-#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -80,9 +78,15 @@ void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& leng
   if (length) body.reserve(static_cast<std::size_t>(*length));
 }
 
-std::size_t RequestParser::on_data(string_view data, error_code&) {
+std::size_t RequestParser::on_body_impl(string_view data, error_code&) {
   body.append(data.data(), data.size());
   return data.size();
+}
+
+std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, string_view data, error_code& ec) {
+  const std::size_t n = on_body_impl(data, ec);
+  chunk_left_ -= n;
+  return n;
 }
 
 void ResponseParser::on_field_impl(boost::beast::http::field, string_view name, string_view value,
@@ -90,18 +94,14 @@ void ResponseParser::on_field_impl(boost::beast::http::field, string_view name, 
   add_header(headers, name, value);
 }
 
-void ResponseParser::body_into(char* data, std::size_t size) {
-  out_ = data;
-  room_ = size;
-  filled_ = 0;
+std::size_t ResponseParser::on_body_impl(string_view, error_code& ec) {
+  ec = boost::beast::http::error::need_buffer;
+  return 0;
 }
 
-std::size_t ResponseParser::on_data(string_view data, error_code& ec) {
-  const std::size_t n = std::min(data.size(), room_ - filled_);
-  if (n > 0) std::memcpy(out_ + filled_, data.data(), n);
-  filled_ += n;
-  if (n < data.size()) ec = boost::beast::http::error::need_buffer;
-  return n;
+std::size_t ResponseParser::on_chunk_body_impl(std::uint64_t, string_view, error_code& ec) {
+  ec = boost::beast::http::error::need_buffer;
+  return 0;
 }
 
 }  // namespace switchyard::http

@@ -145,22 +145,35 @@ class SessionExchange final : public Exchange {
   }
 
   awaitable<bool> send_chunk(std::string_view data) override {
-    if (!ok_) co_return false;
-    if (data.empty()) co_return true;  // an empty chunk would end the body
+    if (!send_chunk_now(data)) co_return false;
+    if (flushed()) co_return true;
+    co_return co_await flush();
+  }
+
+  bool send_chunk_now(std::string_view data) override {
+    if (!ok_) return false;
+    if (data.empty()) return true;  // an empty chunk would end the body
     const net::const_buffer payload = net::buffer(data.data(), data.size());
-    if (!chunked()) {
-      const Pieces pieces{payload};
-      const bool ok = co_await write(pieces);
-      co_return ok;
-    }
+    if (!chunked()) return write_or_keep({payload});
     char size_line[20];
     char* end = std::to_chars(size_line, size_line + 16, data.size(), 16).ptr;
     end[0] = '\r';
     end[1] = '\n';
     const std::size_t size_length = static_cast<std::size_t>(end + 2 - size_line);
-    const Pieces pieces{net::buffer(size_line, size_length), payload, net::buffer(kCrlf)};
-    const bool ok = co_await write(pieces);
-    co_return ok;
+    return write_or_keep({net::buffer(size_line, size_length), payload, net::buffer(kCrlf)});
+  }
+
+  bool flushed() const override { return backlog_.empty(); }
+
+  awaitable<bool> flush() override {
+    if (!ok_ || backlog_.empty()) co_return ok_;
+    deadline_.expires_after(options_.write_timeout);
+    const std::array<net::const_buffer, 1> rest{net::buffer(backlog_)};
+    const auto ec = co_await write_rest(socket_, rest, 0);
+    deadline_.expires_never();
+    backlog_.clear();
+    ok_ = !ec;
+    co_return ok_;
   }
 
   awaitable<bool> end_stream() override {
@@ -212,9 +225,30 @@ class SessionExchange final : public Exchange {
   // Up to three buffers written in one gather write; unused ones are empty.
   using Pieces = std::array<net::const_buffer, 3>;
 
-  // A stream writes once per read from its engine: the common case (the
-  // socket takes it all) neither reads the clock nor starts a coroutine.
+  // Writes what of `pieces` the socket takes now and keeps the rest, in
+  // order, for flush(). Returns false when the client is gone.
+  bool write_or_keep(const Pieces& pieces) {
+    std::size_t sent = 0;
+    if (backlog_.empty()) {
+      boost::system::error_code ec;
+      sent = write_now(socket_, pieces, ec);
+      if (ec) {
+        ok_ = false;
+        return false;
+      }
+    }
+    for (const auto& piece : pieces) {
+      const std::size_t skip = std::min(sent, piece.size());
+      sent -= skip;
+      backlog_.append(static_cast<const char*>(piece.data()) + skip, piece.size() - skip);
+    }
+    return true;
+  }
+
+  // A response, or a stream's head or end: the common case (the socket
+  // takes it all) reads no clock.
   awaitable<bool> write(const Pieces& pieces) {
+    if (!backlog_.empty() && !co_await flush()) co_return false;
     boost::system::error_code ec;
     const std::size_t sent = write_now(socket_, pieces, ec);
     if (!ec && sent < net::buffer_size(pieces)) {
@@ -238,6 +272,7 @@ class SessionExchange final : public Exchange {
   bool ok_ = true;
   bool aborted_ = false;
   ClientWatch watch_;
+  std::string backlog_;  // what send_chunk_now() could not write yet
 };
 
 // Writes a response outside any exchange (protocol errors) and reports success.

@@ -4,23 +4,30 @@
 
 namespace switchyard::http {
 
-void SseSplitter::feed(std::string_view bytes) {
-  if (overflowed_) return;
-  // Consumed events are dropped once they are most of the buffer, so moving
+void SseSplitter::begin(std::string_view bytes) {
+  if (overflowed_) {
+    view_ = {};
+    return;
+  }
+  if (carry_.empty()) {
+    view_ = bytes;
+    return;
+  }
+  // Consumed events are dropped once they are most of the carry, so moving
   // the rest down costs no more than the bytes already handed out.
-  if (start_ > 0 && start_ >= buffer_.size() / 2) {
-    buffer_.erase(0, start_);
+  if (start_ > 0 && start_ >= carry_.size() / 2) {
+    carry_.erase(0, start_);
     scan_ -= start_;
     start_ = 0;
   }
-  buffer_.append(bytes);
+  carry_.append(bytes);
+  view_ = carry_;
 }
 
 std::optional<std::string_view> SseSplitter::next() {
-  if (overflowed_) return std::nullopt;
   // An event ends at the first blank line: "\n\n", "\r\n\r\n" or mixed.
-  const char* data = buffer_.data();
-  const std::size_t size = buffer_.size();
+  const char* data = view_.data();
+  const std::size_t size = view_.size();
   while (scan_ < size) {
     const void* hit = std::memchr(data + scan_, '\n', size - scan_);
     const std::size_t eol =
@@ -41,16 +48,25 @@ std::optional<std::string_view> SseSplitter::next() {
       continue;
     }
     if (j + 1 - start_ > max_event_) break;
-    const std::string_view event = std::string_view(buffer_).substr(start_, j + 1 - start_);
+    const std::string_view event = view_.substr(start_, j + 1 - start_);
     start_ = scan_ = j + 1;
     return event;
   }
   if (size - start_ > max_event_) {
     overflowed_ = true;
-    buffer_.clear();
-    buffer_.shrink_to_fit();
+    carry_.clear();
+    carry_.shrink_to_fit();
     start_ = scan_ = 0;
+  } else if (start_ == size) {  // the usual end: the input ended with an event
+    carry_.clear();
+    start_ = scan_ = 0;
+  } else if (view_.data() != carry_.data()) {
+    // The input is the caller's until this returns: keep its unfinished event.
+    carry_.assign(view_.substr(start_));
+    scan_ -= start_;
+    start_ = 0;
   }
+  view_ = {};
   return std::nullopt;
 }
 

@@ -8,25 +8,29 @@
 
 namespace switchyard::http {
 
-// Accumulates stream bytes and hands out complete events (each including its
-// terminating blank line), so a relay forwards whole events as they complete
-// and can act on event boundaries (usage, errors). Each byte is looked at
-// about once however the stream is cut into pieces, and an event may not
-// grow past `max_event`: an upstream that never ends its event must not hold
-// unbounded memory or make every read rescan what came before.
+// Splits stream bytes into complete events (each including its terminating
+// blank line), so a relay forwards whole events as they complete and can act
+// on event boundaries (usage, errors). An event that lies within one piece
+// of input is handed out as a view of it, not copied; only an event cut
+// across pieces is gathered here. Each byte is looked at about once however
+// the stream is cut into pieces, and an event may not grow past `max_event`:
+// an upstream that never ends its event must not hold unbounded memory or
+// make every piece rescan what came before.
 class SseSplitter {
  public:
   static constexpr std::size_t kDefaultMaxEvent = std::size_t{1} << 20;
 
   explicit SseSplitter(std::size_t max_event = kDefaultMaxEvent) : max_event_(max_event) {}
-  // Ignored once overflowed().
-  void feed(std::string_view bytes);
-  // The next complete event, or nullopt until more bytes arrive (for good
-  // once overflowed()). A view into the splitter, valid until the next feed():
-  // a relay forwards events without copying each one.
-  std::optional<std::string_view> next();
+
+  // Calls on_event(std::string_view event) for each event `bytes` completes;
+  // each view is valid during its call. Does nothing once overflowed().
+  template <class OnEvent>
+  void split(std::string_view bytes, OnEvent&& on_event) {
+    begin(bytes);
+    while (auto event = next()) on_event(*event);
+  }
   // Bytes received that do not yet form a complete event.
-  std::string_view pending() const { return std::string_view(buffer_).substr(start_); }
+  std::string_view pending() const { return std::string_view(carry_).substr(start_); }
   // Whether an event was longer than max_event: the stream cannot be relayed
   // event by event any more and the caller should fail it.
   bool overflowed() const { return overflowed_; }
@@ -35,9 +39,15 @@ class SseSplitter {
   std::size_t bytes_scanned() const { return scanned_; }
 
  private:
+  void begin(std::string_view bytes);
+  // The next complete event, or nullopt once there is none; then what is
+  // left of the input is kept in carry_.
+  std::optional<std::string_view> next();
+
   std::size_t max_event_;
-  std::string buffer_;
-  std::size_t start_ = 0;  // where the pending event begins in buffer_
+  std::string carry_;      // an event's beginning, kept from earlier input
+  std::string_view view_;  // what is split now: the input, or carry_
+  std::size_t start_ = 0;  // where the pending event begins in view_
   std::size_t scan_ = 0;   // where to look for its end next; before it, none
   std::size_t scanned_ = 0;
   bool overflowed_ = false;

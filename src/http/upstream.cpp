@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "http/beast_glue.h"
+#include "http/body_decoder.h"
 #include "http/parsers.h"
 #include "http/socket_deadline.h"
 #include "http/wire.h"
@@ -70,8 +71,9 @@ struct UpstreamPool::Connection {
   // 4 KiB, not more: every open stream holds one, and 5,000 idle streams
   // must fit in 150 MiB (docs/reliability.md, "Idle streams").
   explicit Connection(net::any_io_executor ex) : socket(ex), deadline(ex, [this] { close(); }) {
-    buffer.reserve(kPiece);
+    buffer.reserve(kBuffer);
   }
+  static constexpr std::size_t kBuffer = 4 * 1024;
   void close() {
     boost::system::error_code ec;
     socket.close(ec);
@@ -79,12 +81,8 @@ struct UpstreamPool::Connection {
   tcp::socket socket;
   // Closes the socket when an operation overruns, as Beast's tcp_stream did.
   SocketDeadline deadline;
+  // The body is decoded in place here: read_some() hands out views of it.
   beast::flat_buffer buffer;
-  // Where read_some() puts body bytes; here, not per call, so that a pooled
-  // connection allocates it once. A stream's events are far smaller; a
-  // larger body takes more pieces, but no more reads.
-  static constexpr std::size_t kPiece = 4 * 1024;
-  std::array<char, kPiece> piece;
   // How long it may sit idle after the last response (zero: do not pool),
   // and how many more requests the upstream takes on it (nullopt: no limit
   // was announced). Both from the last response.
@@ -154,12 +152,30 @@ struct UpstreamCall::State {
   explicit State(std::shared_ptr<UpstreamPool::State> p) : pool(std::move(p)) {}
   std::shared_ptr<UpstreamPool::State> pool;
   std::unique_ptr<UpstreamPool::Connection> conn;
-  std::optional<ResponseParser> parser;
+  std::optional<ResponseParser> parser;  // the response's header
+  std::optional<BodyDecoder> body;       // once the header is in
+  // What read_some() hands out: views of conn->buffer.
+  static constexpr std::size_t kMaxPieces = 32;
+  std::array<std::string_view, kMaxPieces> pieces;
   // What read_all() holds of a budget, given back when the call ends.
   std::shared_ptr<BufferBudget> budget;
   std::size_t charged = 0;
   // Whether the response was read to its end.
-  bool done() const { return parser && parser->is_done(); }
+  bool done() const { return body && body->done(); }
+
+  // Decodes what the buffer holds into `pieces`; returns how many.
+  std::size_t decode_buffered() {
+    auto& buffer = conn->buffer;
+    std::size_t n = 0;
+    while (n < kMaxPieces) {
+      const auto step = body->next({static_cast<const char*>(buffer.data().data()), buffer.size()});
+      // Consuming moves no bytes: the views stay valid until the next read.
+      buffer.consume(step.used);
+      if (step.data.empty()) break;
+      pieces[n++] = step.data;
+    }
+    return n;
+  }
 };
 
 UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(pool.state_)) {
@@ -170,12 +186,13 @@ UpstreamCall::~UpstreamCall() {
   auto& s = *state_;
   if (s.budget) s.budget->give_back(s.charged);
   --s.pool->calls;
-  // Only a connection read to the end, kept alive, not closed by abort() (a
-  // client that left after the response was read), and on which the upstream
-  // takes another request goes back to the pool.
-  if (s.conn && s.done() && s.parser->keep_alive() && failure_ != UpstreamFailure::aborted &&
-      s.conn->socket.is_open() && s.conn->lifetime > Clock::duration::zero() &&
-      s.conn->requests_left != 0u) {
+  // Only a connection read to the end and no further (bytes after the
+  // response would be read as the next one's), kept alive, not closed by
+  // abort() (a client that left after the response was read), and on which
+  // the upstream takes another request goes back to the pool.
+  if (s.conn && s.done() && s.conn->buffer.size() == 0 && s.parser->keep_alive() &&
+      failure_ != UpstreamFailure::aborted && s.conn->socket.is_open() &&
+      s.conn->lifetime > Clock::duration::zero() && s.conn->requests_left != 0u) {
     s.pool->give_back(std::move(s.conn));
   }
 }
@@ -292,6 +309,7 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
   // on another pooled one, which is likely just as stale.
   for (bool may_reuse = true;; may_reuse = false) {
     s.parser.reset();
+    s.body.reset();
     s.conn = may_reuse ? pool.checkout() : nullptr;
     const bool reused = s.conn != nullptr;
     if (!reused) {
@@ -319,9 +337,15 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     conn.deadline.expires_never();
     const bool timed_out = conn.deadline.expired();
     if (!wec) {
-      // The body is parsed as far as each read goes (a stream's read holds
-      // several chunks), not one chunk per put() as async_read_header left it.
-      s.parser->eager(true);
+      const auto& parser = *s.parser;
+      if (request.method == "HEAD" || parser.is_done())
+        s.body = BodyDecoder::with_length(0);
+      else if (parser.chunked())
+        s.body = BodyDecoder::chunked();
+      else if (auto length = parser.content_length())
+        s.body = BodyDecoder::with_length(*length);
+      else
+        s.body = BodyDecoder::until_close();
       note_keep_alive(conn, s.parser->headers, opts);
       UpstreamHead reply;
       reply.status = s.parser->status;
@@ -341,33 +365,35 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
   }
 }
 
-awaitable<Result<std::string_view>> UpstreamCall::read_some() {
+awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
   auto& s = *state_;
   // Chunk framing alone yields no body bytes: read until there are some.
-  while (!s.done()) {
-    auto& conn = *s.conn;
-    s.parser->body_into(conn.piece.data(), conn.piece.size());
+  for (;;) {
     // Often the whole body came with the headers; otherwise read.
-    auto ec = parse_buffered(*s.parser, conn.buffer);
-    if (!ec && s.parser->body_bytes() == 0 && !s.done()) {
-      conn.deadline.expires_after(s.pool->options.idle_timeout);
-      ec = co_await read_more(conn.socket, conn.buffer, *s.parser);
-      conn.deadline.expires_never();
-    }
+    const std::size_t n = s.decode_buffered();
+    if (s.body->error()) co_return read_failed(beast_http::error::bad_chunk, s.body->error());
+    if (n > 0 || s.body->done()) co_return BodyPieces(s.pieces.data(), n);
+    auto& conn = *s.conn;
+    conn.deadline.expires_after(s.pool->options.idle_timeout);
+    auto [ec, got] = co_await conn.socket.async_read_some(
+        conn.buffer.prepare(beast::read_size(conn.buffer, 64 * 1024)), use_tuple);
+    conn.deadline.expires_never();
+    conn.buffer.commit(got);
+    if (ec == net::error::eof && s.body->end_of_input()) continue;
+    if (ec == net::error::eof) ec = beast_http::error::partial_message;
     if (ec) co_return read_failed(ec);
-    const std::size_t got = s.parser->body_bytes();
-    if (got > 0) co_return std::string_view(conn.piece.data(), got);
   }
-  co_return std::string_view{};
 }
 
-Error UpstreamCall::read_failed(const boost::system::error_code& ec) {
+Error UpstreamCall::read_failed(const boost::system::error_code& ec, const char* detail) {
   auto& conn = *state_->conn;
   const bool timed_out = conn.deadline.expired();
   if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec, timed_out);
   conn.close();
   return Error{fmt::format("{} broke off the response: {}", state_->pool->url.authority(),
-                           timed_out ? "no data within the idle timeout" : ec.message())};
+                           timed_out ? "no data within the idle timeout"
+                           : detail  ? std::string(detail)
+                                     : ec.message())};
 }
 
 awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit,
@@ -383,26 +409,28 @@ awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit,
     return Error{std::move(message)};
   };
   for (;;) {
-    auto piece = co_await read_some();
-    if (!piece) {
+    auto pieces = co_await read_some();
+    if (!pieces) {
       if (s.budget) s.budget->give_back(s.charged);
       s.charged = 0;
-      co_return piece.error();
+      co_return pieces.error();
     }
-    if (piece->empty()) co_return out;
-    if (out.size() + piece->size() > limit)
+    if (pieces->empty()) co_return out;
+    std::size_t size = 0;
+    for (auto piece : *pieces) size += piece.size();
+    if (out.size() + size > limit)
       co_return fail(UpstreamFailure::protocol, fmt::format("response from {} exceeds {} bytes",
                                                             s.pool->url.authority(), limit));
     if (budget) {
-      if (!budget->try_take(piece->size()))
+      if (!budget->try_take(size))
         co_return fail(UpstreamFailure::local,
                        fmt::format("response from {} does not fit in the buffer for responses "
                                    "({} of {} bytes in use)",
                                    s.pool->url.authority(), budget->used(), budget->total()));
       s.budget = budget;
-      s.charged += piece->size();
+      s.charged += size;
     }
-    out.append(*piece);
+    for (auto piece : *pieces) out.append(piece);
   }
 }
 

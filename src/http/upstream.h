@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -83,6 +84,9 @@ struct UpstreamRequest {
   std::string_view body;  // not copied: must outlive the call
 };
 
+// Pieces of a response body, in order.
+using BodyPieces = std::span<const std::string_view>;
+
 struct UpstreamHead {
   int status = 0;
   Headers headers;
@@ -148,9 +152,10 @@ class UpstreamCall {
   // Only a failure on a newly opened connection is reported.
   boost::asio::awaitable<Result<UpstreamHead>> send(const UpstreamRequest& request);
 
-  // The next piece of the body; an empty view at its end. The view is valid
-  // until the next call.
-  boost::asio::awaitable<Result<std::string_view>> read_some();
+  // The body bytes that came next, as views of the connection's read buffer
+  // (a chunked body's chunks are not contiguous there), valid until the next
+  // call; no views at the body's end.
+  boost::asio::awaitable<Result<BodyPieces>> read_some();
 
   // The whole body, failing if it exceeds `limit` bytes (failure() protocol)
   // or, with a `budget`, if the budget has no room for it (failure() local).
@@ -167,8 +172,9 @@ class UpstreamCall {
 
  private:
   // read_some()'s failure: outside the coroutine, whose frame would
-  // otherwise hold the message's temporaries on every read.
-  Error read_failed(const boost::system::error_code& ec);
+  // otherwise hold the message's temporaries on every read. `detail`, when
+  // given, says what was wrong instead of the error code's message.
+  Error read_failed(const boost::system::error_code& ec, const char* detail = nullptr);
 
   struct State;
   std::unique_ptr<State> state_;

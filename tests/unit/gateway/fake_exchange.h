@@ -29,6 +29,12 @@ class FakeExchange final : public http::Exchange {
     co_return true;
   }
   boost::asio::awaitable<bool> end_stream() override { co_return true; }
+  bool send_chunk_now(std::string_view data) override {
+    chunks.emplace_back(data);
+    return true;
+  }
+  bool flushed() const override { return true; }
+  boost::asio::awaitable<bool> flush() override { co_return true; }
   // Never gone: waits until cancelled.
   boost::asio::awaitable<bool> until_client_gone() override {
     boost::asio::steady_timer forever(co_await boost::asio::this_coro::executor,

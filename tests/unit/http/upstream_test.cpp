@@ -66,6 +66,10 @@ class FakeUpstream {
 
   std::function<std::string(int)> headers = [](int) { return std::string(); };
   std::string body = "ok";
+  // When set, the reply instead: these bytes, one write each; then the
+  // connection is closed if close_after_raw.
+  std::vector<std::string> raw;
+  bool close_after_raw = false;
   int connections = 0;
   int requests = 0;
 
@@ -98,6 +102,17 @@ class FakeUpstream {
       }
       in.erase(0, head_size + length);
       ++requests;
+      if (!raw.empty()) {
+        for (const auto& part : raw) {
+          auto [wec, written] = co_await net::async_write(*socket, net::buffer(part), use_tuple);
+          if (wec) co_return;
+        }
+        if (close_after_raw) {
+          socket->close();
+          co_return;
+        }
+        continue;
+      }
       const std::string reply = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
                                 std::to_string(body.size()) + "\r\n" + headers(n) + "\r\n" + body;
       auto [wec, written] = co_await net::async_write(*socket, net::buffer(reply), use_tuple);
@@ -293,6 +308,47 @@ TEST_F(UpstreamTest, AFailureOnTheNewConnectionIsReported) {
   EXPECT_FALSE(next.ok);
   EXPECT_EQ(next.failure, UpstreamFailure::connect);
   EXPECT_NE(next.error.find("cannot connect"), std::string::npos) << next.error;
+}
+
+// The body is decoded from the read buffer in place however it arrives.
+TEST_F(UpstreamTest, AChunkedBodyInPiecesIsReadWhole) {
+  upstream.raw = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+                  "lo\r\n6;x=y\r\n world\r\n0\r\n", "Trailer: 1\r\n\r\n"};
+  const Outcome got = one();
+  ASSERT_TRUE(got.ok) << got.error;
+  EXPECT_EQ(got.body, "hello world");
+  EXPECT_EQ(pool().idle_count(), 1u) << "read to its end: pooled";
+}
+
+TEST_F(UpstreamTest, AMalformedChunkIsAProtocolFailureThatSaysWhy) {
+  upstream.raw = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nzz\r\n"};
+  const Outcome got = one();
+  EXPECT_FALSE(got.ok);
+  EXPECT_EQ(got.failure, UpstreamFailure::protocol);
+  EXPECT_NE(got.error.find("a chunk size is not a hexadecimal number"), std::string::npos)
+      << got.error;
+  EXPECT_EQ(pool().idle_count(), 0u);
+}
+
+TEST_F(UpstreamTest, BytesAfterTheResponseKeepItsConnectionOutOfThePool) {
+  upstream.raw = {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"};
+  const Outcome got = one();
+  ASSERT_TRUE(got.ok) << got.error;
+  EXPECT_EQ(got.body, "ok");
+  EXPECT_EQ(pool().idle_count(), 0u) << "the extra bytes would be read as the next response";
+}
+
+TEST_F(UpstreamTest, ABodyWithoutALengthEndsWhenTheUpstreamCloses) {
+  upstream.raw = {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall ", "of it"};
+  upstream.close_after_raw = true;
+  Outcome got = one();
+  ASSERT_TRUE(got.ok) << got.error;
+  EXPECT_EQ(got.body, "all of it");
+  // With a length, the close cuts the body off.
+  upstream.raw = {"HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\ncut"};
+  got = one();
+  EXPECT_FALSE(got.ok);
+  EXPECT_EQ(got.failure, UpstreamFailure::reset);
 }
 
 TEST(BufferBudgetTest, TakesOnlyWhatFits) {
