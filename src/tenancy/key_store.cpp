@@ -235,11 +235,17 @@ Result<bool> KeyStore::put(const KeyRecord& r) {
 }
 
 Result<std::int64_t> KeyStore::version() {
-  auto select = db_.prepare("SELECT value FROM meta WHERE name = 'keys_version'");
-  if (!select) return select.error();
-  auto row = select->step();
+  if (!version_query_) {
+    auto select = db_.prepare("SELECT value FROM meta WHERE name = 'keys_version'");
+    if (!select) return select.error();
+    version_query_.emplace(std::move(*select));
+  }
+  auto& select = *version_query_;
+  auto row = select.step();
+  const std::int64_t version = row && *row ? select.int64(0) : 0;
+  select.reset();
   if (!row) return row.error();
-  return *row ? select->int64(0) : std::int64_t{0};
+  return version;
 }
 
 }  // namespace switchyard::tenancy

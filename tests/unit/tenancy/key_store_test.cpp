@@ -146,6 +146,12 @@ TEST_F(KeyStoreTest, TheWatcherSeesAnotherConnectionsChange) {
   ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return seen.has_value(); }));
   ASSERT_EQ(seen->keys.size(), 1u);
   EXPECT_EQ(seen->keys[0].name, "carol");
+  // And the next one: the watcher's query, prepared once, reads a fresh snapshot each poll.
+  lock.unlock();
+  ASSERT_TRUE(store->create("dave", {}, 2));
+  lock.lock();
+  ASSERT_TRUE(
+      cv.wait_for(lock, std::chrono::seconds(5), [&] { return seen && seen->keys.size() == 2; }));
 }
 
 }  // namespace
