@@ -250,12 +250,11 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       if (pieces->empty()) break;
       if (out.empty()) continue;
       bool sent;
-      if (started) {  // nearly every read: written at once, no coroutine
+      if (started)  // nearly every read: written at once, no coroutine
         sent = send_now(out);
-        if (sent && !exchange.flushed()) sent = co_await exchange.flush();
-      } else {
+      else
         sent = co_await send(out);
-      }
+      if (sent && !exchange.flushed()) sent = co_await exchange.flush();
       if (!sent) {
         record.client_gone = true;
         co_return Attempt{};

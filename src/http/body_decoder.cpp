@@ -13,6 +13,21 @@ int hex_value(char c) {
   return -1;
 }
 
+// The hexadecimal number `s` starts with.
+struct HexPrefix {
+  std::size_t digits = 0;
+  std::uint64_t value = 0;
+  bool overflow = false;  // past 2^64 - 1: `value` means nothing
+};
+HexPrefix hex_prefix(std::string_view s) {
+  HexPrefix hex;
+  for (int v; hex.digits < s.size() && (v = hex_value(s[hex.digits])) >= 0; ++hex.digits) {
+    if (hex.value > (UINT64_MAX >> 4)) hex.overflow = true;
+    hex.value = hex.value << 4 | static_cast<unsigned>(v);
+  }
+  return hex;
+}
+
 }  // namespace
 
 BodyDecoder BodyDecoder::with_length(std::uint64_t length) {
@@ -29,38 +44,35 @@ BodyDecoder BodyDecoder::until_close() {
   return BodyDecoder(State::until_close);
 }
 
+void BodyDecoder::start_chunk(std::uint64_t size) {
+  left_ = size;
+  state_ = size > 0 ? State::data : State::trailer;
+}
+
 // chunk-size [ chunk-ext ], the line's CRLF removed. Returns why it is
 // malformed, or null.
 const char* BodyDecoder::take_chunk_size(std::string_view line) {
-  std::uint64_t size = 0;
-  std::size_t digits = 0;
-  for (; digits < line.size(); ++digits) {
-    const int v = hex_value(line[digits]);
-    if (v < 0) break;
-    if (size > (UINT64_MAX >> 4)) return "a chunk size is too large";
-    size = size << 4 | static_cast<unsigned>(v);
-  }
-  if (digits == 0) return "a chunk size is not a hexadecimal number";
-  const std::string_view rest = line.substr(digits);
+  const HexPrefix hex = hex_prefix(line);
+  if (hex.digits == 0) return "a chunk size is not a hexadecimal number";
+  if (hex.overflow) return "a chunk size is too large";
+  const std::string_view rest = line.substr(hex.digits);
   const auto ext = rest.find_first_not_of(" \t");
   if (ext != std::string_view::npos && rest[ext] != ';')
     return "a chunk size is followed by something other than an extension";
-  left_ = size;
-  state_ = size > 0 ? State::data : State::trailer;
+  start_chunk(hex.value);
   return nullptr;
 }
 
-// The usual size line, "<hex>\r\n" whole in `in` with at most 16 digits,
-// read in one pass; anything else is left to the general path.
+// The usual size line, "<hex>\r\n" whole in `in`, read in one pass; anything
+// else is left to the general path.
 bool BodyDecoder::take_plain_chunk_size(std::string_view in, std::size_t& at) {
-  std::uint64_t size = 0;
-  std::size_t i = at;
-  for (int v; i < in.size() && i - at < 16 && (v = hex_value(in[i])) >= 0; ++i)
-    size = size << 4 | static_cast<unsigned>(v);
-  if (i == at || in.size() - i < 2 || in[i] != '\r' || in[i + 1] != '\n') return false;
-  at = i + 2;
-  left_ = size;
-  state_ = size > 0 ? State::data : State::trailer;
+  const HexPrefix hex = hex_prefix(in.substr(at));
+  const std::size_t end = at + hex.digits;
+  if (hex.digits == 0 || hex.overflow || in.size() - end < 2 || in[end] != '\r' ||
+      in[end + 1] != '\n')
+    return false;
+  at = end + 2;
+  start_chunk(hex.value);
   return true;
 }
 

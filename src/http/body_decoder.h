@@ -45,6 +45,7 @@ class BodyDecoder {
  private:
   enum class State { data, chunk_size, chunk_end, trailer, until_close, done };
   explicit BodyDecoder(State state, std::uint64_t left = 0) : state_(state), left_(left) {}
+  void start_chunk(std::uint64_t size);
   bool take_plain_chunk_size(std::string_view in, std::size_t& at);
   const char* take_chunk_size(std::string_view line);
 

@@ -15,6 +15,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -41,7 +43,11 @@ class StreamingHandler final : public Handler {
       sent.append(chunk_of(i));
       if (backlogged) --more;
       if (!exchange.flushed()) {
-        backlogged = true;
+        {
+          std::lock_guard lock(mutex);
+          backlogged = true;
+        }
+        filled.notify_all();
         if (!co_await exchange.flush()) co_return;
       }
     }
@@ -51,7 +57,10 @@ class StreamingHandler final : public Handler {
     return Response{status, {}, std::move(message)};
   }
 
-  std::atomic<bool> backlogged{false};
+  // Set when the client's socket was first found full.
+  std::mutex mutex;
+  std::condition_variable filled;
+  bool backlogged = false;
   std::string sent;
 };
 
@@ -84,8 +93,10 @@ TEST(ServerStream, WhatTheClientsSocketCannotTakeIsSentLaterInOrder) {
       const std::string request = "GET /stream HTTP/1.1\r\nHost: x\r\n\r\n";
       ::send(fd, request.data(), request.size(), 0);
       // Reads nothing until the server has found the socket full.
-      const auto give_up = Clock::now() + 10s;
-      while (!handler.backlogged && Clock::now() < give_up) std::this_thread::sleep_for(1ms);
+      {
+        std::unique_lock lock(handler.mutex);
+        handler.filled.wait_for(lock, 10s, [&] { return handler.backlogged; });
+      }
       std::string wire;
       char buf[65536];
       BodyDecoder decoder = BodyDecoder::chunked();
@@ -121,7 +132,10 @@ TEST(ServerStream, WhatTheClientsSocketCannotTakeIsSentLaterInOrder) {
   io.run_for(50ms);
   client.join();
   ASSERT_TRUE(client_done);
-  EXPECT_TRUE(handler.backlogged) << "the client's socket never filled";
+  {
+    std::lock_guard lock(handler.mutex);
+    EXPECT_TRUE(handler.backlogged) << "the client's socket never filled";
+  }
   EXPECT_EQ(client_error, "");
   EXPECT_EQ(body.size(), handler.sent.size());
   EXPECT_TRUE(body == handler.sent) << "bytes lost, doubled or out of order";
