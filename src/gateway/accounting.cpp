@@ -22,8 +22,10 @@ const char* to_string(RequestRecord::Outcome outcome) {
   return "unknown";
 }
 
-void Accounting::finish(const http::RequestHead& head, const RequestRecord& record,
-                        std::string_view key) {
+void Accounting::finish(RequestContext& ctx) {
+  const http::RequestHead& head = ctx.request.head;
+  const RequestRecord& record = ctx.record;
+  const std::string_view key = ctx.key_name;
   const double total = record.seconds_since_start();
   const int status = record.logged_status();
   const std::string_view outcome = to_string(record.outcome());

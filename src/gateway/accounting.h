@@ -1,5 +1,5 @@
-// The account stage, run for every request however it ended: the metrics
-// and the access log line.
+// The account stage, first in every chain so that it finishes last, for
+// every request however it ended: the metrics and the access log line.
 #pragma once
 
 #include "gateway/pipeline.h"
@@ -7,11 +7,11 @@
 
 namespace switchyard::gateway {
 
-class Accounting {
+class Accounting final : public Stage {
  public:
   explicit Accounting(obs::GatewayMetrics& metrics) : metrics_(metrics) {}
-  // `key`: the API key's name; empty without keys.
-  void finish(const http::RequestHead& head, const RequestRecord& record, std::string_view key);
+  boost::asio::awaitable<Verdict> run(RequestContext&) override { co_return Verdict::next; }
+  void finish(RequestContext& ctx) override;
 
  private:
   obs::GatewayMetrics& metrics_;

@@ -73,6 +73,55 @@ void add_rate_headers(RequestContext& ctx, const KeyState& s, tenancy::Time now)
   }
 }
 
+// The 429s of each limit, one wording whether the limits are this
+// gateway's own or shared through Redis.
+ApiError rpm_error(const std::string& name, std::int64_t rpm, Duration retry_after) {
+  return limit_error(fmt::format("the key '{}' is over its limit of {} requests per minute; "
+                                 "retry in {}",
+                                 name, rpm, seconds_text(retry_after)),
+                     "rate_limit_exceeded", retry_after);
+}
+
+ApiError tpm_error(const std::string& name, std::int64_t tpm, std::int64_t cost,
+                   Duration retry_after) {
+  return limit_error(fmt::format("the key '{}' is over its limit of {} tokens per minute "
+                                 "(this request reserves {}); retry in {}",
+                                 name, tpm, cost, seconds_text(retry_after)),
+                     "rate_limit_exceeded", retry_after);
+}
+
+ApiError budget_error(const std::string& name, std::int64_t used, std::int64_t limit,
+                      std::int64_t cost, Duration retry_after) {
+  return limit_error(
+      fmt::format("the key '{}' has used {} of its {} tokens for today (UTC; this request "
+                  "reserves {}); the budget renews in {}",
+                  name, used, limit, cost, seconds_text(retry_after)),
+      "budget_exceeded", retry_after);
+}
+
+// `shared`: counted across the gateways on one Redis. `frees`: when the
+// oldest seat frees; nullopt while every seated session runs a request.
+ApiError sessions_error(const std::string& name, int cap, std::optional<Duration> frees,
+                        Duration idle, bool shared) {
+  const Duration until = frees.value_or(idle);
+  return limit_error(
+      fmt::format("the key '{}' has {} active session(s), its max_sessions{}; the oldest seat "
+                  "frees in {}{} (a session idles out {} after its last request)",
+                  name, cap, shared ? ", across the gateways sharing its limits" : "",
+                  seconds_text(until), frees ? "" : " after its running request ends",
+                  seconds_text(idle)),
+      "session_limit_exceeded", until);
+}
+
+ApiError concurrency_error(const std::string& name, int cap, Duration waited, bool shared) {
+  return limit_error(
+      fmt::format("the key '{}' has {} request(s) running, its max_concurrency{}, "
+                  "and none finished within {}",
+                  name, cap, shared ? ", across the gateways sharing its limits" : "",
+                  seconds_text(waited)),
+      "concurrency_limit_exceeded", std::chrono::seconds(1));
+}
+
 ApiError tokens_over_tpm(const std::string& name, std::int64_t cost, std::int64_t tpm) {
   return limit_error(
       fmt::format("the request may use {} tokens (prompt estimate + max_tokens), more than the "
@@ -100,48 +149,25 @@ void add_shared_rate_headers(RequestContext& ctx, const fleet::KeyLimits& l,
 ApiError shared_rate_error(const std::string& name, const fleet::KeyLimits& l,
                            const tenancy::RatesTaken& t, std::int64_t cost) {
   using R = tenancy::RatesTaken::Refused;
-  if (t.refused == R::rpm)
-    return limit_error(fmt::format("the key '{}' is over its limit of {} requests per minute; "
-                                   "retry in {}",
-                                   name, l.rpm.value_or(0), seconds_text(t.retry_after)),
-                       "rate_limit_exceeded", t.retry_after);
-  if (t.refused == R::tpm)
-    return limit_error(fmt::format("the key '{}' is over its limit of {} tokens per minute "
-                                   "(this request reserves {}); retry in {}",
-                                   name, l.tpm.value_or(0), cost, seconds_text(t.retry_after)),
-                       "rate_limit_exceeded", t.retry_after);
-  return limit_error(
-      fmt::format("the key '{}' has used {} of its {} tokens for today (UTC; this request "
-                  "reserves {}); the budget renews in {}",
-                  name, t.used_today, l.tokens_per_day.value_or(0), cost,
-                  seconds_text(t.retry_after)),
-      "budget_exceeded", t.retry_after);
+  if (t.refused == R::rpm) return rpm_error(name, l.rpm.value_or(0), t.retry_after);
+  if (t.refused == R::tpm) return tpm_error(name, l.tpm.value_or(0), cost, t.retry_after);
+  return budget_error(name, t.used_today, l.tokens_per_day.value_or(0), cost, t.retry_after);
 }
 
 // The first limit of rpm, tpm and tokens per day that `cost` does not fit.
 std::optional<ApiError> rate_refusal(const KeyState& s, std::int64_t cost, tenancy::Time now) {
   if (s.rpm) {
     if (auto t = s.rpm->peek(now, 1); !t.ok)
-      return limit_error(fmt::format("the key '{}' is over its limit of {} requests per minute; "
-                                     "retry in {}",
-                                     s.name, s.rpm->limit(), seconds_text(t.retry_after)),
-                         "rate_limit_exceeded", t.retry_after);
+      return rpm_error(s.name, s.rpm->limit(), t.retry_after);
   }
   if (s.tpm) {
     if (cost > s.tpm->limit()) return tokens_over_tpm(s.name, cost, s.tpm->limit());
     if (auto t = s.tpm->peek(now, cost); !t.ok)
-      return limit_error(fmt::format("the key '{}' is over its limit of {} tokens per minute "
-                                     "(this request reserves {}); retry in {}",
-                                     s.name, s.tpm->limit(), cost, seconds_text(t.retry_after)),
-                         "rate_limit_exceeded", t.retry_after);
+      return tpm_error(s.name, s.tpm->limit(), cost, t.retry_after);
   }
   if (s.day) {
     if (auto t = s.day->peek(now, cost); !t.ok)
-      return limit_error(
-          fmt::format("the key '{}' has used {} of its {} tokens for today (UTC; this request "
-                      "reserves {}); the budget renews in {}",
-                      s.name, s.day->used(now), s.day->limit(), cost, seconds_text(t.retry_after)),
-          "budget_exceeded", t.retry_after);
+      return budget_error(s.name, s.day->used(now), s.day->limit(), cost, t.retry_after);
   }
   return std::nullopt;
 }
@@ -154,8 +180,8 @@ bool generates(openai::Endpoint e) {
 
 }  // namespace
 
-KeyState::KeyState(std::string name_, const fleet::KeyLimits& limits_)
-    : name(std::move(name_)), seats(1, limits_.session_idle) {
+KeyState::KeyState(std::string name_, const fleet::KeyLimits& limits_, tenancy::WallClock now_)
+    : name(std::move(name_)), now(std::move(now_)), seats(1, limits_.session_idle) {
   set_limits(limits_);
 }
 
@@ -215,12 +241,12 @@ void KeyTicket::release() {
   }
   if (!s) return;
   --s->running;
-  if (!session_.empty()) s->seats.leave(session_, Clock::now());
+  if (!session_.empty()) s->seats.leave(session_, s->now());
   serve_waiters(*s);
 }
 
 void serve_waiters(KeyState& s) {
-  const auto now = Clock::now();
+  const auto now = s.now();
   for (KeyWaiter* w : s.waiters) {
     if (w->state != KeyWaiter::State::waiting) continue;
     if (w->shared) {
@@ -268,13 +294,13 @@ awaitable<Verdict> Authenticate::run(RequestContext& ctx) {
 }
 
 Admit::Admit(net::any_io_executor executor, const bool& draining, const ApiKeys& keys,
-             const fleet::QueueOptions& queue)
-    : executor_(executor), draining_(draining), keys_(keys), queue_(queue) {}
+             const fleet::QueueOptions& queue, tenancy::WallClock now)
+    : executor_(executor), now_(std::move(now)), draining_(draining), keys_(keys), queue_(queue) {}
 
 std::shared_ptr<KeyState> Admit::state_for(const KeyEntry& key) {
   auto it = states_.find(key.name);
   if (it == states_.end()) {
-    it = states_.emplace(key.name, std::make_shared<KeyState>(key.name, key.limits)).first;
+    it = states_.emplace(key.name, std::make_shared<KeyState>(key.name, key.limits, now_)).first;
     start_budget(*it->second);
   }
   return it->second;
@@ -339,15 +365,14 @@ awaitable<Verdict> Admit::run(RequestContext& ctx) {
 
 awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyState> state,
                                     std::int64_t cost) {
-  auto now = Clock::now();
+  auto now = now_();
   if (auto refusal = rate_refusal(*state, cost, now)) {
     add_rate_headers(ctx, *state, now);
     co_await ctx.answer(*refusal);
     co_return Verdict::answered;
   }
 
-  // A session needs a seat only when the key caps sessions.
-  const std::string seat = state->limits.max_sessions ? ctx.session : std::string();
+  const std::string seat = seat_of(ctx, state->limits);
   if (state->waiters.empty() && has_room(*state, seat, now)) {
     take_room(*state, seat, now);
   } else {
@@ -355,16 +380,16 @@ awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyStat
     waiter.seat = seat;
     const auto place = state->waiters.insert(state->waiters.end(), &waiter);
     serve_waiters(*state);  // a seated session's request may go ahead of those waiting for seats
-    const auto deadline = std::chrono::steady_clock::now() + queue_.max_wait;
+    const auto wait_start = std::chrono::steady_clock::now();
+    const auto deadline = wait_start + queue_.max_wait;
     bool client_gone = false;
     while (waiter.state == KeyWaiter::State::waiting && !closed_) {
       // Wake at the bound, or when the first idle seat frees.
       auto wake = deadline;
       if (!seat.empty()) {
-        if (auto frees = state->seats.next_free(Clock::now()))
-          wake = std::min(wake,
-                          std::chrono::steady_clock::now() +
-                              std::chrono::ceil<std::chrono::milliseconds>(*frees - Clock::now()));
+        if (auto frees = state->seats.next_free(now_()))
+          wake = std::min(wake, std::chrono::steady_clock::now() +
+                                    std::chrono::ceil<std::chrono::milliseconds>(*frees - now_()));
       }
       waiter.timer.expires_at(wake);
       auto woken = co_await (waiter.timer.async_wait(net::as_tuple(net::use_awaitable)) ||
@@ -379,6 +404,7 @@ awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyStat
         break;
     }
     state->waiters.erase(place);
+    ctx.waited_for_key = std::chrono::steady_clock::now() - wait_start;
     if (closed_ && waiter.state == KeyWaiter::State::waiting)
       waiter.state = KeyWaiter::State::closed;
     // From here what was granted is the ticket's to give back.
@@ -387,7 +413,7 @@ awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyStat
       ctx.record.client_gone = true;
       co_return Verdict::answered;
     }
-    now = Clock::now();
+    now = now_();
     std::optional<ApiError> error;
     switch (waiter.state) {
       case KeyWaiter::State::granted:
@@ -401,23 +427,13 @@ awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyStat
       case KeyWaiter::State::waiting:
         if (!seat.empty() && !has_room(*state, seat, now) &&
             (!state->limits.max_concurrency || state->running < *state->limits.max_concurrency)) {
-          const auto frees = state->seats.next_free(now);
-          const Duration until =
-              frees ? Duration(*frees - now) : Duration(state->limits.session_idle);
-          error = limit_error(
-              fmt::format("the key '{}' has {} active session(s), its max_sessions; the oldest "
-                          "seat frees in {}{} (a session idles out {} after its last request)",
-                          state->name, state->seats.cap(), seconds_text(until),
-                          frees ? "" : " after its running request ends",
-                          seconds_text(state->limits.session_idle)),
-              "session_limit_exceeded", until);
+          std::optional<Duration> frees;
+          if (const auto at = state->seats.next_free(now)) frees = *at - now;
+          error = sessions_error(state->name, state->seats.cap(), frees, state->limits.session_idle,
+                                 false);
         } else {
-          error = limit_error(
-              fmt::format("the key '{}' has {} request(s) running, its max_concurrency, and none "
-                          "finished within {}",
-                          state->name, state->limits.max_concurrency.value_or(0),
-                          seconds_text(queue_.max_wait)),
-              "concurrency_limit_exceeded", std::chrono::seconds(1));
+          error = concurrency_error(state->name, state->limits.max_concurrency.value_or(0),
+                                    queue_.max_wait, false);
         }
         break;
     }
@@ -451,7 +467,7 @@ awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const K
     co_await ctx.answer(tokens_over_tpm(key.name, cost, *limits.tpm));
     co_return Verdict::answered;
   }
-  const std::string seat = limits.max_sessions ? ctx.session : std::string();
+  const std::string seat = seat_of(ctx, limits);
   ctx.ticket = KeyTicket(state, shared_, shared_->open(key.name, limits, seat));
   const std::uint64_t lease = ctx.ticket.lease();
   if (limits.rpm || limits.tpm || limits.tokens_per_day) {
@@ -477,7 +493,8 @@ awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const K
   KeyWaiter waiter(executor_);
   waiter.shared = true;
   const auto place = state->waiters.insert(state->waiters.end(), &waiter);
-  const auto deadline = std::chrono::steady_clock::now() + queue_.max_wait;
+  const auto wait_start = std::chrono::steady_clock::now();
+  const auto deadline = wait_start + queue_.max_wait;
   tenancy::SlotTaken last;
   bool granted = false, client_gone = false;
   while (!closed_ && waiter.state == KeyWaiter::State::waiting) {
@@ -502,6 +519,7 @@ awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const K
     }
   }
   state->waiters.erase(place);
+  ctx.waited_for_key = std::chrono::steady_clock::now() - wait_start;
   if (granted) co_return Verdict::next;
   ctx.ticket.refund();
   ctx.ticket.release();
@@ -516,19 +534,10 @@ awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const K
   } else if (closed_) {
     error = ApiError::unavailable("the gateway is shutting down", "shutting_down");
   } else if (last.answer == tenancy::SlotAnswer::sessions_full) {
-    error = limit_error(
-        fmt::format("the key '{}' has {} active session(s), its max_sessions, across the "
-                    "gateways sharing its limits; the oldest seat frees in {} (a session idles "
-                    "out {} after its last request)",
-                    key.name, limits.max_sessions.value_or(0), seconds_text(last.seat_frees_in),
-                    seconds_text(limits.session_idle)),
-        "session_limit_exceeded", last.seat_frees_in);
+    error = sessions_error(key.name, limits.max_sessions.value_or(0), last.seat_frees_in,
+                           limits.session_idle, true);
   } else {
-    error = limit_error(
-        fmt::format("the key '{}' has {} request(s) running, its max_concurrency, across the "
-                    "gateways sharing its limits, and none finished within {}",
-                    key.name, limits.max_concurrency.value_or(0), seconds_text(queue_.max_wait)),
-        "concurrency_limit_exceeded", std::chrono::seconds(1));
+    error = concurrency_error(key.name, limits.max_concurrency.value_or(0), queue_.max_wait, true);
   }
   co_await ctx.answer(error);
   co_return Verdict::answered;
@@ -540,9 +549,9 @@ void Admit::finish(RequestContext& ctx) {
   // nothing worth counting; one that did keeps its reservation.
   const auto& r = ctx.record;
   if (r.usage)
-    ctx.ticket.correct(r.usage->prompt_tokens + r.usage->completion_tokens, Clock::now());
+    ctx.ticket.correct(r.usage->prompt_tokens + r.usage->completion_tokens, now_());
   else if (r.ttfb < 0)
-    ctx.ticket.correct(0, Clock::now());
+    ctx.ticket.correct(0, now_());
   ctx.ticket.release();
 }
 
@@ -555,11 +564,20 @@ void Admit::wake(const std::string& key) {
   if (auto it = states_.find(key); it != states_.end()) serve_waiters(*it->second);
 }
 
+std::string Admit::seat_of(const RequestContext& ctx, const fleet::KeyLimits& limits) {
+  // A session needs a seat only when the key caps sessions; a generation
+  // without one is a session of one request.
+  if (!limits.max_sessions) return {};
+  if (!ctx.session.empty()) return ctx.session;
+  if (!ctx.route.endpoint || !generates(*ctx.route.endpoint)) return {};
+  return tenancy::one_request_session(++one_request_sessions_);
+}
+
 std::shared_ptr<KeyState> Admit::fallback_for(const KeyEntry& key) {
   const auto limits = tenancy::split_limits(key.limits, shared_->gateways());
   auto it = fallback_.find(key.name);
   if (it == fallback_.end())
-    it = fallback_.emplace(key.name, std::make_shared<KeyState>(key.name, limits)).first;
+    it = fallback_.emplace(key.name, std::make_shared<KeyState>(key.name, limits, now_)).first;
   else
     it->second->set_limits(limits);
   return it->second;
@@ -595,7 +613,7 @@ std::optional<Admit::KeyLoad> Admit::load(std::string_view key) {
   const auto it = states_.find(key);
   if (it == states_.end()) return std::nullopt;
   auto& s = *it->second;
-  return KeyLoad{s.running, s.seats.active(Clock::now()), static_cast<int>(s.waiters.size())};
+  return KeyLoad{s.running, s.seats.active(now_()), static_cast<int>(s.waiters.size())};
 }
 
 }  // namespace switchyard::gateway

@@ -41,8 +41,10 @@ class Authenticate final : public Stage {
 class Admit final : public Stage {
  public:
   // All references must outlive the stage. Single-threaded (the I/O thread).
+  // `now`: the wall clock rates, budgets and seats are counted on (the
+  // waits themselves are timers on the executor).
   Admit(boost::asio::any_io_executor executor, const bool& draining, const ApiKeys& keys,
-        const fleet::QueueOptions& queue);
+        const fleet::QueueOptions& queue, tenancy::WallClock now = &tenancy::system_now);
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
 
   // The key table changed: new limits apply now; a revoked or removed key's
@@ -50,7 +52,7 @@ class Admit final : public Stage {
   void keys_changed();
   // The request ended: its token reservation corrected to its usage, its
   // slot and seat given back.
-  void finish(RequestContext& ctx);
+  void finish(RequestContext& ctx) override;
   // Shutdown: every wait ends with 503.
   void release_all();
   // Limits shared through Redis from now on (docs/keys.md, "Several
@@ -79,6 +81,8 @@ class Admit final : public Stage {
   std::shared_ptr<KeyState> state_for(const KeyEntry& key);
   void start_budget(KeyState& state);
   std::shared_ptr<KeyState> fallback_for(const KeyEntry& key);
+  // The seat a request needs under `limits`; empty: none.
+  std::string seat_of(const RequestContext& ctx, const fleet::KeyLimits& limits);
   boost::asio::awaitable<Verdict> run_local(RequestContext& ctx, std::shared_ptr<KeyState> state,
                                             std::int64_t cost);
   // nullopt when Redis failed before anything was decided (`failure` says
@@ -90,10 +94,12 @@ class Admit final : public Stage {
                                                             std::string& failure);
 
   boost::asio::any_io_executor executor_;
+  tenancy::WallClock now_;
   const bool& draining_;
   const ApiKeys& keys_;
   const fleet::QueueOptions& queue_;
   bool closed_ = false;
+  std::uint64_t one_request_sessions_ = 0;  // numbers the seats of requests without a session
   std::map<std::string, std::shared_ptr<KeyState>, std::less<>> states_;
   // start_budgets(): applied to a key's state when it is made.
   std::map<std::string, std::int64_t, std::less<>> spent_before_;

@@ -17,9 +17,11 @@
 #include "gateway/console_feed.h"
 #include "gateway/console_routes.h"
 #include "gateway/console_status.h"
+#include "gateway/feed_stage.h"
 #include "gateway/forwarder.h"
 #include "gateway/info_routes.h"
 #include "gateway/keys_routes.h"
+#include "gateway/ledger_stage.h"
 #include "gateway/model_catalog.h"
 #include "gateway/pipeline.h"
 #include "gateway/profile_control.h"
@@ -82,7 +84,7 @@ struct Gateway::Impl {
                             [this](std::size_t i) { fleet.report_success(i); }},
                   route, forward_options, metrics),
         accounting(metrics),
-        pipeline({&authenticate, &resolve, &admit, &route, &forwarder}),
+        answer_locally(*this),
         rng(std::random_device{}()),
         scraper(executor, fleet.instances(), c.health.metrics_interval),
         feed(executor,
@@ -93,8 +95,13 @@ struct Gateway::Impl {
                for (const auto& m : s.models) g.queued += m.queued;
                return g;
              }),
+        list_request(feed),
         ledger(c.state_db),
         usage_today(UsageToday::from_ledger(c.state_db, std::chrono::system_clock::now())),
+        record_usage(ledger, usage_today),
+        proxy_chain({&accounting, &list_request, &record_usage, &authenticate, &resolve, &admit,
+                     &route, &forwarder}),
+        local_chain({&accounting, &answer_locally}),
         key_watcher(c.state_db, stored_version, std::chrono::milliseconds(200),
                     [this, alive = std::weak_ptr<char>(alive)](tenancy::StoredKeys next) {
                       net::post(this->executor, [this, alive, next = std::move(next)]() mutable {
@@ -210,7 +217,6 @@ struct Gateway::Impl {
     stored_keys = std::move(next);
     set_keys(ApiKeys(config.static_keys, stored_keys, !stored_keys.empty()));
   }
-  void record_usage(const RequestContext& ctx);
   void stop_instance(std::size_t index) {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
   }
@@ -241,6 +247,17 @@ struct Gateway::Impl {
   awaitable<void> handle(http::Request request, http::Exchange& exchange);
   http::Response local_response(const Route& route, const http::RequestHead& head) const;
 
+  // The last stage of the routes the gateway answers itself: the dashboard's
+  // event stream, the admin API, and the status and model routes.
+  class AnswerLocally final : public Stage {
+   public:
+    explicit AnswerLocally(Impl& g) : g_(g) {}
+    awaitable<Verdict> run(RequestContext& ctx) override;
+
+   private:
+    Impl& g_;
+  };
+
   net::any_io_executor executor;
   fleet::FleetConfig config;  // replaced field by field on reload()
   fleet::Fleet& fleet;
@@ -253,22 +270,26 @@ struct Gateway::Impl {
   bool draining = false;
   Router router;
   WaitQueue queue;
-  // The stages, in the order the pipeline runs them.
+  // The stages (the chains below say in which order they run).
   Authenticate authenticate;
   Resolve resolve;
   Admit admit;
   RouteStage route;
   Forwarder forwarder;
   Accounting accounting;
-  Pipeline pipeline;
+  AnswerLocally answer_locally;
   std::mt19937_64 rng;
   std::set<std::size_t> retiring;            // removed by a reload, still finishing requests
   std::unique_ptr<ProfileControl> profiles;  // null without profiles
   fleet::MetricsScraper scraper;             // each ready engine's /metrics
   advisor::LiveAdvisor advisor;              // doctor's backend checks on those scrapes
   ConsoleFeed feed;                          // the dashboard's requests and charts
+  ListRequest list_request;
   tenancy::UsageLedger ledger;
   UsageToday usage_today;  // each key's ledger totals since UTC midnight
+  RecordUsage record_usage;
+  Pipeline proxy_chain;                                  // the API's routes, forwarded to an engine
+  Pipeline local_chain;                                  // the routes answered here
   std::shared_ptr<tenancy::SharedLimits> shared_limits;  // null without redis:
   // With redis: the key records of this state_db and of Redis.
   std::unique_ptr<tenancy::SharedKeys> shared_keys;
@@ -376,80 +397,33 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   RequestContext ctx(request, exchange, route);
   ctx.record.id = request_id(request.head.headers, rng);
   ctx.record.bytes_in = request.body.size();
-  // The dashboard lists the API's requests, not its own polls.
-  const bool listed = route.kind == RouteKind::proxy;
-  if (listed) feed.begin(ctx.record, ctx.key_name, ctx.session);
-  if (route.kind == RouteKind::proxy) {
-    co_await pipeline.run(ctx);
-    admit.finish(ctx);
-    if (ctx.record.usage)
-      queue.correct(ctx.model, ctx.key_name, ctx.share,
-                    ctx.record.usage->prompt_tokens + ctx.record.usage->completion_tokens);
-    record_usage(ctx);
-    if (profiles) profiles->finished(ctx);
-    if (ctx.record.usage) {
-      std::optional<std::chrono::steady_clock::time_point> first_byte;
-      if (ctx.facts.stream && ctx.record.ttfb >= 0)
-        first_byte =
-            ctx.record.start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                   std::chrono::duration<double>(ctx.record.ttfb));
-      router.finished(ctx.lease, *ctx.record.usage, first_byte);
-    }
-  } else if (route.kind == RouteKind::events) {
-    ctx.record.status = 200;
-    co_await stream_events(
-        exchange, feed,
-        [this](bool first) {
-          return console_json(snapshot(), catalog, feed, profiles.get(), keys_json(keys_view()),
-                              first);
-        },
-        [this] { return draining; });
-  } else if (route.kind == RouteKind::admin) {
-    AdminView view = admin_view();
-    http::Response reply = co_await admin_response(view, request);
-    reply.headers.add("X-Request-Id", ctx.record.id);
-    ctx.record.status = reply.status;
-    ctx.record.bytes_out = reply.body.size();
-    if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
-  } else {
-    http::Response reply = local_response(route, request.head);
-    reply.headers.add("X-Request-Id", ctx.record.id);
-    ctx.record.status = reply.status;
-    ctx.record.bytes_out = reply.body.size();
-    if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
-  }
-  if (listed) feed.finish(ctx.record, ctx.key_name, ctx.session);
-  accounting.finish(request.head, ctx.record, ctx.key_name);
+  co_await (route.kind == RouteKind::proxy ? proxy_chain : local_chain).run(ctx);
 }
 
-void Gateway::Impl::record_usage(const RequestContext& ctx) {
-  const auto& r = ctx.record;
-  tenancy::UsageRowView row;  // views into the request's own strings
-  const auto arrival = std::chrono::system_clock::now() -
-                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                           std::chrono::duration<double>(r.seconds_since_start()));
-  row.time_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(arrival.time_since_epoch()).count();
-  row.request_id = r.id;
-  row.key = ctx.key_name;
-  row.model = r.model.empty() ? std::string_view(ctx.model) : std::string_view(r.model);
-  row.instance = r.instance;
-  row.endpoint = ctx.route.path;
-  row.outcome = to_string(r.outcome());
-  row.status = r.logged_status();
-  if (r.usage) {
-    row.prompt_tokens = r.usage->prompt_tokens;
-    row.cached_tokens = r.usage->cached_tokens;
-    row.completion_tokens = r.usage->completion_tokens;
+awaitable<Verdict> Gateway::Impl::AnswerLocally::run(RequestContext& ctx) {
+  if (ctx.route.kind == RouteKind::events) {
+    ctx.record.status = 200;
+    co_await stream_events(
+        ctx.exchange, g_.feed,
+        [this](bool first) {
+          return console_json(g_.snapshot(), g_.catalog, g_.feed, g_.profiles.get(),
+                              keys_json(g_.keys_view()), first);
+        },
+        [this] { return g_.draining; });
+    co_return Verdict::answered;
   }
-  row.max_tokens = ctx.facts.max_tokens;
-  row.ttft_ms = r.ttfb < 0 ? -1 : r.ttfb * 1000;
-  row.duration_ms = r.seconds_since_start() * 1000;
-  row.session = ctx.session;
-  if (!ctx.key_name.empty())
-    usage_today.add(ctx.key_name, row.prompt_tokens, row.completion_tokens,
-                    std::chrono::system_clock::now());
-  ledger.submit(row);
+  http::Response reply;
+  if (ctx.route.kind == RouteKind::admin) {
+    AdminView view = g_.admin_view();
+    reply = co_await admin_response(view, ctx.request);
+  } else {
+    reply = g_.local_response(ctx.route, ctx.request.head);
+  }
+  reply.headers.add("X-Request-Id", ctx.record.id);
+  ctx.record.status = reply.status;
+  ctx.record.bytes_out = reply.body.size();
+  if (!co_await ctx.exchange.respond(std::move(reply))) ctx.record.client_gone = true;
+  co_return Verdict::answered;
 }
 
 http::Response Gateway::Impl::local_response(const Route& route,

@@ -19,11 +19,12 @@ namespace switchyard::gateway {
 struct KeyWaiter;  // gateway/admission.cpp
 
 struct KeyState {
-  explicit KeyState(std::string name_, const fleet::KeyLimits& limits_);
+  KeyState(std::string name_, const fleet::KeyLimits& limits_, tenancy::WallClock now_);
   // New limits; counters of the limits that stay the same carry on.
   void set_limits(const fleet::KeyLimits& next);
 
   std::string name;
+  tenancy::WallClock now;  // the Admit stage's
   fleet::KeyLimits limits;
   std::optional<tenancy::Gcra> rpm, tpm;
   std::optional<tenancy::DayBudget> day;

@@ -14,8 +14,10 @@ boost::asio::awaitable<void> RequestContext::answer(const openai::ApiError& erro
 }
 
 boost::asio::awaitable<void> Pipeline::run(RequestContext& ctx) {
-  for (Stage* stage : stages_)
-    if (co_await stage->run(ctx) == Verdict::answered) break;
+  std::size_t entered = 0;
+  while (entered < stages_.size())
+    if (co_await stages_[entered++]->run(ctx) == Verdict::answered) break;
+  while (entered > 0) stages_[--entered]->finish(ctx);
 }
 
 }  // namespace switchyard::gateway

@@ -2,15 +2,22 @@
 // without its machinery: each stage looks at the request's context and
 // either lets the next one run or answers the request itself.
 //
-//   screen (head) → authenticate (head) → resolve → admit → route → forward
-//   → account (always)
+//   screen (head) → authenticate (head) → account → feed → ledger
+//   → authenticate → resolve → admit → route → forward
 //
 // screen and authenticate run on the headers alone, before the body is read
 // (Gateway::screen); the rest run on the whole request (Pipeline::run).
+// A request also ends through the chain: when a stage answers (or the last
+// one is done), every stage that ran is finished in reverse order, as
+// Envoy's encoder path runs back through its filters. A stage gives back
+// what its run() took there (a key's seat, the queue's charge) and records
+// what happened (the ledger row, the access line): account runs first so
+// that its finish, the access line, comes last.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,6 +61,10 @@ struct RequestContext {
   // key's limits (given back when the request ends).
   QueueShare share;
   KeyTicket ticket;
+  // How long it waited in admit for its key's max_concurrency or a session
+  // seat: the route stage's queue wait gets queue.max_wait less this, so a
+  // request waits at most queue.max_wait in all.
+  std::chrono::steady_clock::duration waited_for_key{};
 
   // Set by route, and again by forward for each retry.
   RouteLease lease;                   // the slot, for calls that take one
@@ -84,9 +95,13 @@ class Stage {
  public:
   virtual ~Stage() = default;
   virtual boost::asio::awaitable<Verdict> run(RequestContext& ctx) = 0;
+  // The request ended, however it did, after this stage's run() was
+  // entered. Never awaits: the answer is out (or the client gone).
+  virtual void finish(RequestContext&) {}
 };
 
-// The stages in order. Runs them until one answers; never throws.
+// The stages in order. Runs them until one answers, then finishes every
+// stage that ran, last first; never throws.
 class Pipeline {
  public:
   // The stages must outlive the pipeline.

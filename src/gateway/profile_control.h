@@ -41,7 +41,7 @@ class ProfileControl final : public SwitchGate {
   void slot_released(std::size_t index);
   // A request ended: a streamed answer's prefill and decode rates, as
   // tokens over wall time, move the policy's estimates for its instance.
-  void finished(const RequestContext& ctx);
+  void finished(const RequestContext& ctx) override;
 
   // The profiles part of the status snapshot.
   std::vector<obs::ProfileStatus> status() const;

@@ -20,8 +20,25 @@ std::string seconds_text(std::chrono::milliseconds d) {
 
 }  // namespace
 
+std::string RouteStage::timed_out_message(const RequestContext& ctx,
+                                          std::chrono::milliseconds waited) const {
+  if (ctx.waited_for_key == std::chrono::steady_clock::duration::zero() ||
+      waited >= queue_options_.max_wait)
+    return fmt::format("no slot of '{}' came free within {}; retry shortly", ctx.model,
+                       seconds_text(waited));
+  return fmt::format(
+      "no slot of '{}' came free within {} (queue.max_wait, of which {} went waiting for the "
+      "key's max_concurrency or a session seat); retry shortly",
+      ctx.model, seconds_text(queue_options_.max_wait),
+      seconds_text(std::chrono::ceil<std::chrono::milliseconds>(ctx.waited_for_key)));
+}
+
 awaitable<Verdict> RouteStage::run(RequestContext& ctx) {
-  switch (co_await route(ctx, /*retry=*/false, queue_options_.max_wait)) {
+  // One bound for both waits: what admit spent waiting for the key is gone.
+  const auto left = std::max(
+      std::chrono::milliseconds(0),
+      queue_options_.max_wait - std::chrono::ceil<std::chrono::milliseconds>(ctx.waited_for_key));
+  switch (co_await route(ctx, /*retry=*/false, left)) {
     case Routed::ok:
       co_return Verdict::next;
     case Routed::answered:
@@ -35,6 +52,22 @@ awaitable<Verdict> RouteStage::run(RequestContext& ctx) {
       "no_instance_ready");
   co_await ctx.answer(error);
   co_return Verdict::answered;
+}
+
+void RouteStage::finish(RequestContext& ctx) {
+  const auto& usage = ctx.record.usage;
+  if (usage)
+    queue_.correct(ctx.model, ctx.key_name, ctx.share,
+                   usage->prompt_tokens + usage->completion_tokens);
+  if (gate_) gate_->finished(ctx);
+  if (!usage) return;
+  // A stream's first byte came after its prompt's prefill: the router's
+  // prefill and decode rates learn from both halves.
+  std::optional<std::chrono::steady_clock::time_point> first_byte;
+  if (ctx.facts.stream && ctx.record.ttfb >= 0)
+    first_byte = ctx.record.start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                        std::chrono::duration<double>(ctx.record.ttfb));
+  router_.finished(ctx.lease, *usage, first_byte);
 }
 
 void RouteStage::routed(RequestContext& ctx, const RouteDecision& decision) {
@@ -106,9 +139,7 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
       co_return Routed::answered;
     }
     case Admission::Outcome::timed_out: {
-      const ApiError error = ApiError::rate_limited(fmt::format(
-          "no slot of '{}' came free within {}; retry shortly", ctx.model, seconds_text(max_wait)));
-      co_await ctx.answer(error);
+      co_await ctx.answer(ApiError::rate_limited(timed_out_message(ctx, max_wait)));
       co_return Routed::answered;
     }
     case Admission::Outcome::shutting_down: {

@@ -26,6 +26,8 @@ class SwitchGate {
   virtual std::optional<std::chrono::milliseconds> hold(const RequestContext& ctx) = 0;
   // Routing of that request ended (a slot, an answer, or the client left).
   virtual void routed(const RequestContext& ctx) = 0;
+  // The request ended (its usage, if any, in ctx.record).
+  virtual void finished(const RequestContext& ctx) = 0;
 };
 
 class RouteStage final : public Stage {
@@ -40,6 +42,9 @@ class RouteStage final : public Stage {
         metrics_(metrics) {}
 
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
+  // The queue's charge corrected to the usage, the router's rates and the
+  // profiles told what the request used.
+  void finish(RequestContext& ctx) override;
 
   enum class Routed {
     ok,        // ctx.target (and for slot calls ctx.lease) is set
@@ -59,6 +64,8 @@ class RouteStage final : public Stage {
   // (X-Switchyard-Route: instance=gpu2; match=0.87).
   void routed(RequestContext& ctx, const RouteDecision& decision);
 
+  // The 429 of a queue wait that ran out after `waited`.
+  std::string timed_out_message(const RequestContext& ctx, std::chrono::milliseconds waited) const;
   boost::asio::awaitable<Routed> route_slot(RequestContext& ctx, bool retry,
                                             std::chrono::milliseconds max_wait, bool held);
   SwitchGate* gate_ = nullptr;

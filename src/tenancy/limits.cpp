@@ -94,6 +94,15 @@ void SessionSeats::leave(const std::string& session, Time now) {
   if (it == seats_.end()) return;
   it->second.running = std::max(0, it->second.running - 1);
   it->second.last_end = now;
+  if (it->second.running == 0 && is_one_request_session(session)) seats_.erase(it);
+}
+
+std::string one_request_session(std::uint64_t n) {
+  return "\x01request-" + std::to_string(n);
+}
+
+bool is_one_request_session(std::string_view session) {
+  return !session.empty() && session.front() == '\x01';
 }
 
 std::optional<Time> SessionSeats::next_free(Time now) {

@@ -5,15 +5,22 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace switchyard::tenancy {
 
 using Clock = std::chrono::system_clock;
 using Time = Clock::time_point;
 using Duration = std::chrono::nanoseconds;
+// The wall clock limits are checked on: system_now, or a test's.
+using WallClock = std::function<Time()>;
+inline Time system_now() {
+  return Clock::now();
+}
 
 // Generic cell rate algorithm with a cost per request: `limit` units per
 // `period`, of which a whole period's worth may be taken at once; it then
@@ -65,9 +72,18 @@ class DayBudget {
   std::int64_t used_ = 0;
 };
 
+// A request without a conversation (no X-Session-Id, no messages) is a
+// session of its own for as long as it runs: without this a key's seats
+// held chat agents but let every /v1/completions request through. `n` makes
+// it unique; the name cannot collide with a client's X-Session-Id (not
+// printable) or a derived one (hex).
+std::string one_request_session(std::uint64_t n);
+bool is_one_request_session(std::string_view session);
+
 // Active agent sessions of one key: a session holds a seat from its first
 // request until `idle` after its last one ended; while one of its requests
-// runs it never idles out.
+// runs it never idles out. A one-request session's seat frees when its
+// request ends.
 class SessionSeats {
  public:
   SessionSeats(int cap, Duration idle) : cap_(cap), idle_(idle) {}

@@ -126,7 +126,9 @@ const Script release{
     SY_NOW SY_KEEP_SEATS
     "redis.call('ZREM', KEYS[1], ARGV[1])\n"
     "local session = ARGV[2]\n"
-    "if session ~= '' then\n"
+    "if session ~= '' and tonumber(ARGV[3]) <= 0 then\n"
+    "  redis.call('ZREM', KEYS[2], session)\n"
+    "elseif session ~= '' then\n"
     "  local score = tonumber(redis.call('ZSCORE', KEYS[2], session) or 0)\n"
     "  redis.call('ZADD', KEYS[2], math.max(score, now + tonumber(ARGV[3])), session)\n"
     "  keep(KEYS[2])\n"

@@ -216,7 +216,9 @@ void SharedLimits::close(std::uint64_t id) {
 
 void SharedLimits::release(const Lease& l) {
   spawn_eval(redis_scripts::release, {redis_key(l.key, "running"), redis_key(l.key, "seats")},
-             {l.member, l.session, std::to_string(l.limits.session_idle.count()),
+             {l.member, l.session,
+              is_one_request_session(l.session) ? std::string("0")
+                                                : std::to_string(l.limits.session_idle.count()),
               std::string(released_channel), l.key});
 }
 

@@ -125,6 +125,20 @@ describe('keys CLI and limits', () => {
     assert.equal((await a('second')).status, 200);
   });
 
+  test('max_sessions covers requests without a conversation: each is a session while it runs', TIMEOUT, async () => {
+    const key = await createKey(gw, 'seated-completions', ['--max-sessions', '1', '--session-idle', '1h']);
+    const complete = () => fetchJson(`${gw.url}/v1/completions`, {
+      headers: bearer(key), timeoutMs: 20_000, body: { model: MODEL, max_tokens: 4, prompt: 'Once upon a time' },
+    });
+    await waitUntil(async () => (await complete()).status === 200, { timeoutMs: 2000, what: 'the key accepted' });
+    // Its seat freed when it ended (not an hour later): the next one and then an agent get one.
+    assert.equal((await complete()).status, 200);
+    const agent = () => chat(gw.url, key, { headers: { 'x-session-id': 'agent-a' } });
+    assert.equal((await agent()).status, 200);
+    // Now the agent holds the only seat: a completion waits for it, then 429.
+    expectError(assert, await complete(), 429, { code: 'session_limit_exceeded', messageIncludes: 'max_sessions' });
+  });
+
   test('per-key metrics: requests by outcome, tokens by kind, rejections by reason, named by the key\'s name', TIMEOUT, async () => {
     const key = await createKey(gw, 'metered', ['--rpm', '2']);
     const answers = [];
@@ -249,5 +263,57 @@ describe('day budget across a restart', () => {
     const refused = await ask(gw.url, 30);
     expectError(assert, refused, 429, { code: 'budget_exceeded', messageIncludes: `has used ${used} of its 100 tokens` });
     assert.equal((await chat(gw.url, STATIC)).status, 200, 'other keys are not held');
+  });
+});
+
+// Issue 28: a key's wait and the model's queue share one bound. A request
+// that waited for its key's max_concurrency and then for a slot used to get
+// its 429 after both waits (up to twice queue.max_wait).
+describe('one bound for both waits', () => {
+  let gw;
+  before(async () => {
+    gw = await startGateway({
+      models: [{ name: 'slow', aliases: ['default'] }],
+      instances: [simInstance('slow0', 'slow', { slots: 1, speedFactor: 1, tokensPerSecond: 10 })],
+      api_keys: [STATIC, { key: 'sk-one-at-a-time', name: 'single', max_concurrency: 1 }],
+      queue: { max_wait: '2s' },
+    });
+  });
+  after(stopAll);
+
+  const long = (key, signal) => fetchJson(`${gw.url}/v1/chat/completions`, {
+    headers: bearer(key), signal, timeoutMs: 20_000,
+    body: { model: 'slow', max_tokens: 1000, ignore_eos: true, messages: USER_MESSAGES },
+  }).catch(() => 'left');
+  const waitingOf = async (name) => {
+    const r = await fetchJson(`${gw.url}/admin/keys`);
+    return r.body.keys.find((k) => k.name === name)?.waiting;
+  };
+
+  test('a request that waited for its key and then for a slot gets its 429 at queue.max_wait', { timeout: 30_000 }, async () => {
+    const first = new AbortController();
+    const running = long('sk-one-at-a-time', first.signal);
+    await waitUntil(async () => (await scrapeMetric(gw.url, 'switchyard_instance_in_flight', { instance: 'slow0' })) === 1, { what: 'the key\'s request running' });
+    const sent = Date.now();
+    const second = fetchJson(`${gw.url}/v1/chat/completions`, {
+      headers: bearer('sk-one-at-a-time'), timeoutMs: 20_000,
+      body: { model: 'slow', max_tokens: 4, messages: USER_MESSAGES },
+    });
+    await waitUntil(async () => (await waitingOf('single')) === 1, { what: 'the second waiting for its key' });
+    // Another key's long request queues for the one slot, ahead of the second.
+    const other = new AbortController();
+    const otherRunning = long(STATIC, other.signal);
+    await waitUntil(async () => (await queueDepth(gw.url, 'slow')) === 1, { what: 'the other key queued' });
+    // The scenario needs the key wait to use most of the bound before the
+    // key's first request ends and the slot goes to the other key.
+    await new Promise((resolve) => setTimeout(resolve, 1200 - (Date.now() - sent)));
+    first.abort();
+    const refused = await second;
+    const elapsed = Date.now() - sent;
+    expectError(assert, refused, 429, { messageIncludes: ['within 2 s', 'max_concurrency'] });
+    assert.ok(elapsed < 2700, `answered after ${elapsed} ms: one queue.max_wait (2 s), not two`);
+    other.abort();
+    assert.equal(await running, 'left');
+    assert.equal(await otherRunning, 'left');
   });
 });

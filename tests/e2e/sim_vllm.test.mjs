@@ -5,7 +5,7 @@
 import { after, afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { USER_MESSAGES, fetchJson, metricValue, postStream, readSse, startSim, stopAll } from './harness.mjs';
+import { USER_MESSAGES, fetchJson, metricValue, postStream, readSse, startSim, stopAll, waitUntil } from './harness.mjs';
 
 const TIMEOUT = { timeout: 20_000 };
 const MODEL = 'qwen-27b';
@@ -125,9 +125,11 @@ describe('sim --dialect vllm', () => {
       ['--dialect', 'vllm', '--slots', 4, '--spec-draft-tokens', 3, '--spec-acceptance', 0.5]);
     const running = Array.from({ length: 2 }, () => fetchJson(`${sim.url}/v1/completions`,
       { body: { model: MODEL, prompt: ids(64), max_tokens: 200, ignore_eos: true } }));
-    await new Promise((r) => setTimeout(r, 100));
-    let text = await metrics(sim.url);
-    assert.equal(m(text, 'vllm:num_requests_running'), 2);
+    // Both running (and neither finished: they take ~0.4 s each).
+    let text = await waitUntil(async () => {
+      const t = await metrics(sim.url);
+      return m(t, 'vllm:num_requests_running') === 2 ? t : null;
+    }, { what: 'both requests running' });
     assert.equal(m(text, 'vllm:num_requests_waiting'), 0);
     assert.ok(m(text, 'vllm:kv_cache_usage_perc') > 0);
     await Promise.all(running);

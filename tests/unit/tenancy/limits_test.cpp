@@ -82,5 +82,19 @@ TEST(SessionSeats, EveryRequestOfASessionMustEndBeforeItIdles) {
   EXPECT_FALSE(seats.seated("a", t0 + 6min));
 }
 
+TEST(SessionSeats, ARequestWithoutASessionHoldsASeatOnlyWhileItRuns) {
+  SessionSeats seats(1, 1h);
+  const std::string one = one_request_session(1), two = one_request_session(2);
+  EXPECT_TRUE(is_one_request_session(one));
+  EXPECT_FALSE(is_one_request_session("agent-a"));
+  EXPECT_NE(one, two);
+  EXPECT_TRUE(seats.enter(one, t0));
+  EXPECT_FALSE(seats.enter("agent-a", t0));  // it counts while it runs
+  EXPECT_FALSE(seats.enter(two, t0));
+  seats.leave(one, t0 + 1s);
+  EXPECT_EQ(seats.active(t0 + 1s), 0);  // freed at once, not an hour later
+  EXPECT_TRUE(seats.enter("agent-a", t0 + 1s));
+}
+
 }  // namespace
 }  // namespace switchyard::tenancy

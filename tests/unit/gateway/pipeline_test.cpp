@@ -1,0 +1,69 @@
+// The chain: stages run in order until one answers, and every stage that
+// ran is finished, last first; those after the one that answered are not.
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+
+#include <string>
+#include <vector>
+
+#include "fake_exchange.h"
+#include "gateway/pipeline.h"
+
+namespace switchyard::gateway {
+namespace {
+
+namespace net = boost::asio;
+using testing_support::FakeExchange;
+
+class Recording final : public Stage {
+ public:
+  Recording(std::string name, std::vector<std::string>& log, Verdict verdict = Verdict::next)
+      : name_(std::move(name)), log_(log), verdict_(verdict) {}
+  net::awaitable<Verdict> run(RequestContext&) override {
+    log_.push_back("run " + name_);
+    co_return verdict_;
+  }
+  void finish(RequestContext&) override { log_.push_back("finish " + name_); }
+
+ private:
+  std::string name_;
+  std::vector<std::string>& log_;
+  Verdict verdict_;
+};
+
+void run_chain(std::vector<Stage*> stages) {
+  net::io_context io;
+  FakeExchange exchange;
+  http::Request request;
+  Pipeline pipeline(std::move(stages));
+  bool done = false;
+  net::co_spawn(
+      io,
+      [&]() -> net::awaitable<void> {
+        RequestContext ctx(request, exchange, *find_route("/v1/chat/completions"));
+        co_await pipeline.run(ctx);
+        done = true;
+      },
+      net::detached);
+  io.run();
+  EXPECT_TRUE(done);
+}
+
+TEST(Pipeline, FinishesEveryStageThatRanInReverseOrder) {
+  std::vector<std::string> log;
+  Recording a("a", log), b("b", log), c("c", log);
+  run_chain({&a, &b, &c});
+  EXPECT_EQ(log, (std::vector<std::string>{"run a", "run b", "run c", "finish c", "finish b",
+                                           "finish a"}));
+}
+
+TEST(Pipeline, AStageThatAnswersIsFinishedAndTheRestNeverRun) {
+  std::vector<std::string> log;
+  Recording a("a", log), b("b", log, Verdict::answered), c("c", log);
+  run_chain({&a, &b, &c});
+  EXPECT_EQ(log, (std::vector<std::string>{"run a", "run b", "finish b", "finish a"}));
+}
+
+}  // namespace
+}  // namespace switchyard::gateway
