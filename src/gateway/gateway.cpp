@@ -314,6 +314,9 @@ void Gateway::stop_waiting() {
   impl_->admit.release_all();
   impl_->queue.release_all();
 }
+void Gateway::end_running(std::chrono::milliseconds drain) {
+  impl_->forwarder.end_running(drain);
+}
 
 std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   // The head-only stages: screen (path, method) and authenticate.
@@ -387,7 +390,9 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
                     ctx.record.usage->prompt_tokens + ctx.record.usage->completion_tokens);
     record_usage(ctx);
     if (profiles) profiles->finished(ctx);
-    if (ctx.record.usage) {
+    // The router learns rates from whole answers only: a stream cut short
+    // is charged its relayed tokens (stream_charge.h), not a rate.
+    if (ctx.record.usage && ctx.record.outcome() == RequestRecord::Outcome::ok) {
       std::optional<std::chrono::steady_clock::time_point> first_byte;
       if (ctx.facts.stream && ctx.record.ttfb >= 0)
         first_byte =
