@@ -16,6 +16,12 @@
 #   crash-loop      one engine of 4 exits after 20 tokens, each life
 #   sighup-flood    100 SIGHUPs 50 ms apart, a fifth engine removed and added
 #   drain           SIGTERM with streams in flight; new requests meanwhile
+#   drain-timeout   SIGTERM with 400-token requests at 20 tok/s and a 2 s drain:
+#                   each ends with shutting_down (wrong: any other error code,
+#                   or an engine blamed in the log)
+#   aborted-ledger  clients close their streams after 20 tokens: each ledger
+#                   row charges at least what was read (wrong: less, or no row);
+#                   the excess is what was relayed before the gateway saw the close
 #   slowloris       200 connections sending headers a byte a second, with load
 #   fd-limit        the gateway under `ulimit -n 1024`, 1,500 concurrent streams
 #   idle-streams    5,000 streams held open (an engine that stalls after a
@@ -41,7 +47,7 @@ repo="$(cd "$here/.." && pwd)"
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 
-all_rows="engine-kill,wrapper-kill,sigstop,reset,fail-half,crash-loop,sighup-flood,drain,slowloris,fd-limit,idle-streams,soak"
+all_rows="engine-kill,wrapper-kill,sigstop,reset,fail-half,crash-loop,sighup-flood,drain,drain-timeout,aborted-ledger,slowloris,fd-limit,idle-streams,soak"
 quick=0
 soak_seconds=300
 rows="$all_rows"
@@ -233,6 +239,19 @@ warm_up() {
     --requests $((2 * conc)) --concurrency "$conc" --stream-share 0.5 >/dev/null
 }
 
+# add_wrong ROW N WHY: N more wrong outcomes in ROW's JSON (found outside the driver).
+add_wrong() {
+  python3 - "$work/$1.json" "$2" "$3" <<'PY'
+import json, sys
+path, n, why = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+doc = json.load(open(path))
+if n:
+    doc["wrong"] = doc.get("wrong", 0) + n
+    doc["detail"][f"wrong:{why}"] = doc["detail"].get(f"wrong:{why}", 0) + n
+json.dump(doc, open(path, "w"))
+PY
+}
+
 # record ROW NOTE BEFORE AFTER ZOMBIES STOP: one line of results.jsonl.
 record() {
   python3 - "$work/$1.json" "$1" "$2" "$3" "$4" "$5" "$6" >>"$results" <<'PY'
@@ -333,6 +352,72 @@ row_drain() {
   record "$row" "SIGTERM with $conc streams in flight, $((conc * 6)) more sent" "$before" "- -" "$z" "$stop_result"
 }
 
+row_drain-timeout() {
+  local row=drain-timeout
+  read -r gw_port <<<"$(free_ports 1)"
+  # One engine at 20 tok/s: a 400-token request runs 20 s, far past the drain.
+  engine e1 1 "$conc" | sed 's/--tokens-per-second 200/--tokens-per-second 20/' |
+    fleet_config "$gw_port" "${timeouts_short/drain: 20s/drain: 2s}" "$health_fast" >"$work/$row.yaml"
+  gw_start "$work/$row.yaml"
+  warm_up
+  local before; before=$(gw_state)
+  # $conc requests in flight (half streamed), SIGTERM once the streams have
+  # their first token; the driver sends $conc more meanwhile.
+  drive "$row" --requests $((conc * 2)) --concurrency "$conc" --max-tokens 400 --stream-share 0.5 \
+    --expect-code shutting_down
+  progress_at "$row" 2 $((conc / 2))
+  local z; z=$(zombies)
+  gw_stop
+  drive_wait
+  add_wrong "$row" "$(grep -cE 'failed mid-stream|failed_on=|ejected \(' "$work/$row.yaml.log" || true)" engine-blamed
+  record "$row" "SIGTERM with $conc requests of 400 tokens at 20 tok/s in flight, drain 2 s, $conc more sent" \
+    "$before" "- -" "$z" "$stop_result"
+}
+
+row_aborted-ledger() {
+  local row=aborted-ledger
+  read -r gw_port <<<"$(free_ports 1)"
+  four_engines | fleet_config "$gw_port" "$timeouts_short" "$health_fast" "state_db: $work/$row.db" >"$work/$row.yaml"
+  gw_start "$work/$row.yaml"
+  warm_up
+  local before; before=$(gw_state)
+  drive "$row" --requests "$n_req" --concurrency "$conc" --max-tokens 400 --read-tokens 20
+  drive_wait
+  local after z; after=$(gw_state); z=$(zombies)
+  gw_stop
+  # Each stream's ledger row against what its client read (the stop flushed the ledger).
+  "$binary" usage -c "$work/$row.yaml" --trace >"$work/$row.trace"
+  local note
+  note=$(python3 - "$work/$row.json" "$work/$row.trace" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+charged = {}
+for line in open(sys.argv[2]):
+    if line.strip():
+        r = json.loads(line)
+        charged[r["request_id"]] = r["completion_tokens"]
+wrong, read_sum, charged_sum, excess = 0, 0, 0, []
+for rid, n in doc.pop("reads"):
+    c = charged.get(rid)
+    read_sum += n
+    charged_sum += c or 0
+    if c is None or c < n:
+        wrong += 1
+    else:
+        excess.append(c - n)
+excess.sort()
+doc["wrong"] = doc.get("wrong", 0) + wrong
+if wrong:
+    doc["detail"]["wrong:ledger"] = wrong
+json.dump(doc, open(sys.argv[1], "w"))
+median = excess[len(excess) // 2] if excess else 0
+print(f"streams closed after 20 tokens; read {read_sum}, ledger charged {charged_sum} output tokens "
+      f"(excess per stream: median {median}, max {excess[-1] if excess else 0})")
+PY
+)
+  record "$row" "$note" "$before" "$after" "$z" "$stop_result"
+}
+
 row_slowloris() {
   standard_row slowloris "" "" no_fault "--seconds $slow_s --concurrency 8 --slowloris $slow" "$slow slow header senders, client_header 5 s"
 }
@@ -401,8 +486,8 @@ done
 python3 - "$results" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY' | tee "$work/table.md"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-print("| row | fault | sent | ok | clean error | lost | hung | RSS MiB before → after | fds before → after | zombies | engines left | gateway exit | not ok, by cause |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| row | fault | sent | ok | clean error | lost | hung | wrong | RSS MiB before → after | fds before → after | zombies | engines left | gateway exit | not ok, by cause |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     rb, fb = r["before"].split(); ra, fa = r["after"].split()
     rc, secs, left = r["stop"].split()
@@ -414,7 +499,7 @@ for r in rows:
     if r.get("rounds"):
         peaks = " / ".join(f"{x['open']['rss_mib']:.0f}→{x['after']['rss_mib']:.0f}" for x in r["rounds"])
         note += f"; per round RSS open→closed MiB: {peaks}"
-    print(f"| {r['row']} | {note} | {r['sent']} | {r['ok']} | {r['clean']} | {r['lost']} | {r['hung']} | "
+    print(f"| {r['row']} | {note} | {r['sent']} | {r['ok']} | {r['clean']} | {r['lost']} | {r['hung']} | {r.get('wrong', 0)} | "
           f"{rb} → {ra} | {fb} → {fa} | {r['zombies']} | {left} | {rc} in {secs} s | {causes} |")
 print(f"\nload average at the end: {sys.argv[2]}")
 PY

@@ -10,12 +10,15 @@
 //   lost   anything else: a reset or close with no answer or mid-answer, a
 //          malformed body, a truncated stream
 //   hung   no end within --deadline-ms (the request is then aborted)
+//   wrong  (with --expect-code C) a clean error whose code is not C
 //
 // Modes:
 //   load       --requests N (or --seconds S) at --concurrency C; --stream-share
 //              of them streamed (default 1). --slowloris K also holds K
 //              connections that send their headers a byte a second, and counts
-//              how long the gateway let them stay.
+//              how long the gateway let them stay. --read-tokens K: each stream
+//              is closed by the client after K content events (ok when it got
+//              them); the summary's `reads` lists [X-Request-Id, events read].
 //   idle       opens --streams N streams to an engine that stalls after one
 //              token, waits until each has its first token, records the
 //              gateway's RSS and descriptors (--gateway-pid), closes them all,
@@ -33,7 +36,7 @@ function parseArgs(argv) {
   const o = {
     mode: 'load', url: '', model: '', requests: 0, seconds: 0, concurrency: 8, maxTokens: 32,
     streamShare: 1, deadlineMs: 60_000, progress: '', slowloris: 0, streams: 0, rounds: 1,
-    gatewayPid: 0, openBatch: 250, settleMs: 20_000,
+    gatewayPid: 0, openBatch: 250, settleMs: 20_000, expectCode: '', readTokens: 0,
   };
   const names = {
     '--mode': ['mode', String], '--url': ['url', String], '--model': ['model', String],
@@ -43,7 +46,8 @@ function parseArgs(argv) {
     '--progress': ['progress', String], '--slowloris': ['slowloris', Number],
     '--streams': ['streams', Number], '--rounds': ['rounds', Number],
     '--gateway-pid': ['gatewayPid', Number], '--open-batch': ['openBatch', Number],
-    '--settle-ms': ['settleMs', Number],
+    '--settle-ms': ['settleMs', Number], '--expect-code': ['expectCode', String],
+    '--read-tokens': ['readTokens', Number],
   };
   for (let i = 2; i < argv.length; i += 2) {
     const spec = names[argv[i]];
@@ -61,13 +65,25 @@ const target = new URL(opts.url);
 // One keep-alive connection per concurrent request, as a client library keeps.
 const agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(opts.concurrency, opts.streams, 1) });
 
-const counts = { sent: 0, ok: 0, clean: 0, lost: 0, hung: 0 };
+const counts = { sent: 0, ok: 0, clean: 0, lost: 0, hung: 0, wrong: 0 };
+// --read-tokens: [request id, content events read] of each stream closed early.
+const reads = [];
 // Why requests were not ok, e.g. {"503": 4, "stream-error-mid": 2, "ECONNRESET": 1}.
 const detail = {};
 let firstTokens = 0;
-const note = (kind, why) => {
+const note = (kind, why, code) => {
   counts[kind] += 1;
   if (kind !== 'ok') detail[`${kind}:${why}`] = (detail[`${kind}:${why}`] ?? 0) + 1;
+  // An error that says it failed, but not the way this row expects.
+  if (opts.expectCode && kind === 'clean' && code !== undefined && code !== opts.expectCode) {
+    counts.wrong += 1;
+    detail[`wrong:${code}`] = (detail[`wrong:${code}`] ?? 0) + 1;
+  }
+};
+// The code of an OpenAI error body or event (null when it has none); undefined
+// when `text` is no error.
+const errorCode = (text) => {
+  try { const e = JSON.parse(text).error; return typeof e === 'object' ? (e.code ?? null) : undefined; } catch { return undefined; }
 };
 
 function writeProgress() {
@@ -77,25 +93,25 @@ function writeProgress() {
 }
 const progressTimer = opts.progress ? setInterval(writeProgress, 100) : null;
 
-// One request to its end; resolves with [kind, why]. `onFirstToken` runs once
-// a stream has delivered its first content chunk.
-function oneRequest(stream, { onFirstToken, signal } = {}) {
+// One request to its end; resolves with [kind, why, error code]. `onFirstToken`
+// runs once a stream has delivered its first content chunk; `id` is sent as
+// X-Request-Id.
+function oneRequest(stream, { onFirstToken, signal, id } = {}) {
   const body = JSON.stringify({
     model: opts.model, stream, max_tokens: opts.maxTokens,
     messages: [{ role: 'user', content: 'Count to a hundred, slowly.' }],
   });
   return new Promise((resolve) => {
     let settled = false;
-    const finish = (kind, why) => {
+    const finish = (kind, why, code) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve([kind, why]);
+      resolve([kind, why, code]);
     };
-    const req = http.request({
-      agent, host: target.hostname, port: target.port, method: 'POST', path: '/v1/chat/completions',
-      headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-    });
+    const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    if (id) headers['x-request-id'] = id;
+    const req = http.request({ agent, host: target.hostname, port: target.port, method: 'POST', path: '/v1/chat/completions', headers });
     const timer = setTimeout(() => { finish('hung', 'deadline'); req.destroy(); }, opts.deadlineMs);
     if (signal) signal.addEventListener('abort', () => { finish('aborted', 'closed by us'); req.destroy(); }, { once: true });
     req.on('error', (e) => {
@@ -104,7 +120,9 @@ function oneRequest(stream, { onFirstToken, signal } = {}) {
     req.on('response', (res) => {
       let text = '';
       let sawContent = false;
+      let contentEvents = 0;
       let sawError = false;
+      let code;
       let sawDone = false;
       let pending = '';
       res.setEncoding('utf8');
@@ -119,11 +137,20 @@ function oneRequest(stream, { onFirstToken, signal } = {}) {
             if (!line.startsWith('data: ')) continue;
             const data = line.slice(6);
             if (data === '[DONE]') { sawDone = true; continue; }
-            if (data.includes('"error"')) { sawError = true; continue; }
-            if (!sawContent && data.includes('"content"')) {
+            if (data.includes('"error"')) { sawError = true; code = errorCode(data); continue; }
+            // Non-empty text, as the gateway counts an event's token.
+            if (!/"content":"[^"]/.test(data)) continue;
+            contentEvents += 1;
+            if (!sawContent) {
               sawContent = true;
               firstTokens += 1;
               if (onFirstToken) onFirstToken();
+            }
+            if (opts.readTokens > 0 && contentEvents === opts.readTokens) {
+              reads.push([id, contentEvents]);
+              finish('ok', '');
+              req.destroy();  // the client leaves mid-stream
+              return;
             }
           }
         }
@@ -134,13 +161,14 @@ function oneRequest(stream, { onFirstToken, signal } = {}) {
         if (res.statusCode !== 200) {
           let isError = false;
           try { isError = typeof JSON.parse(text).error === 'object'; } catch { /* not JSON: lost */ }
-          finish(isError ? 'clean' : 'lost', isError ? String(res.statusCode) : `${res.statusCode} without an error body`);
+          finish(isError ? 'clean' : 'lost', isError ? String(res.statusCode) : `${res.statusCode} without an error body`,
+            errorCode(text));
         } else if (!stream) {
           let whole = false;
           try { whole = Array.isArray(JSON.parse(text).choices); } catch { /* truncated: lost */ }
           finish(whole ? 'ok' : 'lost', 'truncated body');
         } else if (sawError && sawDone) {
-          finish('clean', sawContent ? 'stream-error-after-first-token' : 'stream-error-before-first-token');
+          finish('clean', sawContent ? 'stream-error-after-first-token' : 'stream-error-before-first-token', code);
         } else if (sawDone) {
           finish('ok', '');
         } else {
@@ -190,14 +218,15 @@ async function loadMode() {
       const i = next++;
       const stream = streamEvery === 1 || (streamEvery > 0 && i % Math.round(streamEvery) === 0);
       counts.sent += 1;
-      const [kind, why] = await oneRequest(stream);
-      note(kind, why);
+      const [kind, why, code] = await oneRequest(stream, { id: `load-${process.pid}-${i}` });
+      note(kind, why, code);
     }
   };
   const t0 = Date.now();
   await Promise.all(Array.from({ length: opts.concurrency }, worker));
   const wallS = (Date.now() - t0) / 1000;
   const out = { mode: 'load', ...counts, detail, wall_s: wallS };
+  if (opts.readTokens > 0) out.reads = reads;
   if (slow) {
     stopSlow.aborted = true;
     const ends = await slow;

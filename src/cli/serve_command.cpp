@@ -31,6 +31,10 @@ namespace net = boost::asio;
 
 namespace {
 
+// How long the requests the drain's cutoff ended get to write their last
+// event or 503 before the engines stop (a client that reads nothing).
+constexpr std::chrono::milliseconds kEndRunningWithin{2000};
+
 struct ServeFlags {
   std::string config_path;
   std::string listen;  // overrides the config's
@@ -142,6 +146,9 @@ int run_serve(const ServeFlags& flags) {
   const std::uint64_t fd_limit = raise_fd_limit();
   options.max_connections =
       config->max_connections.value_or(fleet::default_max_connections(fd_limit, *config));
+  // Probes and scrapes still get through at the cap (from the descriptors
+  // the derived cap keeps in reserve).
+  options.probe_paths = {"/health", "/metrics"};
   spdlog::info("descriptor limit {}; at most {} client connection(s){}", fd_limit,
                options.max_connections, config->max_connections ? "" : " (derived from it)");
   http::Server server(io.get_executor(), gateway, options);
@@ -197,17 +204,27 @@ int run_serve(const ServeFlags& flags) {
       net::co_spawn(
           io,
           [&]() -> net::awaitable<void> {
-            const auto deadline = std::chrono::steady_clock::now() + config->timeouts.drain;
             net::steady_timer tick(io);
-            while (draining && server.active_requests() > 0 &&
-                   std::chrono::steady_clock::now() < deadline) {
-              tick.expires_after(std::chrono::milliseconds(20));
-              co_await tick.async_wait(net::as_tuple(net::use_awaitable));
-            }
+            // Until no request runs, `until`, or (`on_signal`) a second signal.
+            const auto settle = [&](std::chrono::milliseconds within,
+                                    bool on_signal) -> net::awaitable<void> {
+              const auto until = std::chrono::steady_clock::now() + within;
+              while ((draining || !on_signal) && server.active_requests() > 0 &&
+                     std::chrono::steady_clock::now() < until) {
+                tick.expires_after(std::chrono::milliseconds(20));
+                co_await tick.async_wait(net::as_tuple(net::use_awaitable));
+              }
+            };
+            co_await settle(config->timeouts.drain, true);
             if (server.active_requests() > 0) {
-              spdlog::warn("{} request(s) still in flight after timeouts.drain; answering 503",
-                           server.active_requests());
+              spdlog::warn(
+                  "{} request(s) still in flight after timeouts.drain; the gateway ends them "
+                  "(shutting_down) before it stops the engines",
+                  server.active_requests());
               gateway.stop_waiting();
+              gateway.end_running(config->timeouts.drain);
+              // Their last events or 503s are written before the engines go.
+              co_await settle(kEndRunningWithin, false);
             }
             co_await fleet.stop();
             signals.cancel();

@@ -12,8 +12,10 @@ namespace switchyard::fleet {
 
 // One line per instance whose command's program cannot be run: not found on
 // PATH (searched as the supervisor does), or not an executable file. A shell
-// command is checked by its first word after any NAME=value assignments (and
-// `exec`); a first word the shell still has to expand is not checked.
+// command (run under /bin/sh -c) is checked as the shell runs it: each simple
+// command's program after NAME=value assignments and `exec`, the shell's
+// builtins (`ulimit -n 4096; exec llama-server ...`) skipped; a word the
+// shell still has to expand is not checked.
 // `self_path` is the value of ${SWITCHYARD}.
 std::vector<std::string> missing_executables(const FleetConfig& config, std::string_view self_path);
 

@@ -18,6 +18,8 @@ const char* to_string(RequestRecord::Outcome outcome) {
       return "upstream_failed";
     case RequestRecord::Outcome::client_closed:
       return "client_closed";
+    case RequestRecord::Outcome::shutting_down:
+      return "shutting_down";
   }
   return "unknown";
 }

@@ -92,6 +92,7 @@ void ConsoleFeed::finish(const RequestRecord& record, const std::string& key,
       ++pending_.ok;
       break;
     case RequestRecord::Outcome::error:
+    case RequestRecord::Outcome::shutting_down:  // the chart's errors: not the engines'
       ++pending_.error;
       break;
     case RequestRecord::Outcome::upstream_failed:

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gateway/stream_charge.h"
 #include "http/sse.h"
 #include "http/upstream.h"
 #include "openai/api_error.h"
@@ -52,6 +53,7 @@ awaitable<Verdict> Forwarder::run(RequestContext& ctx) {
   const auto budget_end = ctx.record.start + options_.retry_budget;
   std::string last_error;
   for (int attempt_no = 1;; ++attempt_no) {
+    if (cutoff_.cut()) co_return co_await end_for_drain(ctx);
     fleet::Instance& inst = *upstreams_.instances[*ctx.target];
     ctx.record.instance = inst.name();
     ctx.record.attempts = attempt_no;
@@ -62,6 +64,8 @@ awaitable<Verdict> Forwarder::run(RequestContext& ctx) {
       ctx.lease.release();
       co_return Verdict::answered;
     }
+    // The drain's cutoff broke the call: the engine did nothing wrong.
+    if (cutoff_.cut()) co_return co_await end_for_drain(ctx);
     // Report before the slot is released: a freed slot goes straight to a
     // waiting request, which must not land on the instance that just failed.
     if (!outcome.local) upstreams_.report_failure(inst.index, outcome.error);
@@ -82,6 +86,14 @@ awaitable<Verdict> Forwarder::run(RequestContext& ctx) {
   }
   const ApiError error = ApiError::bad_gateway(
       fmt::format("{} attempt(s) failed; the last: {}", ctx.record.attempts, last_error));
+  co_await ctx.answer(error);
+  co_return Verdict::answered;
+}
+
+awaitable<Verdict> Forwarder::end_for_drain(RequestContext& ctx) {
+  ctx.record.shut_down = true;
+  ctx.lease.release();
+  const ApiError error = cutoff_.error();
   co_await ctx.answer(error);
   co_return Verdict::answered;
 }
@@ -119,6 +131,9 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
           : openai::UsageMember::usage);
 
   http::UpstreamCall call(*inst.pool);
+  const DrainCutoff::Watch cut_watch(cutoff_, call);
+  // Output tokens relayed to the client: what a stream cut short is charged.
+  std::int64_t delivered = 0;
   // Abandoned if the instance is ejected before the client has a byte.
   unanswered_.push_back({inst.index, &call});
   bool listed = true;
@@ -164,8 +179,8 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       }
       answering();
       if (content_type.starts_with("application/json")) rewriter.rewrite_body(*body);
-      record.usage = rewriter.usage();
-      if (record.usage) metrics_.generation().add(inst.name(), record.usage->completion_tokens);
+      if (const auto& usage = rewriter.usage())
+        metrics_.generation().add(inst.name(), usage->completion_tokens);
       http::Response reply;
       reply.status = reply_head->status;
       reply.headers.add("Content-Type", content_type);
@@ -215,11 +230,11 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     for (;;) {
       auto pieces = co_await call.read_some();
       std::optional<Error> broke;
+      std::int64_t outputs = 0;  // in this read's events
       if (!pieces) {
         broke = pieces.error();
       } else if (!pieces->empty()) {
         out.clear();
-        std::int64_t outputs = 0;
         for (auto piece : *pieces)
           splitter.split(piece, [&](std::string_view event) {
             outputs += rewriter.rewrite_event(event, out);
@@ -233,9 +248,14 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
         }
       }
       if (broke) {
-        record.usage = rewriter.usage();
         if (record.client_gone) co_return Attempt{};
         if (!started) co_return failed(*broke);
+        if (cutoff_.cut()) {
+          record.shut_down = true;
+          const std::string tail = openai::stream_error_events(cutoff_.error(), ctx.route.dialect);
+          if (co_await send(tail)) co_await exchange.end_stream();
+          co_return Attempt{};
+        }
         spdlog::warn("request {}: instance {} failed mid-stream: {}", record.id, inst.name(),
                      broke->message);
         if (call.failure() != http::UpstreamFailure::local)
@@ -259,8 +279,8 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
         record.client_gone = true;
         co_return Attempt{};
       }
+      delivered += outputs;
     }
-    record.usage = rewriter.usage();
     // Bytes after the last blank line go out as they came.
     if ((!splitter.pending().empty() || !started) && !co_await send(splitter.pending())) {
       record.client_gone = true;
@@ -276,6 +296,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     // Nothing in the relay throws by design; a bug must not leave the watch armed.
     spdlog::error("request {}: {}", record.id, e.what());
   }
+  record.usage = charged_usage(rewriter.usage(), delivered);
   exchange.unwatch_client();
   answering();
   co_return outcome;

@@ -7,6 +7,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "fleet/fleet_config.h"
+#include "gateway/drain_cutoff.h"
 #include "gateway/pipeline.h"
 #include "gateway/route_stage.h"
 #include "gateway/router.h"
@@ -54,9 +56,16 @@ class Forwarder final : public Stage {
   // instead of waiting out timeouts.first_byte.
   void abandon_unanswered(std::size_t index);
 
+  // The drain ran out (DrainCutoff): every request still forwarding is
+  // ended now (`drain`: timeouts.drain); none is retried and no engine is
+  // blamed.
+  void end_running(std::chrono::milliseconds drain) { cutoff_.cut_all(drain); }
+
  private:
   struct Attempt;
   boost::asio::awaitable<Attempt> attempt(RequestContext& ctx, fleet::Instance& inst);
+  // A request the cutoff caught before its first byte: 503 shutting_down.
+  boost::asio::awaitable<Verdict> end_for_drain(RequestContext& ctx);
 
   Upstreams upstreams_;
   RouteStage& routing_;
@@ -67,6 +76,7 @@ class Forwarder final : public Stage {
   // Calls in flight whose client has seen nothing, by instance.
   using Unanswered = std::pair<std::size_t, http::UpstreamCall*>;
   std::vector<Unanswered> unanswered_;
+  DrainCutoff cutoff_;
 };
 
 }  // namespace switchyard::gateway

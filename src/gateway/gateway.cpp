@@ -335,6 +335,9 @@ void Gateway::stop_waiting() {
   impl_->admit.release_all();
   impl_->queue.release_all();
 }
+void Gateway::end_running(std::chrono::milliseconds drain) {
+  impl_->forwarder.end_running(drain);
+}
 
 std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   // The head-only stages: screen (path, method) and authenticate.

@@ -5,6 +5,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <chrono>
 #include <memory>
 
 #include "fleet/fleet.h"
@@ -33,6 +34,11 @@ class Gateway final : public http::Handler {
   void begin_drain();
   // Shutdown, step 2 (drain deadline): queued requests get 503 now.
   void stop_waiting();
+  // Shutdown, step 3 (drain deadline, before the engines stop): requests
+  // still forwarding are ended by the gateway, their message naming
+  // timeouts.drain (`drain`), code shutting_down: a stream's error event in
+  // the route's dialect, else a 503.
+  void end_running(std::chrono::milliseconds drain);
 
   std::optional<http::Response> screen(const http::RequestHead& head) override;
   boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;

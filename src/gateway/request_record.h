@@ -18,6 +18,7 @@ struct RequestRecord {
     error,            // answered with a 4xx/5xx status
     upstream_failed,  // the engine failed after the client had bytes
     client_closed,    // the client left before the end
+    shutting_down,    // the drain ran out and the gateway ended it (DrainCutoff)
   };
 
   std::string id;  // X-Request-Id
@@ -34,6 +35,7 @@ struct RequestRecord {
   std::vector<std::string> failed_on;  // instances an attempt failed on, in order
   bool client_gone = false;
   bool upstream_failed = false;  // after the first byte
+  bool shut_down = false;        // ended by the drain's cutoff
   std::optional<openai::Usage> usage;
 
   double seconds_since_start() const {
@@ -43,6 +45,7 @@ struct RequestRecord {
   int logged_status() const { return client_gone && status == 0 ? 499 : status; }
   Outcome outcome() const {
     if (upstream_failed) return Outcome::upstream_failed;
+    if (shut_down) return Outcome::shutting_down;
     if (client_gone) return Outcome::client_closed;
     return status >= 400 ? Outcome::error : Outcome::ok;
   }

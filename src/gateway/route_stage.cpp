@@ -60,7 +60,9 @@ void RouteStage::finish(RequestContext& ctx) {
     queue_.correct(ctx.model, ctx.key_name, ctx.share,
                    usage->prompt_tokens + usage->completion_tokens);
   if (gate_) gate_->finished(ctx);
-  if (!usage) return;
+  // The router learns rates from whole answers only: a stream cut short is
+  // charged its relayed tokens (stream_charge.h), not a rate.
+  if (!usage || ctx.record.outcome() != RequestRecord::Outcome::ok) return;
   // A stream's first byte came after its prompt's prefill: the router's
   // prefill and decode rates learn from both halves.
   std::optional<std::chrono::steady_clock::time_point> first_byte;

@@ -43,7 +43,12 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   static std::string keep_alive_header(const ServerOptions& o);
 
   awaitable<void> accept_loop();
-  awaitable<void> session(tcp::socket socket);
+  // `over_cap`: in the probe reserve past max_connections (probe_paths only).
+  awaitable<void> session(tcp::socket socket, bool over_cap);
+  // A connection refused at the cap: logged once per episode.
+  void note_refused();
+  // After a refusal at the cap: lingers (kMaxLingeringRefusals at most), closes.
+  awaitable<void> close_refused(tcp::socket& socket, SocketDeadline& deadline);
   awaitable<void> answer_error(tcp::socket& socket, SocketDeadline& deadline, int status,
                                std::string message, unsigned version);
   awaitable<void> refuse(tcp::socket socket);
@@ -80,6 +85,7 @@ namespace {
 
 // Refused connections linger (below) at most this many at once.
 constexpr std::size_t kMaxLingeringRefusals = 64;
+constexpr std::string_view kAtTheCap = "the gateway is at its connection limit; retry shortly";
 constexpr std::chrono::milliseconds kLingerTime{2000};
 constexpr std::size_t kLingerBytes = 1 << 20;
 constexpr std::chrono::milliseconds kAcceptBackoffMax{1000};
@@ -379,12 +385,17 @@ awaitable<void> Server::State::accept_loop() {
     }
     ++connections;
     heap_trimmer.opened(connections);
-    if (options.max_connections > 0 && connections > options.max_connections) {
+    // The probe reserve counts sessions only: refusals lingering at the cap
+    // (at most kMaxLingeringRefusals) must not crowd the probes out.
+    const std::size_t reserve = options.probe_paths.empty() ? 0 : ServerOptions::kProbeReserve;
+    if (options.max_connections > 0 &&
+        connections - lingering_refusals > options.max_connections + reserve) {
       net::co_spawn(executor, refuse(std::move(socket)), net::detached);
       continue;
     }
+    const bool over_cap = options.max_connections > 0 && connections > options.max_connections;
     socket.set_option(tcp::no_delay(true), ec);
-    net::co_spawn(executor, session(std::move(socket)), net::detached);
+    net::co_spawn(executor, session(std::move(socket), over_cap), net::detached);
   }
 }
 
@@ -426,19 +437,24 @@ void Server::State::shed_pending() {
 }
 
 std::string Server::State::refusal_bytes() {
-  Response r = handler.protocol_error(503, "the gateway is at its connection limit; retry shortly");
+  Response r = handler.protocol_error(503, std::string(kAtTheCap));
   return response_head(r.status, 11, r.headers, options.server_name,
                        Framing::content_length(r.body.size()), /*keep_alive=*/false) +
          r.body;
 }
 
-// Over max_connections: 503 without reading the request, then close.
-awaitable<void> Server::State::refuse(tcp::socket socket) {
-  auto self = shared_from_this();
+void Server::State::note_refused() {
   if (refused++ == 0)
     spdlog::warn(
         "{} client connections open (max_connections): new connections get 503 until some close",
         options.max_connections);
+}
+
+// Past max_connections and the probe reserve: 503 without reading the
+// request, then close.
+awaitable<void> Server::State::refuse(tcp::socket socket) {
+  auto self = shared_from_this();
+  note_refused();
   SocketDeadline deadline(executor, [&socket] {
     boost::system::error_code cancel_ec;
     socket.cancel(cancel_ec);
@@ -447,14 +463,20 @@ awaitable<void> Server::State::refuse(tcp::socket socket) {
   deadline.expires_after(options.write_timeout);
   const auto wec = co_await write_all(socket, net::buffer(bytes));
   deadline.expires_never();
-  if (!wec && lingering_refusals < kMaxLingeringRefusals) {
+  if (!wec) co_await close_refused(socket, deadline);
+  boost::system::error_code ec;
+  socket.close(ec);
+  connection_closed();
+}
+
+awaitable<void> Server::State::close_refused(tcp::socket& socket, SocketDeadline& deadline) {
+  if (lingering_refusals < kMaxLingeringRefusals) {
     ++lingering_refusals;
     co_await linger_close(socket, deadline);
     --lingering_refusals;
   }
   boost::system::error_code ec;
   socket.close(ec);
-  connection_closed();
 }
 
 void Server::State::connection_closed() {
@@ -476,7 +498,7 @@ awaitable<void> Server::State::answer_error(tcp::socket& socket, SocketDeadline&
                           handler.protocol_error(status, std::move(message)), version);
 }
 
-awaitable<void> Server::State::session(tcp::socket socket) {
+awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
   auto self = shared_from_this();
   struct Open {
     State& state;
@@ -497,9 +519,10 @@ awaitable<void> Server::State::session(tcp::socket socket) {
   bool answered = false;  // whether a request was answered on this connection
   unsigned requests = 0;  // read on this connection, for keep_alive_max
   // Waiting for a request counts as keep-alive idle time when that is bounded.
-  const auto header_timeout = options.keep_alive_idle
-                                  ? std::min(options.header_timeout, *options.keep_alive_idle)
-                                  : options.header_timeout;
+  // A probe in the reserve has a short while: slow ones must not fill it.
+  const auto header_timeout =
+      std::min({options.header_timeout, options.keep_alive_idle.value_or(options.header_timeout),
+                over_cap ? ServerOptions::kProbeHeaderTimeout : options.header_timeout});
   // Whether the connection ends on an error answer, with request bytes
   // perhaps still on the way (linger_close).
   bool errored = false;
@@ -539,6 +562,15 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     head.remote = remote;
     const unsigned version = parser.version;
 
+    if (over_cap &&
+        (head.method != "GET" || std::find(options.probe_paths.begin(), options.probe_paths.end(),
+                                           head.path()) == options.probe_paths.end())) {
+      note_refused();
+      std::string message(kAtTheCap);  // named: see the header-read error above
+      co_await answer_error(socket, deadline, 503, std::move(message), version);
+      co_await close_refused(socket, deadline);
+      co_return;
+    }
     if (auto bad = check_request_framing(head.headers, version)) {
       co_await answer_error(socket, deadline, bad->status, std::move(bad->message), version);
       errored = true;
@@ -583,7 +615,18 @@ awaitable<void> Server::State::session(tcp::socket socket) {
       } else if (body_timed_out) {
         status = 408;
         message = "timed out reading the request body";
-      } else if (!client_left(body_ec) && body_ec != beast_http::error::partial_message) {
+      } else if (body_ec == beast_http::error::partial_message) {
+        // The client shut its side mid-body (a half-close): it may still read.
+        status = 400;
+        message = head.content_length
+                      ? fmt::format(
+                            "the request body ended after {} of its {} bytes "
+                            "(Content-Length): the client closed its side",
+                            parser.body.size(), *head.content_length)
+                      : std::string(
+                            "the request body ended before its last chunk: the client "
+                            "closed its side");
+      } else if (!client_left(body_ec)) {
         status = 400;
         message = "malformed request body: " + body_ec.message();
       }
@@ -598,7 +641,7 @@ awaitable<void> Server::State::session(tcp::socket socket) {
     ++requests;
     const bool last = options.keep_alive_max > 0 && requests >= options.keep_alive_max;
     SessionExchange exchange(socket, deadline, watches, options, version,
-                             parser.keep_alive() && !last, keep_alive_value);
+                             parser.keep_alive() && !last && !over_cap, keep_alive_value);
     ++active;
     co_await handler.handle(std::move(request), exchange);
     --active;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "http/exchange.h"
@@ -35,6 +36,13 @@ struct ServerOptions {
   // turns running out of descriptors into prompt refusals (serve derives it
   // from RLIMIT_NOFILE, docs/reliability.md). 0: no cap.
   std::size_t max_connections = 0;
+  // Paths still served at the cap (health probes, metrics scrapes): up to
+  // kProbeReserve connections past max_connections are read far enough to
+  // see their path (within kProbeHeaderTimeout); a GET of one of these is
+  // answered, then closed, anything else gets the 503. Empty: no reserve.
+  std::vector<std::string> probe_paths;
+  static constexpr std::size_t kProbeReserve = 8;
+  static constexpr std::chrono::milliseconds kProbeHeaderTimeout{2000};
   // Value of the Server header.
   std::string server_name = "switchyard";
   // Keep-alive limits as engines set them (the simulator: cpp-httplib's 5 s and

@@ -48,7 +48,7 @@ struct GatewayMetrics::Impl {
           .Name("switchyard_requests_total")
           .Help(
               "Requests answered, by model, instance, HTTP status and outcome "
-              "(ok, error, upstream_failed, client_closed).")
+              "(ok, error, upstream_failed, client_closed, shutting_down).")
           .Register(registry);
   prometheus::Family<prometheus::Histogram>& ttfb =
       prometheus::BuildHistogram()
@@ -148,14 +148,17 @@ struct GatewayMetrics::Impl {
   prometheus::Family<prometheus::Counter>& key_requests =
       prometheus::BuildCounter()
           .Name("switchyard_key_requests_total")
-          .Help("Requests by API key name and outcome (ok, error, upstream_failed, client_closed).")
+          .Help(
+              "Requests by API key name and outcome (ok, error, upstream_failed, client_closed, "
+              "shutting_down).")
           .Register(registry);
   prometheus::Family<prometheus::Counter>& key_tokens =
       prometheus::BuildCounter()
           .Name("switchyard_key_tokens_total")
           .Help(
-              "Tokens engines reported in usage, by API key name and kind (prompt, completion, "
-              "cached: the part of prompt served from the prefix cache).")
+              "Tokens charged, by API key name and kind (prompt, completion, cached: the part of "
+              "prompt served from the prefix cache): the engines' usage, or a stream cut short's "
+              "relayed tokens.")
           .Register(registry);
   prometheus::Family<prometheus::Counter>& key_rejections =
       prometheus::BuildCounter()

@@ -130,13 +130,13 @@ describe('the connection cap', () => {
   test('over max_connections: a prompt 503 with an OpenAI body, logged once; served again once below', TIMEOUT, async () => {
     const { gw } = await gatewayOverSim({ max_connections: 4 });
     assert.match(gw.output(), /at most 4 client connection\(s\)/);
-    // Eight connections each ask for /health and stay open (keep-alive).
+    // Eight connections each ask for /v1/models and stay open (keep-alive).
     // This process's fetch may hold a pooled connection too, so at most
     // four are served and the rest refused.
     const conns = [];
     for (let i = 0; i < 8; ++i) {
       const c = await rawConnect(gw.port);
-      await c.write('GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+      await c.write('GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
       await c.waitFor(/HTTP\/1\.1 (200|503) [\s\S]*\r\n\r\n\{/);
       conns.push(c);
     }
@@ -159,6 +159,55 @@ describe('the connection cap', () => {
       { what: 'the end of the episode logged' });
     const ok = await fetchJson(`${gw.url}/health`);
     assert.equal(ok.status, 200, ok.text);
+  });
+});
+
+describe('probes at the connection cap', () => {
+  afterEach(stopAll);
+
+  test('at max_connections /health and /metrics are still answered; other paths get 503', TIMEOUT, async () => {
+    const { gw } = await gatewayOverSim({ max_connections: 4 });
+    // Kept-alive connections until one is refused: the cap is reached, and
+    // a path other than the probes' is refused there.
+    const held = [];
+    while (!held.some((c) => c.text().startsWith('HTTP/1.1 503'))) {
+      assert.ok(held.length < 10, 'the cap is reached within 10 connections');
+      const c = await rawConnect(gw.port);
+      await c.write('GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n');
+      await c.waitFor(/HTTP\/1\.1 (200|503) [\s\S]*\r\n\r\n\{/);
+      held.push(c);
+    }
+    // 45 probes, as the red team sent: every one answered 200.
+    for (let i = 0; i < 45; ++i) {
+      const path = i % 3 === 2 ? '/metrics' : '/health';
+      const c = await rawConnect(gw.port);
+      await c.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      await within(c.closed, 5000);
+      const r = parseRawResponse(c.text());
+      assert.equal(r.status, 200, `probe ${i} (${path}): ${c.text().slice(0, 300)}`);
+      c.destroy();
+    }
+    for (const c of held) c.destroy();
+  });
+});
+
+describe('a body cut short by a half-close', () => {
+  afterEach(stopAll);
+
+  test('fewer bytes than Content-Length, then a half-close: a prompt 400 naming the count, never a hang', TIMEOUT, async () => {
+    const { gw } = await gatewayOverSim();
+    const c = await rawConnect(gw.port);
+    await c.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":`);
+    const t0 = Date.now();
+    c.socket.end();  // the write side only: the client still reads
+    assert.ok(await within(c.closed.then(() => true), 5000), `closed promptly; received ${JSON.stringify(c.text())}`);
+    assert.ok(Date.now() - t0 < 3000, `answered in ${Date.now() - t0} ms`);
+    const r = parseRawResponse(c.text());
+    assert.equal(r.status, 400, c.text());
+    assert.match(r.json.error.message, /ended after 9 of its 100 bytes/);
+    c.destroy();
+    const ok = await fetchJson(`${gw.url}/health`);
+    assert.equal(ok.status, 200, 'the gateway serves on');
   });
 });
 

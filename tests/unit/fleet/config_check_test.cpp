@@ -70,6 +70,20 @@ TEST_F(MissingExecutables, AFileThatIsNotExecutableOrASelfPathThatIsGone) {
   EXPECT_NE(problems[1].find("/gone' is not an executable file"), std::string::npos) << problems[1];
 }
 
+// serve runs these under /bin/sh -c, where ulimit, cd and [ are the shell's own.
+TEST_F(MissingExecutables, JudgesAShellCommandAsTheShellRunsIt) {
+  const auto c =
+      with_commands({"ulimit -n 4096; exec fake-engine --port ${PORT}",
+                     "cd /tmp && HIP_VISIBLE_DEVICES=0 exec fake-engine --port ${PORT} >log 2>&1",
+                     "if [ -x /x ]; then exec fake-engine; else exec engine-typo; fi",
+                     "ulimit -n 4096; exec llama-server-typo --port ${PORT}",
+                     "for i in 1 2; do :; done; fake-engine & wait"});
+  const auto problems = missing_executables(c, "/bin/true");
+  ASSERT_EQ(problems.size(), 2u) << ::testing::PrintToString(problems);
+  EXPECT_EQ(problems[0], "instances[2] (gpu2): command: 'engine-typo' is not found on PATH");
+  EXPECT_EQ(problems[1], "instances[3] (gpu3): command: 'llama-server-typo' is not found on PATH");
+}
+
 TEST_F(MissingExecutables, LeavesWhatTheShellExpandsAndUrlInstances) {
   auto c = with_commands({"$ENGINE --port ${PORT}", "\"quoted engine\" --port 1"});
   InstanceConfig remote;

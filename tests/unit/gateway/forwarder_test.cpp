@@ -190,5 +190,26 @@ TEST_F(ForwarderTest, AnEventThatNeverEndsFailsTheAttemptInsteadOfFillingMemory)
   EXPECT_NE(relayed.find(R"("model":"alias")"), std::string::npos) << relayed.substr(0, 200);
 }
 
+TEST_F(ForwarderTest, TheDrainsCutoffEndsARunningRequestWithoutBlamingItsEngine) {
+  FakeEngine hung(io, 200, std::string(kOk), 1h);
+  FakeEngine good(io, 200, std::string(kOk));
+  add(hung);
+  add(good);
+  FakeExchange client;
+  send(client);  // round robin: the hung instance
+  for (int i = 0; i < 100 && hung.requests == 0; ++i) io.run_for(10ms);
+  ASSERT_EQ(hung.requests, 1);
+  forwarder.end_running(2s);
+  run_until(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(client.status, 503);
+  EXPECT_NE(client.body.find(R"("code":"shutting_down")"), std::string::npos) << client.body;
+  EXPECT_NE(client.body.find("timeouts.drain (2s)"), std::string::npos) << client.body;
+  EXPECT_TRUE(reported.empty()) << "no engine is ejected";
+  EXPECT_TRUE(records[0].failed_on.empty());
+  EXPECT_EQ(good.requests, 0) << "nothing is retried after the cutoff";
+  EXPECT_EQ(records[0].outcome(), RequestRecord::Outcome::shutting_down);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway
