@@ -39,8 +39,11 @@ TEST(GatewayMetrics, HomeWaitsAreTimedByWhetherTheRequestGotItsHome) {
 TEST(GatewayMetrics, TheFirstRenderHasEveryCountOfTheFleetAtZero) {
   GatewayMetrics m;
   StatusSnapshot status;
-  status.instances.push_back({.name = "gpu0", .model = "qwen", .slots = 2});
-  status.models.push_back({.name = "qwen"});
+  InstanceStatus gpu0;
+  gpu0.name = "gpu0";
+  gpu0.model = "qwen";
+  status.instances.push_back(gpu0);
+  status.models.push_back(ModelStatus{"qwen", 0});
   const std::string text = m.render(status);
   for (const char* line :
        {R"(switchyard_retries_total{instance="gpu0",model="qwen"} 0)",

@@ -201,7 +201,9 @@ TEST_P(RequestInspectorErrors, NameTheProblem) {
   ASSERT_FALSE(facts);
   EXPECT_NE(facts.error().message.find(GetParam().message_part), std::string::npos)
       << facts.error().message;
-  if (*GetParam().field) EXPECT_EQ(inspector.refused_field(), GetParam().field);
+  if (*GetParam().field) {
+    EXPECT_EQ(inspector.refused_field(), GetParam().field);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
