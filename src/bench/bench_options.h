@@ -36,8 +36,12 @@ struct BenchOptions {
   // Warm-up requests per step, excluded from every number; -1: N (one per worker).
   long warmup = -1;
   std::string endpoint = "completions";  // completions | chat
-  // Where to count tokens; "": {url}/tokenize.
+  // Where to count tokens: a /tokenize URL, or a base URL ("": {url}) to
+  // which /tokenize is added.
   std::string tokenize_url;
+  // Text prompts without a tokenizer that answers: estimated lengths
+  // instead of exit 2.
+  bool allow_estimate = false;
   // Vocabulary for token-id prompts when /v1/models has no meta.n_vocab; 0: none.
   long vocab_size = 0;
   std::string json_path;  // --json FILE; "" for none

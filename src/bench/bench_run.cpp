@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -91,7 +93,21 @@ struct PromptPlan {
   long overhead = 0;  // tokens the engine adds around the text (chat template, BOS)
   long text_target() const { return std::max(1L, target - overhead); }
   long target = 0;
+  // What prompts are drawn from: --seed mixed with the run's salt.
+  std::uint64_t seed = 0;
 };
+
+// A salt for this run's prompts, and the seed they are drawn from with it.
+std::uint64_t new_salt() {
+  std::random_device device;
+  return (static_cast<std::uint64_t>(device()) << 32) | device();
+}
+std::uint64_t salted(std::uint64_t seed, std::uint64_t salt) {
+  std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
+                    static_cast<std::uint32_t>(salt), static_cast<std::uint32_t>(salt >> 32)};
+  std::mt19937_64 mix(seq);
+  return mix();
+}
 
 class BenchSession {
  public:
@@ -158,13 +174,19 @@ Result<std::vector<std::string>> BenchSession::text_bodies(int step, long count,
     return count_tokens(prompts.tokenize_url, headers_, o_.model, text);
   };
   for (long i = 0; i < count; ++i) {
-    auto rng = request_rng(o_.seed, step, i, warmup);
+    auto rng = request_rng(prompts.seed, step, i, warmup);
     if (prompts.mode == "text_estimated") {
       bodies.push_back(body(json::string(random_words(rng, prompts.text_target()))));
       continue;
     }
     auto prompt = exact_text_prompt(rng, prompts.text_target(), counter);
     if (!prompt) return prompt.error();
+    if (prompt->tokens != prompts.text_target())
+      return Error{fmt::format(
+          "no text of exactly {} tokens as {} counts them after {} calls (closest: {}); the "
+          "step's prompts would not be --input-len {}",
+          prompts.text_target(), prompts.tokenize_url, prompt->count_calls, prompt->tokens,
+          prompts.target)};
     bodies.push_back(body(json::string(prompt->text)));
   }
   return bodies;
@@ -195,9 +217,9 @@ awaitable<bool> BenchSession::probe() {
   plan.step = -1;
   plan.requests = 1;
   plan.forced_tokens = o_.output_len;
-  auto rng = request_rng(o_.seed, -1, 0, false);
+  auto rng = request_rng(prompts.seed, -1, 0, false);
   const std::string probe_text = random_words(rng, 8);
-  std::string probe_body = prompts.mode == "token_ids" ? id_body(o_.seed, -1, 0, false, 8)
+  std::string probe_body = prompts.mode == "token_ids" ? id_body(prompts.seed, -1, 0, false, 8)
                                                        : body(json::string(probe_text));
   plan.body = [&probe_body](long, bool) { return probe_body; };
   StepOutcome outcome = co_await gen_.run_step(plan);
@@ -266,6 +288,7 @@ awaitable<void> BenchSession::progress(std::shared_ptr<Ticker> ticker, std::stri
 // streams are being timed; then the sessions run to their last turn.
 awaitable<void> BenchSession::drive_agent() {
   AgentOptions a = agent_options(o_);
+  a.seed = prompts.seed;
   std::cerr << fmt::format("[agent] building prompts: {} sessions x {} turns\n", a.sessions,
                            a.turns);
   const MakeText make = [this](std::mt19937_64& rng, long tokens) -> Result<std::string> {
@@ -315,7 +338,7 @@ awaitable<void> BenchSession::drive_trace() {
   source.token_ids = prompts.mode == "token_ids";
   source.ids = prompts.ids;
   source.overhead = prompts.overhead;
-  source.seed = o_.seed;
+  source.seed = prompts.seed;
   if (prompts.mode == "text_exact")
     source.count = [this](const std::string& t) {
       return count_tokens(prompts.tokenize_url, headers_, o_.model, t);
@@ -380,7 +403,7 @@ awaitable<void> BenchSession::drive() {
         open ? fmt::format("[rate {:g}/s]", plan.rate) : fmt::format("[N={}]", plan.concurrency);
     std::vector<std::string> warm_bodies, bodies;
     if (prompts.mode == "token_ids") {
-      const auto seed = o_.seed;
+      const auto seed = prompts.seed;
       const long length = o_.input_len;
       plan.body = [this, seed, step, length](long index, bool warmup) {
         return id_body(seed, step, index, warmup, length);
@@ -391,8 +414,16 @@ awaitable<void> BenchSession::drive() {
       const long pool = plan.requests > 0 ? plan.requests : std::max(16L, 4L * plan.concurrency);
       auto measured = warm ? text_bodies(step, pool, false) : warm;
       if (!warm || !measured) {
-        failure = fmt::format("building prompts: {}", (!warm ? warm : measured).error().message);
-        co_return;
+        // The step fails, not the run: the next may get its prompts.
+        const std::string why = (!warm ? warm : measured).error().message;
+        std::cerr << label << " failed: " << why << "\n";
+        StepReport failed;
+        failed.concurrency = plan.concurrency;
+        failed.rate = plan.rate;
+        failed.errors["prompts"] = 1;
+        failed.error_examples["prompts"] = why;
+        run.steps.push_back(std::move(failed));
+        continue;
       }
       warm_bodies = std::move(*warm);
       bodies = std::move(*measured);
@@ -482,8 +513,27 @@ std::string method_description(const BenchOptions& o, const PromptPlan& p) {
       "prompts of {} tokens: {}; output forced to exactly {} tokens (max_tokens, min_tokens, "
       "ignore_eos); streamed with usage; {}; warm-up requests excluded. Headline: generated "
       "tokens (usage.completion_tokens) / wall time of the step. Random vocabulary is the worst "
-      "case for speculative decoding and gets no prefix-cache hits.",
+      "case for speculative decoding; the prompts are salted anew on every run (method.salt), "
+      "so a rerun does not find the last run's in a prefix cache, and the cached tokens the "
+      "engine reported are in steps[].cached_tokens.",
       o.input_len, prompt, o.output_len, loop);
+}
+
+// What the engine said it served from its prefix cache over the steps, in
+// a line of the report (a standard run's prompts are salted, so this is
+// what a cache still found: another client's, or a bench's own repeats).
+std::optional<std::string> cached_note(const RunReport& run) {
+  long cached = -1, prompt = 0;
+  for (const auto& s : run.steps) {
+    if (s.cached_tokens < 0) continue;
+    cached = std::max(0L, cached) + s.cached_tokens;
+    prompt += std::lround(s.prompt_tokens.mean * static_cast<double>(s.prompt_tokens.count));
+  }
+  if (cached < 0 || run.method.workload == "agent") return std::nullopt;
+  return fmt::format(
+      "cached tokens: the engine served {} of {} measured prompt tokens from its "
+      "prefix cache",
+      cached, prompt);
 }
 
 int write_outputs(const BenchOptions& o, const RunReport& run) {
@@ -574,7 +624,9 @@ int run_bench(const BenchOptions& options) {
 
   PromptPlan prompts;
   prompts.target = o.input_len;
-  prompts.tokenize_url = o.tokenize_url.empty() ? base + "/tokenize" : o.tokenize_url;
+  prompts.tokenize_url = tokenize_url_for(base, o.tokenize_url);
+  const std::uint64_t salt = new_salt();
+  prompts.seed = salted(o.seed, salt);
   const long vocab = info->n_vocab.value_or(o.vocab_size);
   RunReport run;
   if (!info->model_note.empty()) run.notes.push_back(info->model_note);
@@ -585,6 +637,12 @@ int run_bench(const BenchOptions& options) {
   } else {
     auto counted = count_tokens(prompts.tokenize_url, headers, o.model, "hello world");
     prompts.mode = counted ? "text_exact" : "text_estimated";
+    if (!counted && !o.allow_estimate)
+      return fail(fmt::format("no token counting at {} ({}): text prompts cannot be made "
+                              "--input-len tokens; give the engine's tokenizer with "
+                              "--tokenize-url, or --allow-estimate to estimate their lengths",
+                              prompts.tokenize_url, counted.error().message),
+                  2);
     if (!counted)
       run.notes.push_back(fmt::format(
           "no token counting at {} ({}): prompt lengths are estimated, the engine's real counts "
@@ -636,6 +694,7 @@ int run_bench(const BenchOptions& options) {
   m.duration_s = o.duration_s;
   m.burstiness = o.burstiness;
   m.seed = o.seed;
+  m.salt = salt;
   m.description = method_description(o, p);
   if (agent) {
     const AgentOptions a = agent_options(o);
@@ -667,6 +726,7 @@ int run_bench(const BenchOptions& options) {
     report.notes.push_back(
         "--duration with text prompts re-sends a pool of prompts; an engine "
         "with a prefix cache may serve repeats from it");
+  if (auto cached = cached_note(report)) report.notes.push_back(*cached);
   if (agent && !report.turns.empty() && report.turns.size() > 1 && !report.turns[1].cached_ratio)
     report.notes.push_back(
         "the engine reported no cached tokens (no timings.cache_n, no "

@@ -51,6 +51,13 @@ std::string base_url(std::string url) {
   return url;
 }
 
+std::string tokenize_url_for(const std::string& base, const std::string& given) {
+  if (given.empty()) return base + "/tokenize";
+  const auto url = http::parse_url(given);
+  if (url && (url->path.empty() || url->path == "/")) return base_url(given) + "/tokenize";
+  return given;
+}
+
 HeaderList request_headers(const std::string& api_key, const std::vector<std::string>& headers) {
   HeaderList out;
   if (!api_key.empty()) out.emplace_back("Authorization", "Bearer " + api_key);

@@ -58,6 +58,11 @@ Result<EndpointInfo> describe_endpoint(const std::string& base_url,
                                        const http::FetchResponse& models,
                                        const http::FetchResponse* props, const std::string& model);
 
+// Where to count tokens: `given` (--tokenize-url) as it is when it has a
+// path, with /tokenize added when it is a base URL, {base}/tokenize when
+// it is empty.
+std::string tokenize_url_for(const std::string& base, const std::string& given);
+
 // POST {tokenize_url} {"content", "prompt", "model"}: the token count of
 // `text` as the engine counts it (llama.cpp's and vLLM's /tokenize shapes).
 Result<long> count_tokens(const std::string& tokenize_url, const HeaderList& headers,

@@ -390,7 +390,7 @@ int run_needle(const NeedleOptions& o) {
   report.contexts = o.contexts.empty() ? std::vector<long>{o.context} : o.contexts;
   if (report.simulated) std::cerr << kNeedleSimulatedWarning << "\n";
 
-  const std::string tokenize_url = o.tokenize_url.empty() ? base + "/tokenize" : o.tokenize_url;
+  const std::string tokenize_url = tokenize_url_for(base, o.tokenize_url);
   CountTokens count = [tokenize_url, headers, model = o.model](const std::string& text) {
     return count_tokens(tokenize_url, headers, model, text);
   };

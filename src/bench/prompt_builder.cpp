@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <string_view>
+#include <tuple>
 
 namespace switchyard::bench {
 
@@ -39,8 +41,8 @@ constexpr std::string_view kWords[] = {
 };
 constexpr std::size_t kWordCount = sizeof(kWords) / sizeof(kWords[0]);
 
-// Corrections before giving up with a residual: each one is a /tokenize call.
-constexpr int kMaxCountCalls = 24;
+// /tokenize calls before giving up with a residual.
+constexpr int kMaxCountCalls = 64;
 
 std::string join(const std::vector<std::string_view>& words) {
   std::string text;
@@ -83,38 +85,76 @@ std::string random_words(std::mt19937_64& rng, long words) {
   return join(picked);
 }
 
-Result<TextPrompt> exact_text_prompt(std::mt19937_64& rng, long target, const CountTokens& count) {
-  std::vector<std::string_view> words;
+namespace {
+
+// Random words whose count is within kNear of `target`, scaling by the
+// tokens per word measured so far: a few calls for any length.
+Result<long> coarse_fit(std::mt19937_64& rng, long target, const CountTokens& count,
+                        std::vector<std::string_view>& words, int& calls) {
+  constexpr long kNear = 4;
   for (long i = 0; i < std::max(1L, target); ++i) words.push_back(random_word(rng));
-  TextPrompt best;
-  long best_diff = -1;
-  for (int call = 1; call <= kMaxCountCalls; ++call) {
-    std::string text = join(words);
-    auto n = count(text);
-    if (!n) return n.error();
+  for (;;) {
+    ++calls;
+    auto n = count(join(words));
+    if (!n) return n;
     const long diff = *n - target;
-    if (best_diff < 0 || std::labs(diff) < best_diff) {
-      best_diff = std::labs(diff);
-      best = TextPrompt{std::move(text), *n, call};
-    }
-    best.count_calls = call;
-    if (diff == 0) break;
-    // Tokens per word so far, to size the correction; near the target one
-    // word at a time, and a swapped last word breaks an oscillation between
-    // target - 1 and target + 1 (a two-token word at the end).
+    if (std::labs(diff) <= kNear || calls >= kMaxCountCalls / 4) return n;
     const double per_word = static_cast<double>(*n) / static_cast<double>(words.size());
     const auto step = std::max(
         1L, static_cast<long>(static_cast<double>(std::labs(diff)) / std::max(1.0, per_word)));
     if (diff > 0) {
-      const auto remove = std::min<std::size_t>(static_cast<std::size_t>(step), words.size() - 1);
-      if (remove == 0) break;  // one word is already too long: cannot do better
-      words.resize(words.size() - remove);
+      words.resize(words.size() -
+                   std::min<std::size_t>(static_cast<std::size_t>(step), words.size() - 1));
     } else {
-      if (call > kMaxCountCalls / 2 && !words.empty()) words.back() = random_word(rng);
       for (long i = 0; i < step; ++i) words.push_back(random_word(rng));
     }
   }
-  return best;
+}
+
+}  // namespace
+
+Result<TextPrompt> exact_text_prompt(std::mt19937_64& rng, long target, const CountTokens& count) {
+  std::vector<std::string_view> words;
+  int calls = 0;
+  auto counted = coarse_fit(rng, target, count, words, calls);
+  if (!counted) return counted.error();
+  long n = *counted;
+  // Then word by word: a word more than the target drops the last word; a
+  // word short appends one, chosen by the tokens each word added when it
+  // was appended before (a word of one token fits any gap), and an append
+  // that overshoots is taken back. Words are not a token each: on a
+  // 512-token vocabulary most are two or three.
+  std::map<std::string_view, long> cost;  // tokens a word added at the end
+  while (n != target && calls < kMaxCountCalls) {
+    std::string_view added;
+    if (n > target) {
+      if (words.size() == 1) break;  // one word is already too long
+      words.pop_back();
+    } else {
+      const long gap = target - n;
+      long fit = 0;
+      for (const auto& [word, tokens] : cost)
+        if (tokens <= gap && tokens > fit) std::tie(added, fit) = std::tie(word, tokens);
+      // Nothing known fits: a word not known to be too long, to learn it.
+      for (int draw = 0; fit == 0 && draw < 8 && (added.empty() || cost.contains(added)); ++draw)
+        added = random_word(rng);
+      words.push_back(added);
+    }
+    ++calls;
+    auto next = count(join(words));
+    if (!next) return next.error();
+    if (added.empty()) {
+      n = *next;
+      continue;
+    }
+    cost[added] = std::max(1L, *next - n);
+    if (*next > target) {
+      words.pop_back();  // back to the text that counted n
+    } else {
+      n = *next;
+    }
+  }
+  return TextPrompt{join(words), n, calls};
 }
 
 }  // namespace switchyard::bench

@@ -47,9 +47,11 @@ struct TextPrompt {
   int count_calls = 0;
 };
 
-// Random words whose token count, as `count` says, is `target` — or as close
-// as a bounded number of corrections gets (`tokens` then differs: the
-// caller reports the residual). Errors are `count`'s.
+// Random words whose token count, as `count` says, is `target`: scaled to
+// within a few tokens, then adjusted a word at a time (a word is one to
+// several tokens; llama.cpp's small vocabularies split most). When 64 calls
+// do not get there, `tokens` differs (the caller fails the step). Errors are
+// `count`'s.
 Result<TextPrompt> exact_text_prompt(std::mt19937_64& rng, long target, const CountTokens& count);
 
 // Random words, without any tokenizer: about one token per word on

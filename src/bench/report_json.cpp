@@ -59,6 +59,7 @@ json::object step_json(const StepReport& s) {
       {"warmup", s.warmup},
       {"prompt_checked", s.prompt_checked},
       {"prompt_off_target", s.prompt_off_target},
+      {"cached_tokens", s.cached_tokens >= 0 ? json::value(s.cached_tokens) : json::value(nullptr)},
       {"worst_prompt_tokens",
        s.worst_prompt_tokens >= 0 ? json::value(s.worst_prompt_tokens) : json::value(nullptr)},
       {"worst_prompt_target",
@@ -159,6 +160,7 @@ std::string run_to_json(const RunReport& run) {
                       {"duration_s", m.duration_s},
                       {"burstiness", m.burstiness},
                       {"seed", m.seed},
+                      {"salt", m.salt},
                       {"description", m.description},
                       {"workload", m.workload}};
   if (m.workload == "agent") {

@@ -29,6 +29,9 @@ struct Method {
   double duration_s = 0;
   double burstiness = 1;
   std::uint64_t seed = 0;
+  // Mixed into the seed for the prompts, new on every run: a rerun's prompts
+  // are not in the engine's prefix cache from the last one.
+  std::uint64_t salt = 0;
   std::string description;  // one paragraph, for people
   // "standard" (the steps above) or "agent" (multi-turn sessions; below).
   std::string workload = "standard";
@@ -78,6 +81,10 @@ struct StepReport {
   // whose count is not their target, and the one furthest from it (its count
   // and target; -1 when none is off).
   long prompt_checked = 0;
+  // Prompt tokens the engine said it served from its prefix cache
+  // (timings.cache_n, usage.prompt_tokens_details.cached_tokens), summed over
+  // the succeeded requests that reported it; -1: none did.
+  long cached_tokens = -1;
   long prompt_off_target = 0;
   long worst_prompt_tokens = -1;
   long worst_prompt_target = -1;

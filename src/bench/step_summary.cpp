@@ -65,6 +65,7 @@ StepReport summarize_step(const StepPlan& plan, const StepOutcome& outcome) {
     e2e.push_back(r->e2e_ms);
     if (r->prompt_tokens >= 0) prompt.push_back(static_cast<double>(r->prompt_tokens));
     if (r->prompt_tokens >= 0 && r->prompt_target >= 0) ++s.prompt_checked;
+    if (r->cached_tokens >= 0) s.cached_tokens = std::max(0L, s.cached_tokens) + r->cached_tokens;
     if (r->prompt_tokens >= 0 && r->prompt_target >= 0 && r->prompt_tokens != r->prompt_target) {
       ++s.prompt_off_target;
       const auto miss = [](long got, long want) { return std::abs(got - want); };

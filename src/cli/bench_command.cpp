@@ -73,7 +73,10 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"completions", "chat"}))
       ->capture_default_str();
   sub->add_option("--tokenize-url", o.tokenize_url,
-                  "Where to count tokens for text prompts (default URL/tokenize)");
+                  "Where to count tokens for text prompts: a /tokenize URL or an engine's base "
+                  "URL (default URL/tokenize)");
+  sub->add_flag("--allow-estimate", o.allow_estimate,
+                "Without a tokenizer that answers, estimate text prompts' lengths (else exit 2)");
   sub->add_option("--vocab-size", o.vocab_size,
                   "Vocabulary size when /v1/models has no meta.n_vocab")
       ->check(CLI::Range(11L, 100'000'000L));

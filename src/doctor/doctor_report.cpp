@@ -331,7 +331,12 @@ void write_text(const DoctorReport& report, std::ostream& out) {
   out << "\nVerdicts\n";
   if (findings.empty()) out << "  nothing wrong found\n";
   for (const auto& f : findings) {
-    write_wrapped(out, f.severity == Severity::warning ? "  WARNING  " : "  note     ", f.message);
+    // With several backends, a note such as "No tokens were generated"
+    // must say which one it is about.
+    const bool names_it =
+        !f.check.starts_with("backend.") || f.message.find(f.subject) != std::string::npos;
+    write_wrapped(out, f.severity == Severity::warning ? "  WARNING  " : "  note     ",
+                  names_it ? f.message : f.subject + ": " + f.message);
   }
   const long warnings = count_findings(findings, Severity::warning);
   const long notes = count_findings(findings, Severity::note);

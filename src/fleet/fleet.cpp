@@ -239,6 +239,7 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
         (inst.state == InstanceState::stopped && !off(inst)))
       continue;
     inst.admin = AdminState::draining;
+    inst.retired = true;
     s.set_state(inst, InstanceState::removed);
     s.watches[i]->wake.cancel();  // its supervision ends
     changes.removed.push_back(i);

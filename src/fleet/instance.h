@@ -59,6 +59,9 @@ struct Instance {
   // it last failed to start or exited, for a switch's rollback message.
   bool asleep = false;
   std::string problem;
+  // Removed by a config reload: once stopped it is gone from /health, the
+  // admin API and the doctor's targets (the event log keeps its removal).
+  bool retired = false;
   std::unique_ptr<http::UpstreamPool> pool;  // request traffic; set with url
 
   const std::string& name() const { return config.name; }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -270,7 +271,9 @@ std::int64_t estimated_tokens(const RequestContext& ctx) {
   const auto prompt = static_cast<std::int64_t>(ctx.facts.prompt.length / 4);
   const bool generating = ctx.route.endpoint && generates(*ctx.route.endpoint);
   const std::int64_t output = generating ? ctx.facts.max_tokens.value_or(1024) : 0;
-  return std::max<std::int64_t>(1, prompt + output);
+  // Saturated: a max_tokens near 2^63 must not wrap around to a cost that fits.
+  constexpr auto kMost = std::numeric_limits<std::int64_t>::max();
+  return std::max<std::int64_t>(1, output > kMost - prompt ? kMost : prompt + output);
 }
 
 std::string reset_text(Duration d) {

@@ -379,14 +379,15 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   return refusal;
 }
 
-http::Response Gateway::protocol_error(int status, std::string message) {
+http::Response Gateway::protocol_error(int status, std::string message, std::string_view path) {
   ApiError e = status == 413 ? ApiError::too_large(std::move(message))
                              : ApiError{status,
                                         std::move(message),
                                         status >= 500 ? "server_error" : "invalid_request_error",
                                         {},
                                         {}};
-  http::Response r = openai::error_response(e);
+  const Route* route = path.empty() ? nullptr : find_route(path);
+  http::Response r = openai::error_response(e, route ? route->dialect : openai::Dialect::openai);
   r.headers.add("X-Request-Id", request_id({}, impl_->rng));
   return r;
 }

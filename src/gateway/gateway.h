@@ -42,7 +42,7 @@ class Gateway final : public http::Handler {
 
   std::optional<http::Response> screen(const http::RequestHead& head) override;
   boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;
-  http::Response protocol_error(int status, std::string message) override;
+  http::Response protocol_error(int status, std::string message, std::string_view path) override;
 
  private:
   struct Impl;

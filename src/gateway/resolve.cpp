@@ -11,7 +11,7 @@ using openai::ApiError;
 boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
   auto facts = inspector_.inspect(ctx.request.body, *ctx.route.endpoint);
   if (!facts) {
-    const ApiError error = ApiError::bad_request(facts.error().message);
+    const ApiError error = ApiError::bad_request(facts.error().message, inspector_.refused_field());
     co_await ctx.answer(error);
     co_return Verdict::answered;
   }
@@ -47,7 +47,7 @@ boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
   auto session =
       session_id(ctx.request.head.headers, ctx.key_name, ctx.model, ctx.facts.conversation);
   if (!session) {
-    const ApiError error = ApiError::bad_request(session.error().message);
+    const ApiError error = ApiError::bad_request(session.error().message, "X-Session-Id");
     co_await ctx.answer(error);
     co_return Verdict::answered;
   }

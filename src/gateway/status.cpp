@@ -13,6 +13,7 @@ obs::StatusSnapshot take_snapshot(const InstanceTable& instances, const Router& 
   // already and the earlier one still works.
   std::map<std::string, std::size_t, std::less<>> slot_of;
   for (const auto& inst : instances) {
+    if (inst->retired && inst->state == fleet::InstanceState::stopped) continue;
     obs::InstanceStatus st;
     st.name = inst->name();
     st.model = inst->model();

@@ -78,8 +78,9 @@ class Handler {
   virtual boost::asio::awaitable<void> handle(Request request, Exchange& exchange) = 0;
 
   // The body of an error the server itself detects (malformed HTTP, body over
-  // the limit, timeouts), in the application's error format.
-  virtual Response protocol_error(int status, std::string message) = 0;
+  // the limit, timeouts), in the application's error format; `path`: the
+  // request's, when its head was read (its route may speak its own format).
+  virtual Response protocol_error(int status, std::string message, std::string_view path) = 0;
 };
 
 }  // namespace switchyard::http

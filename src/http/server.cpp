@@ -50,7 +50,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   // After a refusal at the cap: lingers (kMaxLingeringRefusals at most), closes.
   awaitable<void> close_refused(tcp::socket& socket, SocketDeadline& deadline);
   awaitable<void> answer_error(tcp::socket& socket, SocketDeadline& deadline, int status,
-                               std::string message, unsigned version);
+                               std::string message, unsigned version, std::string_view path = {});
   awaitable<void> refuse(tcp::socket socket);
   awaitable<void> accept_failed(const boost::system::error_code& ec);
   void shed_pending();
@@ -437,7 +437,7 @@ void Server::State::shed_pending() {
 }
 
 std::string Server::State::refusal_bytes() {
-  Response r = handler.protocol_error(503, std::string(kAtTheCap));
+  Response r = handler.protocol_error(503, std::string(kAtTheCap), {});
   return response_head(r.status, 11, r.headers, options.server_name,
                        Framing::content_length(r.body.size()), /*keep_alive=*/false) +
          r.body;
@@ -493,9 +493,10 @@ void Server::State::connection_closed() {
 // of the session coroutine is in its frame for as long as the connection is
 // open, and 5,000 idle streams must fit in 150 MiB (docs/reliability.md).
 awaitable<void> Server::State::answer_error(tcp::socket& socket, SocketDeadline& deadline,
-                                            int status, std::string message, unsigned version) {
+                                            int status, std::string message, unsigned version,
+                                            std::string_view path) {
   co_await write_response(socket, deadline, watches, options,
-                          handler.protocol_error(status, std::move(message)), version);
+                          handler.protocol_error(status, std::move(message), path), version);
 }
 
 awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
@@ -572,14 +573,15 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
       co_return;
     }
     if (auto bad = check_request_framing(head.headers, version)) {
-      co_await answer_error(socket, deadline, bad->status, std::move(bad->message), version);
+      co_await answer_error(socket, deadline, bad->status, std::move(bad->message), version,
+                            head.path());
       errored = true;
       break;
     }
     if (head.content_length && *head.content_length > options.body_limit) {
       std::string message = fmt::format("request body is {} bytes; the limit is {} bytes",
                                         *head.content_length, options.body_limit);
-      co_await answer_error(socket, deadline, 413, std::move(message), version);
+      co_await answer_error(socket, deadline, 413, std::move(message), version, head.path());
       errored = true;
       break;
     }
@@ -631,7 +633,7 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
         message = "malformed request body: " + body_ec.message();
       }
       if (status != 0) {
-        co_await answer_error(socket, deadline, status, std::move(message), version);
+        co_await answer_error(socket, deadline, status, std::move(message), version, head.path());
         errored = true;
       }
       break;
@@ -647,7 +649,7 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     --active;
     if (exchange.aborted()) co_return;  // the socket is closed already
     if (!exchange.started()) {
-      Response error = handler.protocol_error(500, "the handler produced no response");
+      Response error = handler.protocol_error(500, "the handler produced no response", {});
       co_await exchange.respond(std::move(error));
       break;
     }

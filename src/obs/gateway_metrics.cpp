@@ -33,6 +33,7 @@ struct GatewayMetrics::Impl {
   };
   Outcome& outcome(const std::string& model, const std::string& instance, int status,
                    std::string_view result);
+  void seed(const StatusSnapshot& status);
   // Ordered by (model, instance, status, outcome) so that a lookup compares
   // the request's own strings instead of building a key per request.
   std::map<std::tuple<std::string, std::string, int, std::string>, Outcome, std::less<>> outcomes;
@@ -41,6 +42,7 @@ struct GatewayMetrics::Impl {
     prometheus::Counter* completion;
   };
   std::unordered_map<std::string, Tokens> tokens_by_model;
+  Tokens& tokens_of(const std::string& model);
 
   prometheus::Registry registry;
   prometheus::Family<prometheus::Counter>& requests =
@@ -256,16 +258,21 @@ void GatewayMetrics::add_retry(const std::string& model, const std::string& inst
   impl_->retries.Add({{"model", model}, {"instance", instance}}).Increment();
 }
 
+GatewayMetrics::Impl::Tokens& GatewayMetrics::Impl::tokens_of(const std::string& model) {
+  auto it = tokens_by_model.find(model);
+  if (it == tokens_by_model.end()) {
+    Tokens t{&tokens.Add({{"model", model}, {"kind", "prompt"}}),
+             &tokens.Add({{"model", model}, {"kind", "completion"}})};
+    it = tokens_by_model.emplace(model, t).first;
+  }
+  return it->second;
+}
+
 void GatewayMetrics::add_tokens(const std::string& model, long prompt_tokens,
                                 long completion_tokens) {
-  auto it = impl_->tokens_by_model.find(model);
-  if (it == impl_->tokens_by_model.end()) {
-    Impl::Tokens t{&impl_->tokens.Add({{"model", model}, {"kind", "prompt"}}),
-                   &impl_->tokens.Add({{"model", model}, {"kind", "completion"}})};
-    it = impl_->tokens_by_model.emplace(model, t).first;
-  }
-  if (prompt_tokens > 0) it->second.prompt->Increment(prompt_tokens);
-  if (completion_tokens > 0) it->second.completion->Increment(completion_tokens);
+  auto& t = impl_->tokens_of(model);
+  if (prompt_tokens > 0) t.prompt->Increment(prompt_tokens);
+  if (completion_tokens > 0) t.completion->Increment(completion_tokens);
 }
 
 GenerationMeter& GatewayMetrics::generation() {
@@ -360,8 +367,25 @@ void GatewayMetrics::redis_command(bool ok, double seconds) {
   if (ok) m.redis_seconds->Observe(seconds);
 }
 
+// The documented series that count or time what has yet to happen exist at 0
+// from the first scrape (a dashboard's rate() over a series that appears
+// with its first event misses that event; an absent one reads as broken):
+// per model and instance, with the labels of a request served as asked.
+void GatewayMetrics::Impl::seed(const StatusSnapshot& status) {
+  for (const auto& inst : status.instances) {
+    outcome(inst.model, inst.name, 200, "ok");
+    retries.Add({{"model", inst.model}, {"instance", inst.name}});
+  }
+  for (const auto& model : status.models) {
+    queue_wait.Add({{"model", model.name}}, latency_buckets());
+    tokens_of(model.name);
+  }
+  if (!status.profiles.empty()) profile_switch_seconds.Add({}, latency_buckets());
+}
+
 std::string GatewayMetrics::render(const StatusSnapshot& status) const {
   auto& m = *impl_;
+  m.seed(status);
   for (const auto& p : status.profiles)
     m.profile_active.Add({{"profile", p.name}}).Set(p.active ? 1 : 0);
   for (const auto& inst : status.instances)

@@ -62,7 +62,44 @@ std::optional<std::string_view> container_at(std::string_view json, std::size_t 
   return std::nullopt;
 }
 
+// The value starting at `at`, as written.
+std::optional<std::string_view> value_at(std::string_view json, std::size_t at) {
+  if (json[at] == '{' || json[at] == '[') return container_at(json, at);
+  if (json[at] == '"') {
+    const std::size_t close = skip_string(json, at);
+    if (close == std::string_view::npos) return std::nullopt;
+    return json.substr(at, close - at);
+  }
+  std::size_t last = at;
+  while (last < json.size() && json[last] != ',' && json[last] != '}' && json[last] != ']' &&
+         json[last] != ' ' && json[last] != '\n' && json[last] != '\r' && json[last] != '\t')
+    ++last;
+  return json.substr(at, last - at);
+}
+
 }  // namespace
+
+std::vector<Member> members(std::string_view json) {
+  std::vector<Member> out;
+  std::size_t i = skip_space(json, 0);
+  if (i >= json.size() || json[i] != '{') return out;
+  for (i = skip_space(json, i + 1); i < json.size() && json[i] == '"';) {
+    const std::size_t key_end = skip_string(json, i);
+    if (key_end == std::string_view::npos) break;
+    const std::size_t colon = skip_space(json, key_end);
+    if (colon >= json.size() || json[colon] != ':') break;
+    const std::size_t at = skip_space(json, colon + 1);
+    if (at >= json.size()) break;
+    const auto value = value_at(json, at);
+    if (!value) break;
+    out.push_back(
+        {json.substr(i + 1, key_end - i - 2), *value, json.substr(i, at + value->size() - i)});
+    const std::size_t next = skip_space(json, at + value->size());
+    if (next >= json.size() || json[next] != ',') break;
+    i = skip_space(json, next + 1);
+  }
+  return out;
+}
 
 void member_texts(std::string_view json, std::span<const std::string_view> keys,
                   std::span<std::optional<std::string_view>> out) {
@@ -91,19 +128,7 @@ void member_texts(std::string_view json, std::span<const std::string_view> keys,
     if (colon >= json.size() || json[colon] != ':') continue;  // a string value, not a key
     const std::size_t value = skip_space(json, colon + 1);
     if (value >= json.size()) break;
-    std::optional<std::string_view> text;
-    if (json[value] == '{' || json[value] == '[') {
-      text = container_at(json, value);
-    } else if (json[value] == '"') {
-      const std::size_t close = skip_string(json, value);
-      if (close != std::string_view::npos) text = json.substr(value, close - value);
-    } else {
-      std::size_t last = value;
-      while (last < json.size() && json[last] != ',' && json[last] != '}' && json[last] != ']' &&
-             json[last] != ' ' && json[last] != '\n' && json[last] != '\r' && json[last] != '\t')
-        ++last;
-      text = json.substr(value, last - value);
-    }
+    const std::optional<std::string_view> text = value_at(json, value);
     if (!text) break;
     out[which] = text;
     --missing;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace switchyard::openai {
 
@@ -26,6 +27,18 @@ std::optional<std::string_view> member_text(std::string_view json, std::string_v
 // `usage` comes last, after all the generated text a forward scan would walk.
 // nullopt when the last member is another, or its value no container.
 std::optional<std::string_view> last_member_text(std::string_view json, std::string_view key);
+
+// A top-level member of an object as written: its key (without quotes), its
+// value as member_text() gives it, and the whole `"key": value` text.
+struct Member {
+  std::string_view key;
+  std::string_view value;
+  std::string_view text;
+};
+
+// The top-level members of the object `json`, in order (those before a
+// malformed one).
+std::vector<Member> members(std::string_view json);
 
 // member_text() for several keys in one pass: out[i] is the value of the
 // first member named keys[i]. `out` has the size of `keys`.

@@ -5,10 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
+#include <variant>
 #include <vector>
 
 #include "openai/json_scan.h"
+#include "openai/messages_checks.h"
 
 namespace switchyard::openai {
 
@@ -35,8 +38,9 @@ const char* type_name(simdjson::dom::element_type t) {
   return "a value";
 }
 
-Error wrong_type(std::string_view field, std::string_view expected, simdjson::dom::element e) {
-  return Error{fmt::format("'{}' must be {}, not {}", field, expected, type_name(e.type()))};
+FieldError wrong_type(std::string_view field, std::string_view expected, simdjson::dom::element e) {
+  return FieldError{fmt::format("'{}' must be {}, not {}", field, expected, type_name(e.type())),
+                    std::string(field)};
 }
 
 bool is_integer(simdjson::dom::element e) {
@@ -78,8 +82,8 @@ std::optional<Required> required_field(Endpoint endpoint) {
   return std::nullopt;
 }
 
-std::optional<Error> check_shape(std::string_view key, const Required& r,
-                                 simdjson::dom::element value) {
+std::optional<FieldError> check_shape(std::string_view key, const Required& r,
+                                      simdjson::dom::element value) {
   switch (r.shape) {
     case Required::Shape::array:
       if (!value.is_array())
@@ -187,23 +191,26 @@ bool takes_slot(Endpoint endpoint) {
 
 struct RequestInspector::Impl {
   simdjson::dom::parser dom;
+  std::string refused_field;
+  std::variant<RequestFacts, FieldError> inspect(std::string_view body, Endpoint endpoint);
 };
 
 RequestInspector::RequestInspector() : impl_(std::make_unique<Impl>()) {}
 RequestInspector::~RequestInspector() = default;
 
-Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint endpoint) {
-  if (body.empty()) return Error{"the request body is empty; expected a JSON object"};
+std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::string_view body,
+                                                                       Endpoint endpoint) {
+  if (body.empty()) return FieldError{"the request body is empty; expected a JSON object"};
   // The DOM pass validates the whole document (grammar and UTF-8) at several
   // GB/s; a scan below locates the tokens the gateway rewrites.
   simdjson::dom::element root;
-  if (auto err = impl_->dom.parse(body.data(), body.size()).get(root)) {
-    if (err == simdjson::UTF8_ERROR) return Error{"the request body is not valid UTF-8"};
-    return Error{
+  if (auto err = dom.parse(body.data(), body.size()).get(root)) {
+    if (err == simdjson::UTF8_ERROR) return FieldError{"the request body is not valid UTF-8"};
+    return FieldError{
         fmt::format("the request body is not valid JSON ({})", simdjson::error_message(err))};
   }
   simdjson::dom::object obj;
-  if (root.get_object().get(obj)) return Error{"the request body must be a JSON object"};
+  if (root.get_object().get(obj)) return FieldError{"the request body must be a JSON object"};
 
   RequestFacts facts;
   const auto required = required_field(endpoint);
@@ -221,7 +228,8 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
       has_required = true;
       if (auto e = check_shape(key, *required, value)) return *e;
       if (required->name == "messages") {
-        if (value.get_array().size() == 0) return Error{"'messages' must not be empty"};
+        if (value.get_array().size() == 0)
+          return FieldError{"'messages' must not be empty", "messages"};
         messages = value.get_array().value_unsafe();
         has_messages = true;
       }
@@ -229,15 +237,20 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
       system = value;
     } else if (key == "model") {
       // The gateway routes by it and rewrites it: one meaning only.
-      if (seen_model) return Error{"'model' appears more than once"};
+      if (seen_model) return FieldError{"'model' appears more than once", "model"};
       seen_model = true;
       if (!value.is_string()) return wrong_type(key, "a string", value);
       facts.model = std::string(value.get_string().value_unsafe());
+      // Absent means the default model; empty is a mistake, not a choice.
+      if (facts.model.empty())
+        return FieldError{"'model' must not be empty (leave it out for the default model)",
+                          "model"};
     } else if (key == "stream") {
       if (!value.is_bool() && !value.is_null()) return wrong_type(key, "a boolean", value);
       facts.stream = value.is_bool() && value.get_bool().value_unsafe();
     } else if (key == "stream_options") {
-      if (seen_stream_options) return Error{"'stream_options' appears more than once"};
+      if (seen_stream_options)
+        return FieldError{"'stream_options' appears more than once", "stream_options"};
       seen_stream_options = true;
       if (value.is_null()) continue;
       if (!value.is_object()) return wrong_type(key, "an object", value);
@@ -254,8 +267,16 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
                        : key == "max_completion_tokens" ? 1
                        : key == "n_predict"             ? 2
                                                         : 3;
-      std::int64_t n = 0;
-      if (rank < max_tokens_rank && !value.get_int64().get(n) && n >= 0) {
+      if (value.is_null()) continue;
+      // A count above any int64 saturates: it reserves all there is, not nothing.
+      const std::int64_t n = value.is_int64() ? value.get_int64().value_unsafe()
+                                              : std::numeric_limits<std::int64_t>::max();
+      // n_predict -1 is llama.cpp's "until the context is full"; n asks for choices.
+      const std::int64_t least = rank == 2 ? -1 : rank == 3 ? 1 : 0;
+      if (n < least)
+        return FieldError{fmt::format("'{}' must be an integer >= {}", key, least),
+                          std::string(key)};
+      if (rank < max_tokens_rank && n >= 0) {
         facts.max_tokens = n;
         max_tokens_rank = rank;
       }
@@ -265,8 +286,13 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
   }
   if (required && !has_required) {
     if (!required->alternative.empty())
-      return Error{fmt::format("'{}' or '{}' is required", required->name, required->alternative)};
-    return Error{fmt::format("'{}' is required", required->name)};
+      return FieldError{
+          fmt::format("'{}' or '{}' is required", required->name, required->alternative),
+          std::string(required->name)};
+    return FieldError{fmt::format("'{}' is required", required->name), std::string(required->name)};
+  }
+  if (endpoint == Endpoint::messages || endpoint == Endpoint::count_tokens) {
+    if (auto e = check_messages_body(obj, endpoint == Endpoint::messages)) return *e;
   }
 
   if (has_messages) facts.conversation = conversation_hash(system, messages);
@@ -281,18 +307,35 @@ Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint e
   std::optional<std::string_view> found[2];
   member_texts(body, std::span(keys, has_prompt ? 2 : 1), std::span(found, has_prompt ? 2 : 1));
   if (seen_model) {
-    if (!found[0]) return Error{"the key 'model' must be written without escape sequences"};
+    if (!found[0])
+      return FieldError{"the key 'model' must be written without escape sequences", "model"};
     facts.model_token = span_of(body, *found[0]);
   }
   if (has_prompt && found[1]) facts.prompt = span_of(body, *found[1]);
   if (seen_stream_options) {
     auto raw = member_text(body, "stream_options");
-    if (!raw) return Error{"the key 'stream_options' must be written without escape sequences"};
+    if (!raw)
+      return FieldError{"the key 'stream_options' must be written without escape sequences",
+                        "stream_options"};
     facts.stream_options = span_of(body, *raw);
     if (auto value = member_text(*raw, "include_usage"))
       facts.include_usage_value = span_of(body, *value);
   }
   return facts;
+}
+
+Result<RequestFacts> RequestInspector::inspect(std::string_view body, Endpoint endpoint) {
+  auto outcome = impl_->inspect(body, endpoint);
+  if (auto* refused = std::get_if<FieldError>(&outcome)) {
+    impl_->refused_field = std::move(refused->field);
+    return Error{std::move(refused->message)};
+  }
+  impl_->refused_field.clear();
+  return std::move(std::get<RequestFacts>(outcome));
+}
+
+const std::string& RequestInspector::refused_field() const {
+  return impl_->refused_field;
 }
 
 namespace {

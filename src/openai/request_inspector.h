@@ -71,6 +71,9 @@ class RequestInspector {
 
   // Reuses internal buffers across calls; not thread-safe.
   Result<RequestFacts> inspect(std::string_view body, Endpoint endpoint);
+  // The field the last refused body's error is about (its 400's `param`),
+  // or empty: the body as a whole.
+  const std::string& refused_field() const;
 
  private:
   struct Impl;

@@ -1,5 +1,7 @@
 #include "openai/response_rewrite.h"
 
+#include <algorithm>
+
 #include "common/byte_search.h"
 #include "common/json_text.h"
 #include "openai/json_scan.h"
@@ -41,6 +43,31 @@ bool mentions_usage(std::string_view json) {
 
 const ByteSearch& usage_search(UsageMember member) {
   return member == UsageMember::tokens_predicted ? predicted_searcher : usage_searcher;
+}
+
+// The members every chunk of an OpenAI-shaped stream has, and `usage`.
+bool common_member(std::string_view key) {
+  for (std::string_view k : {"usage", "choices", "id", "object", "created", "model",
+                             "system_fingerprint", "service_tier", "obfuscation"})
+    if (key == k) return true;
+  return false;
+}
+
+// A usage chunk as the client gets it when it did not ask for usage: the
+// event without `usage` when the engine put more in it (llama.cpp's
+// `timings`, which its web UI shows speeds from), else empty (dropped).
+std::string without_usage(std::string_view json) {
+  const auto all = members(json);
+  if (std::all_of(all.begin(), all.end(), [](const Member& m) { return common_member(m.key); }))
+    return {};
+  std::string out = "data: {";
+  for (const Member& m : all) {
+    if (m.key == "usage") continue;
+    if (out.back() != '{') out.push_back(',');
+    out.append(m.text);
+  }
+  out.append("}\n\n");
+  return out;
 }
 
 }  // namespace
@@ -134,13 +161,19 @@ bool ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
   }
   const auto text = delta_text(event);
   // Most chunks carry no usage: a substring search is far cheaper than a scan.
-  const bool has_usage = usage_search(stream_usage_).find(*json).has_value();
+  auto json_text = *json;
+  const bool has_usage = usage_search(stream_usage_).find(json_text).has_value();
+  std::string kept;  // a stripped usage chunk's other members, as their own event
   if (has_usage) {
-    note_usage(find_usage(*json));
-    if (strip_usage_chunk_ && member_text(*json, "choices") == std::string_view("[]"))
-      return text.has_value();
+    note_usage(find_usage(json_text));
+    if (strip_usage_chunk_ && member_text(json_text, "choices") == std::string_view("[]")) {
+      kept = without_usage(json_text);
+      if (kept.empty()) return text.has_value();
+      event = kept;
+      json_text = event.substr(6, event.size() - 8);  // within `data: ` and the blank line
+    }
   }
-  const auto token = model_token_.empty() ? std::nullopt : model_to_replace(*json);
+  const auto token = model_token_.empty() ? std::nullopt : model_to_replace(json_text);
   const std::size_t sent_at = out.size();
   if (token)
     splice(event, *token, out);

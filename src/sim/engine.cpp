@@ -64,11 +64,10 @@ Sequence::~Sequence() {
 namespace {
 
 SchedulerOptions with_vocabulary(SchedulerOptions s, const Tokenizer& tok) {
-  // The simulated model writes words with a leading space (half the
-  // vocabulary, for readable output).
-  const auto words = static_cast<int>(tok.vocab_size()) - tok.first_word_token();
+  // The simulated model writes whole words with a leading space, for
+  // readable output.
   s.first_output_token = tok.first_word_token();
-  s.output_token_count = std::max(1, words / 2);
+  s.output_token_count = std::max(1, tok.spaced_words());
   return s;
 }
 

@@ -83,7 +83,7 @@ awaitable<void> LlamacppApi::handle(http::Request request, http::Exchange& excha
   return impl_->handle(std::move(request), exchange);
 }
 
-http::Response LlamacppApi::protocol_error(int status, std::string message) {
+http::Response LlamacppApi::protocol_error(int status, std::string message, std::string_view) {
   return error_reply(status, message, status >= 500 ? "server_error" : "invalid_request_error");
 }
 

@@ -78,6 +78,9 @@ constexpr std::string_view kWords[] = {
     "It",       "They",     "One",      "What",    "How",      "Why",      "special", "magic",
 };
 
+// Words this long are two tokens.
+constexpr std::size_t kSplitFrom = 6;
+
 }  // namespace
 
 Tokenizer::Tokenizer() {
@@ -85,14 +88,37 @@ Tokenizer::Tokenizer() {
   for (int b = 0; b < 256; ++b) pieces_.push_back(std::string(1, static_cast<char>(b)));
   // Newline and punctuation as their own tokens come from the byte range.
   first_word_ = static_cast<Token>(pieces_.size());
-  std::vector<std::string> words;
+  std::vector<std::string> words, long_words;
   for (auto w : kWords) {
-    if (std::find(words.begin(), words.end(), w) == words.end()) words.emplace_back(w);
+    auto& list = w.size() >= kSplitFrom ? long_words : words;
+    if (std::find(list.begin(), list.end(), w) == list.end()) list.emplace_back(w);
   }
+  spaced_words_ = static_cast<int>(words.size());
   for (const auto& w : words) pieces_.push_back(" " + w);
   for (const auto& w : words) pieces_.push_back(w);
   for (Token i = first_word_; i < static_cast<Token>(pieces_.size()); ++i)
     word_ids_.emplace(pieces_[i], i);
+  // Long words: a head (with and without the space) and a tail, each a
+  // piece of its own (shared when it is already one).
+  const auto piece_id = [this](const std::string& piece) {
+    auto [it, fresh] = word_ids_.try_emplace(piece, static_cast<Token>(pieces_.size()));
+    if (fresh) pieces_.push_back(piece);
+    return it->second;
+  };
+  for (const auto& w : long_words) {
+    const std::string head = w.substr(0, w.size() / 2), tail = w.substr(w.size() / 2);
+    const Token t = piece_id(tail);
+    split_.emplace(" " + w, std::pair{piece_id(" " + head), t});
+    split_.emplace(w, std::pair{piece_id(head), t});
+  }
+}
+
+bool Tokenizer::split_word(std::string_view word, std::vector<Token>& out) const {
+  auto it = split_.find(std::string(word));
+  if (it == split_.end()) return false;
+  out.push_back(it->second.first);
+  out.push_back(it->second.second);
+  return true;
 }
 
 Token Tokenizer::lookup(std::string_view piece) const {
@@ -123,8 +149,8 @@ std::vector<Token> Tokenizer::tokenize(std::string_view text) const {
     if (is_letter(j)) {
       while (is_letter(j)) ++j;
       Token t = lookup(text.substr(start, j - start));
-      if (t >= 0) {
-        out.push_back(t);
+      if (t >= 0 || split_word(text.substr(start, j - start), out)) {
+        if (t >= 0) out.push_back(t);
         i = j;
         continue;
       }

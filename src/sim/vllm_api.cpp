@@ -114,7 +114,7 @@ awaitable<void> VllmApi::handle(http::Request request, http::Exchange& exchange)
   return impl_->handle(std::move(request), exchange);
 }
 
-http::Response VllmApi::protocol_error(int status, std::string message) {
+http::Response VllmApi::protocol_error(int status, std::string message, std::string_view) {
   return error_reply(status, message, status >= 500 ? "InternalServerError" : "BadRequestError");
 }
 

@@ -39,7 +39,7 @@ class VllmApi final : public http::Handler {
   ~VllmApi() override;
 
   boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;
-  http::Response protocol_error(int status, std::string message) override;
+  http::Response protocol_error(int status, std::string message, std::string_view path) override;
 
  private:
   struct Impl;

@@ -48,7 +48,8 @@ std::int64_t DayBudget::used(Time now) const {
 }
 
 Gcra::Taken DayBudget::peek(Time now, std::int64_t cost) const {
-  if (used(now) + cost <= limit_) return {true, Duration::zero()};
+  // As a difference: a cost near 2^63 must not wrap around to one that fits.
+  if (cost <= limit_ - used(now)) return {true, Duration::zero()};
   const auto midnight = std::chrono::floor<std::chrono::days>(now) + std::chrono::days(1);
   return {false, midnight - now};
 }

@@ -47,7 +47,7 @@ class FuzzHandler final : public Handler {
     }
     co_await exchange.respond(json_response(200, std::move(request.body)));
   }
-  Response protocol_error(int status, std::string message) override {
+  Response protocol_error(int status, std::string message, std::string_view) override {
     return json_response(status, "{\"error\":\"" + std::to_string(message.size()) + "\"}");
   }
 };

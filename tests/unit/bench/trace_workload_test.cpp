@@ -288,7 +288,7 @@ class FakeEngine final : public http::Handler {
         n));
     co_await ex.end_stream();
   }
-  http::Response protocol_error(int status, std::string message) override {
+  http::Response protocol_error(int status, std::string message, std::string_view) override {
     return http::json_response(status, message);
   }
 };

@@ -167,7 +167,9 @@ TEST(Doctor, BackendWarningsSetTheExitCode) {
   const Outcome r = run(options, &fake);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_TRUE(contains(r.out, "http://127.0.0.1:8000  vllm")) << r.out;
-  EXPECT_TRUE(contains(r.out, "WARNING  vLLM preempted 4 requests")) << r.out;
+  // The verdict names the backend it is about.
+  EXPECT_TRUE(contains(r.out, "WARNING  http://127.0.0.1:8000: vLLM preempted 4 requests"))
+      << r.out;
 }
 
 TEST(Doctor, FleetConfigChecksUrlsAndNamesWhatItSkips) {

@@ -53,7 +53,7 @@ class StreamingHandler final : public Handler {
     }
     co_await exchange.end_stream();
   }
-  Response protocol_error(int status, std::string message) override {
+  Response protocol_error(int status, std::string message, std::string_view) override {
     return Response{status, {}, std::move(message)};
   }
 

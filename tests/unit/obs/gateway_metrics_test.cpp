@@ -1,4 +1,4 @@
-// The routing series of GatewayMetrics, read back from its exposition text.
+// GatewayMetrics, read back from its exposition text.
 #include "obs/gateway_metrics.h"
 
 #include <gtest/gtest.h>
@@ -31,6 +31,35 @@ TEST(GatewayMetrics, HomeWaitsAreTimedByWhetherTheRequestGotItsHome) {
       R"(switchyard_route_home_wait_seconds_bucket{outcome="home",policy="session",le="0.5"} 1)"));
   EXPECT_TRUE(has_line(
       text, R"(switchyard_route_home_wait_seconds_count{outcome="spilled",policy="session"} 1)"));
+}
+
+// A dashboard's rate() over a series that appears with its first event
+// misses that event, and an absent series reads as broken: the counters and
+// histograms of what has yet to happen are there at 0 from the first render.
+TEST(GatewayMetrics, TheFirstRenderHasEveryCountOfTheFleetAtZero) {
+  GatewayMetrics m;
+  StatusSnapshot status;
+  InstanceStatus gpu0;
+  gpu0.name = "gpu0";
+  gpu0.model = "qwen";
+  status.instances.push_back(gpu0);
+  status.models.push_back(ModelStatus{"qwen", 0});
+  const std::string text = m.render(status);
+  for (const char* line :
+       {R"(switchyard_retries_total{instance="gpu0",model="qwen"} 0)",
+        R"(switchyard_queue_wait_seconds_count{model="qwen"} 0)",
+        R"(switchyard_tokens_total{kind="prompt",model="qwen"} 0)",
+        R"(switchyard_tokens_total{kind="completion",model="qwen"} 0)",
+        R"(switchyard_requests_total{instance="gpu0",model="qwen",outcome="ok",status="200"} 0)",
+        R"(switchyard_time_to_first_byte_seconds_count{model="qwen"} 0)",
+        R"(switchyard_request_duration_seconds_count{model="qwen"} 0)"})
+    EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+  // Later events count on the same series.
+  m.add_retry("qwen", "gpu0");
+  m.add_tokens("qwen", 5, 0);
+  const std::string after = m.render(status);
+  EXPECT_TRUE(has_line(after, R"(switchyard_retries_total{instance="gpu0",model="qwen"} 1)"));
+  EXPECT_TRUE(has_line(after, R"(switchyard_tokens_total{kind="prompt",model="qwen"} 5)"));
 }
 
 }  // namespace

@@ -47,6 +47,21 @@ TEST(MemberText, MalformedInputYieldsNothing) {
   EXPECT_FALSE(member_text("", "k"));
 }
 
+TEST(Members, EveryTopLevelMemberInOrderAsWritten) {
+  const auto all = members(R"( {"a": 1, "b" :{"a":[2,"}"]},"c":"x\"y" , "d":null} )");
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].key, "a");
+  EXPECT_EQ(all[0].value, "1");
+  EXPECT_EQ(all[0].text, R"("a": 1)");
+  EXPECT_EQ(all[1].value, R"({"a":[2,"}"]})");
+  EXPECT_EQ(all[1].text, R"("b" :{"a":[2,"}"]})");
+  EXPECT_EQ(all[2].value, R"("x\"y")");
+  EXPECT_EQ(all[3].key, "d");
+  EXPECT_TRUE(members("{}").empty());
+  EXPECT_TRUE(members("[1]").empty());
+  EXPECT_EQ(members(R"({"a":1,"b":)").size(), 1u);  // those before a malformed one
+}
+
 TEST(LastMemberText, FindsTheLastTopLevelMemberFromTheEnd) {
   const std::string_view json =
       R"({"model":"m","choices":[{"text":"\"usage\":{}"}],"usage":{"prompt_tokens":3}} )";

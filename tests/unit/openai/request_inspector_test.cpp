@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace switchyard::openai {
 namespace {
 
@@ -96,19 +98,21 @@ TEST(RequestInspector, ConversationIsTheOpeningUpToTheFirstUserMessage) {
   EXPECT_EQ(turn1, turn2);
   EXPECT_NE(turn1, other);
   // Anthropic's system prompt is a top-level field, and part of the opening.
-  const auto a =
-      conversation(R"({"system":"A","messages":[{"role":"user","content":"q"}]})", E::messages);
-  const auto b =
-      conversation(R"({"system":"B","messages":[{"role":"user","content":"q"}]})", E::messages);
+  const auto a = conversation(
+      R"({"max_tokens":8,"system":"A","messages":[{"role":"user","content":"q"}]})", E::messages);
+  const auto b = conversation(
+      R"({"max_tokens":8,"system":"B","messages":[{"role":"user","content":"q"}]})", E::messages);
   EXPECT_NE(a, b);
   // Its blocks (Claude Code sends an array) count by value, not by layout.
   const auto blocks = conversation(
-      R"({"system":[{"type":"text","text":"A","n":1}],"messages":[{"role":"user","content":"q"}]})",
+      R"({"max_tokens":8,"system":[{"type":"text","text":"A","n":1}],"messages":[{"role":"user","content":"q"}]})",
       E::messages);
-  EXPECT_EQ(blocks, conversation(R"({"system":[ { "type" : "text", "text" : "A", "n" : 1 } ],)"
-                                 R"("messages":[{"role":"user","content":"q"}]})",
-                                 E::messages));
-  EXPECT_NE(blocks, conversation(R"({"system":[{"type":"text","text":"A","n":2}],)"
+  EXPECT_EQ(
+      blocks,
+      conversation(R"({"max_tokens":8,"system":[ { "type" : "text", "text" : "A", "n" : 1 } ],)"
+                   R"("messages":[{"role":"user","content":"q"}]})",
+                   E::messages));
+  EXPECT_NE(blocks, conversation(R"({"max_tokens":8,"system":[{"type":"text","text":"A","n":2}],)"
                                  R"("messages":[{"role":"user","content":"q"}]})",
                                  E::messages));
   EXPECT_NE(blocks, a);
@@ -186,6 +190,7 @@ struct BadCase {
   const char* body;
   Endpoint endpoint;
   const char* message_part;
+  const char* field = "";  // the field the error names as its param ("": not checked)
 };
 
 class RequestInspectorErrors : public testing::TestWithParam<BadCase> {};
@@ -196,6 +201,9 @@ TEST_P(RequestInspectorErrors, NameTheProblem) {
   ASSERT_FALSE(facts);
   EXPECT_NE(facts.error().message.find(GetParam().message_part), std::string::npos)
       << facts.error().message;
+  if (*GetParam().field) {
+    EXPECT_EQ(inspector.refused_field(), GetParam().field);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -229,7 +237,86 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"model":"m"})", E::native_completion, "'prompt' is required"},
         BadCase{R"({"n":1})", E::embedding, "'content' or 'input' is required"},
         BadCase{R"({"documents":["a"]})", E::rerank, "'query' is required"},
-        BadCase{R"({"model":"m","max_tokens":5})", E::messages, "'messages' is required"}));
+        BadCase{R"({"model":"m","max_tokens":5})", E::messages, "'messages' is required",
+                "messages"},
+        BadCase{R"({"model":"m","messages":1})", E::chat_completions, "'messages' must be",
+                "messages"},
+        BadCase{R"({"model":"","messages":[{}]})", E::chat_completions, "must not be empty",
+                "model"},
+        BadCase{R"({"model":"m","max_tokens":-1,"messages":[{}]})", E::chat_completions,
+                "'max_tokens' must be an integer >= 0", "max_tokens"},
+        BadCase{R"({"max_completion_tokens":-5,"messages":[{}]})", E::chat_completions,
+                "'max_completion_tokens' must be", "max_completion_tokens"},
+        BadCase{R"({"prompt":"x","n_predict":-2})", E::native_completion,
+                "'n_predict' must be an integer >= -1", "n_predict"},
+        BadCase{R"({"prompt":"x","n":0})", E::completions, "'n' must be", "n"},
+        BadCase{R"({"prompt":"x","temperature":"hot"})", E::completions, "must be a number",
+                "temperature"},
+        // Anthropic's Messages API: what it answers 400 to, with the field named.
+        BadCase{R"({"model":"m","messages":[{"role":"user","content":"hi"}]})", E::messages,
+                "'max_tokens' is required", "max_tokens"},
+        BadCase{R"({"max_tokens":0,"messages":[{"role":"user","content":"hi"}]})", E::messages,
+                "'max_tokens' must be an integer >= 1", "max_tokens"},
+        BadCase{R"({"max_tokens":"8","messages":[{"role":"user","content":"hi"}]})", E::messages,
+                "must be an integer", "max_tokens"},
+        BadCase{R"({"max_tokens":8,"messages":[{"role":"system","content":"hi"}]})", E::messages,
+                "must be 'user' or 'assistant'", "messages.0.role"},
+        BadCase{R"({"max_tokens":8,"messages":[{"content":"hi"}]})", E::messages, "is required",
+                "messages.0.role"},
+        BadCase{R"({"max_tokens":8,"messages":["hi"]})", E::messages, "must be an object",
+                "messages.0"},
+        BadCase{R"({"max_tokens":8,"messages":[{"role":"user"}]})", E::messages, "is required",
+                "messages.0.content"},
+        BadCase{R"({"max_tokens":8,"messages":[{"role":"user","content":7}]})", E::messages,
+                "array of content blocks", "messages.0.content"},
+        BadCase{R"({"max_tokens":8,"messages":[{"role":"user","content":"a"},)"
+                R"({"role":"assistant","content":[{"type":"text","text":"b"},{"type":"pdf"}]}]})",
+                E::messages, "'pdf' is not a content block type", "messages.1.content.1.type"},
+        BadCase{R"({"max_tokens":8,"messages":[{"role":"user","content":[{"text":"b"}]}]})",
+                E::messages, "is required", "messages.0.content.0.type"},
+        BadCase{R"({"max_tokens":8,"messages":[{"role":"user","content":[{"type":"text"}]}]})",
+                E::messages, "must be a string", "messages.0.content.0.text"},
+        BadCase{R"({"max_tokens":8,"system":5,"messages":[{"role":"user","content":"q"}]})",
+                E::messages, "array of text blocks", "system"},
+        BadCase{R"({"max_tokens":8,"system":[{"type":"image"}],"messages":[{"role":"user",)"
+                R"("content":"q"}]})",
+                E::messages, "must be 'text'", "system.0.type"},
+        BadCase{R"({"messages":[{"role":"tool","content":"q"}]})", E::count_tokens,
+                "must be 'user' or 'assistant'", "messages.0.role"}));
+
+// What Anthropic accepts passes: count_tokens without max_tokens, every
+// block type an agent sends, a system prompt as blocks.
+TEST(RequestInspector, AcceptsAnthropicBodiesAsTheApiDoes) {
+  RequestInspector inspector;
+  const std::string turn =
+      R"({"model":"m","max_tokens":1024,"system":[{"type":"text","text":"be brief",)"
+      R"("cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":"fix it"},)"
+      R"({"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"s"},)"
+      R"({"type":"tool_use","id":"t1","name":"bash","input":{"cmd":"ls"}}]},)"
+      R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.c"},)"
+      R"({"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]})";
+  auto facts = inspector.inspect(turn, E::messages);
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->max_tokens, 1024);
+  EXPECT_TRUE(
+      inspector.inspect(R"({"messages":[{"role":"user","content":"q"}]})", E::count_tokens));
+}
+
+// A max_tokens past int64 saturates: the reservation is all there is, never
+// a wrapped-around small number (nor nothing at all).
+TEST(RequestInspector, HugeMaxTokensSaturates) {
+  RequestInspector inspector;
+  for (const char* n : {"9223372036854775807", "18446744073709551615"}) {
+    auto facts = inspector.inspect(
+        std::string(R"({"messages":[{"role":"user","content":"q"}],"max_tokens":)") + n + "}",
+        E::chat_completions);
+    ASSERT_TRUE(facts) << n;
+    EXPECT_EQ(facts->max_tokens, std::numeric_limits<std::int64_t>::max()) << n;
+  }
+  auto native = inspector.inspect(R"({"prompt":"x","n_predict":-1})", E::native_completion);
+  ASSERT_TRUE(native);
+  EXPECT_EQ(native->max_tokens, std::nullopt);  // llama.cpp's "until the context is full"
+}
 
 }  // namespace
 }  // namespace switchyard::openai

@@ -77,6 +77,30 @@ TEST(ResponseRewriter, DropsOnlyTheForcedUsageChunk) {
   EXPECT_EQ(r.usage()->completion_tokens, 16);
 }
 
+// llama-server puts `timings` on the usage chunk (shared/reference/llamacpp/
+// chat_stream.sse): stripping the usage the client did not ask for keeps
+// them, in a chunk of their own with the client's model name.
+TEST(ResponseRewriter, AStrippedUsageChunkKeepsWhatElseItCarried) {
+  ResponseRewriter r("client", true);
+  std::string out;
+  r.rewrite_event(
+      "data: {\"choices\":[],\"created\":1,\"id\":\"c1\",\"model\":\"/m.gguf\","
+      "\"object\":\"chat.completion.chunk\",\"usage\":{\"completion_tokens\":16,"
+      "\"prompt_tokens\":46},\"timings\":{\"prompt_n\":35,\"predicted_n\":16}}\n\n",
+      out);
+  EXPECT_EQ(out,
+            "data: {\"choices\":[],\"created\":1,\"id\":\"c1\",\"model\":\"client\","
+            "\"object\":\"chat.completion.chunk\",\"timings\":{\"prompt_n\":35,"
+            "\"predicted_n\":16}}\n\n");
+  ASSERT_TRUE(r.usage());
+  EXPECT_EQ(r.usage()->completion_tokens, 16);
+  // usage first, and spaces as an engine may write them.
+  out.clear();
+  r.rewrite_event(
+      "data: { \"usage\" : {\"prompt_tokens\":1} , \"choices\": [], \"x_engine\": 7 }\n\n", out);
+  EXPECT_EQ(out, "data: {\"choices\": [],\"x_engine\": 7}\n\n");
+}
+
 TEST(ResponseRewriter, KeepsTheUsageChunkWhenTheClientAskedForIt) {
   ResponseRewriter r("m", false);
   std::string out;

@@ -12,6 +12,23 @@ TEST(Tokenizer, WordsWithLeadingSpaceAreOneToken) {
   EXPECT_EQ(t.piece(ids[1]), " upon");
 }
 
+// Like llama.cpp's vocabularies, not a token per word: a word of six
+// letters or more is two pieces, with or without its leading space; the
+// simulated model still generates whole words only.
+TEST(Tokenizer, LongWordsAreTwoTokens) {
+  Tokenizer t;
+  const auto ids = t.tokenize("people said the number");
+  ASSERT_EQ(ids.size(), 6u);
+  EXPECT_EQ(t.piece(ids[0]), "peo");
+  EXPECT_EQ(t.piece(ids[1]), "ple");
+  EXPECT_EQ(t.piece(ids[2]), " said");
+  EXPECT_EQ(t.piece(ids[4]), " num");
+  EXPECT_EQ(t.piece(ids[5]), "ber");
+  EXPECT_EQ(t.detokenize(ids), "people said the number");
+  for (Token id = t.first_word_token(); id < t.first_word_token() + t.spaced_words(); ++id)
+    EXPECT_LT(t.piece(id).size(), 7u) << t.piece(id);  // " " and up to five letters
+}
+
 TEST(Tokenizer, EveryTextRoundTrips) {
   Tokenizer t;
   for (const std::string& text :

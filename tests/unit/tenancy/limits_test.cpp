@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace switchyard::tenancy {
 namespace {
 
@@ -53,6 +55,16 @@ TEST(DayBudget, RenewsAtUtcMidnight) {
   EXPECT_TRUE(day.take(t0 + 1h, 600).ok);
   EXPECT_EQ(day.used(t0 + 12h), 0);
   EXPECT_TRUE(day.take(t0 + 12h, 1000).ok);
+}
+
+// A cost near 2^63 (max_tokens as large as JSON allows) must not wrap
+// around past the limit into one that fits.
+TEST(DayBudget, AHugeCostNeverFits) {
+  DayBudget day(1000);
+  ASSERT_TRUE(day.take(t0, 10).ok);
+  EXPECT_FALSE(day.peek(t0, std::numeric_limits<std::int64_t>::max()).ok);
+  EXPECT_FALSE(day.take(t0, std::numeric_limits<std::int64_t>::max() - 5).ok);
+  EXPECT_EQ(day.used(t0), 10);
 }
 
 TEST(SessionSeats, ASeatIsHeldUntilIdleAfterTheLastRequest) {
