@@ -79,7 +79,6 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     const aEnded = Date.now();
     assert.equal(a.status, 200);
     assert.ok(a.done && a.cleanEnd && !a.errorEvent, 'A streamed to its end');
-    assert.equal(a.tokens, 40);
     const b = await answerB;
     assert.equal(b.status, 200, b.text);
     assert.ok(b.at >= aEnded, 'B was served after A finished');
