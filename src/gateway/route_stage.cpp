@@ -59,7 +59,7 @@ void RouteStage::finish(RequestContext& ctx) {
   if (usage)
     queue_.correct(ctx.model, ctx.key_name, ctx.share,
                    usage->prompt_tokens + usage->completion_tokens);
-  if (gate_) gate_->finished(ctx);
+  for (SwitchGate* gate : gates_) gate->finished(ctx);
   // The router learns rates from whole answers only: a stream cut short is
   // charged its relayed tokens (stream_charge.h), not a rate.
   if (!usage || ctx.record.outcome() != RequestRecord::Outcome::ok) return;
@@ -94,11 +94,19 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
     if (ctx.target) co_return Routed::ok;
     co_return Routed::none_left;
   }
-  if (!gate_ || retry) co_return co_await route_slot(ctx, retry, max_wait, false);
-  const auto held = gate_->hold(ctx);
+  if (gates_.empty() || retry) co_return co_await route_slot(ctx, retry, max_wait, false);
+  std::optional<std::chrono::milliseconds> held;
+  for (auto* gate : gates_)
+    if (auto bound = gate->hold(ctx)) held = std::max(held.value_or(*bound), *bound);
   const Routed routed = co_await route_slot(ctx, retry, held.value_or(max_wait), held.has_value());
-  gate_->routed(ctx);
+  for (auto* gate : gates_) gate->routed(ctx);
   co_return routed;
+}
+
+std::optional<ApiError> RouteStage::gate_refusal(const RequestContext& ctx) const {
+  for (auto* gate : gates_)
+    if (auto refusal = gate->refusal(ctx)) return refusal;
+  return std::nullopt;
 }
 
 awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool retry,
@@ -140,8 +148,11 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
       co_await ctx.answer(error);
       co_return Routed::answered;
     }
-    case Admission::Outcome::timed_out: {
-      co_await ctx.answer(ApiError::rate_limited(timed_out_message(ctx, max_wait)));
+    case Admission::Outcome::timed_out:
+    case Admission::Outcome::refused: {
+      const ApiError error = gate_refusal(ctx).value_or(
+          ApiError::rate_limited(timed_out_message(ctx, max_wait)));
+      co_await ctx.answer(error);
       co_return Routed::answered;
     }
     case Admission::Outcome::shutting_down: {
