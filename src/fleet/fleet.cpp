@@ -280,7 +280,6 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
         (inst.state == InstanceState::stopped && !off(inst)))
       continue;
     inst.causes.set(AdminCause::reload_removing, true);
-    inst.retired = true;
     s.set_state(inst, InstanceState::removed);
     s.watches[i]->wake.cancel();  // its supervision ends
     changes.removed.push_back(i);

@@ -98,9 +98,6 @@ struct Instance {
   // it last failed to start or exited, for a switch's rollback message.
   bool asleep = false;
   std::string problem;
-  // Removed by a config reload: once stopped it is gone from /health, the
-  // admin API and the doctor's targets (the event log keeps its removal).
-  bool retired = false;
   std::optional<int> exit_code;  // of its engine's last exit (a failed load's, for /v1/models)
   std::unique_ptr<http::UpstreamPool> pool;  // request traffic; set with url
 

@@ -13,7 +13,11 @@ obs::StatusSnapshot take_snapshot(const InstanceTable& instances, const Router& 
   // already and the earlier one still works.
   std::map<std::string, std::size_t, std::less<>> slot_of;
   for (const auto& inst : instances) {
-    if (inst->retired && inst->state == fleet::InstanceState::stopped) continue;
+    // Removed by a reload and stopped: gone from /health, the admin API and
+    // the doctor's targets (the event log keeps its removal).
+    if (inst->causes.has(fleet::AdminCause::reload_removing) &&
+        inst->state == fleet::InstanceState::stopped)
+      continue;
     obs::InstanceStatus st;
     st.name = inst->name();
     st.model = inst->model();
