@@ -208,6 +208,28 @@ struct SwitchingOptions {
   bool operator==(const SwitchingOptions&) const = default;
 };
 
+// tracing: OpenTelemetry traces over OTLP/HTTP (docs/tracing.md).
+struct TracingOptions {
+  // The collector, http://host:4318: spans go to <endpoint>/v1/traces (an
+  // endpoint already ending in /v1/traces is used as it is).
+  std::string endpoint;
+  // The share of new traces recorded, 0 to 1; a client's traceparent
+  // decides for the trace it continues.
+  double sample = 1.0;
+  std::string service_name = "switchyard";
+
+  bool operator==(const TracingOptions&) const = default;
+};
+
+// log: how the log is written.
+struct LogOptions {
+  // json: one JSON object per line (access lines with their fields and
+  // trace_id); text: lines for people.
+  enum class Format { text, json } format = Format::text;
+
+  bool operator==(const LogOptions&) const = default;
+};
+
 struct FleetConfig {
   std::string source;  // file name, for messages
   std::string listen = "127.0.0.1:8080";
@@ -260,6 +282,8 @@ struct FleetConfig {
   // The first is active at start; empty: no profiles (every instance runs).
   std::vector<ProfileConfig> profiles;
   SwitchingOptions switching;
+  std::optional<TracingOptions> tracing;  // unset: no traces
+  LogOptions log;
 };
 
 // The settings that differ between `running` and `next` but take effect only

@@ -1,5 +1,6 @@
-// The account stage, run for every request however it ended: the metrics
-// and the access log line.
+// The account stage, run for every request however it ended: the metrics,
+// the access log line (text, or one JSON object with log.format: json) and,
+// when tracing, the request's spans to the exporter.
 #pragma once
 
 #include "gateway/pipeline.h"
@@ -7,14 +8,24 @@
 
 namespace switchyard::gateway {
 
+class RequestTracing;
+
 class Accounting {
  public:
-  explicit Accounting(obs::GatewayMetrics& metrics) : metrics_(metrics) {}
-  // `key`: the API key's name; empty without keys.
-  void finish(const http::RequestHead& head, const RequestRecord& record, std::string_view key);
+  // `tracing` may be null (no tracing:) and must outlive this.
+  Accounting(obs::GatewayMetrics& metrics, bool json_log, RequestTracing* tracing)
+      : metrics_(metrics), json_log_(json_log), tracing_(tracing) {}
+  void finish(RequestContext& ctx);
+  // The access line of a request refused on its head alone (Gateway::screen).
+  void refused(const http::RequestHead& head, std::string_view id, int status) const;
 
  private:
+  void log_line(const RequestContext& ctx, const std::string& trace_id) const;
+  void log_json(const RequestContext& ctx, const std::string& trace_id) const;
+
   obs::GatewayMetrics& metrics_;
+  bool json_log_;
+  RequestTracing* tracing_;
 };
 
 }  // namespace switchyard::gateway

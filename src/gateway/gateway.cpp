@@ -23,6 +23,7 @@
 #include "gateway/model_catalog.h"
 #include "gateway/pipeline.h"
 #include "gateway/profile_control.h"
+#include "gateway/request_tracing.h"
 #include "gateway/resolve.h"
 #include "gateway/route_stage.h"
 #include "gateway/router.h"
@@ -71,6 +72,7 @@ struct Gateway::Impl {
         forward_options{c.attempts, c.retry_budget},
         router(fleet.instances(), make_routing_policy(c.routing)),
         queue(executor, router, c.queue),
+        tracing(c.tracing ? std::make_unique<RequestTracing>(*c.tracing) : nullptr),
         authenticate(keys),
         resolve(catalog),
         admit(executor, draining, keys, config.queue),
@@ -81,7 +83,7 @@ struct Gateway::Impl {
                             },
                             [this](std::size_t i) { fleet.report_success(i); }},
                   route, forward_options, metrics),
-        accounting(metrics),
+        accounting(metrics, c.log.format == fleet::LogOptions::Format::json, tracing.get()),
         pipeline({&authenticate, &resolve, &admit, &route, &forwarder}),
         rng(std::random_device{}()),
         scraper(executor, fleet.instances(), c.health.metrics_interval),
@@ -253,6 +255,7 @@ struct Gateway::Impl {
   bool draining = false;
   Router router;
   WaitQueue queue;
+  std::unique_ptr<RequestTracing> tracing;  // null without tracing:
   // The stages, in the order the pipeline runs them.
   Authenticate authenticate;
   Resolve resolve;
@@ -349,8 +352,7 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   }
   if (refusal) {
     refusal->headers.add("X-Request-Id", request_id(head.headers, impl_->rng));
-    spdlog::info("access id={} {} {} status={} refused before the body",
-                 *refusal->headers.find("x-request-id"), head.method, head.target, refusal->status);
+    impl_->accounting.refused(head, *refusal->headers.find("x-request-id"), refusal->status);
   }
   return refusal;
 }
@@ -380,6 +382,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   const bool listed = route.kind == RouteKind::proxy;
   if (listed) feed.begin(ctx.record, ctx.key_name, ctx.session);
   if (route.kind == RouteKind::proxy) {
+    if (tracing) ctx.trace = tracing->start(request.head);
     co_await pipeline.run(ctx);
     admit.finish(ctx);
     if (ctx.record.usage)
@@ -419,7 +422,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
     if (!co_await exchange.respond(std::move(reply))) ctx.record.client_gone = true;
   }
   if (listed) feed.finish(ctx.record, ctx.key_name, ctx.session);
-  accounting.finish(request.head, ctx.record, ctx.key_name);
+  accounting.finish(ctx);
 }
 
 void Gateway::Impl::record_usage(const RequestContext& ctx) {
@@ -462,8 +465,9 @@ http::Response Gateway::Impl::local_response(const Route& route,
     case RouteKind::health:
       return health_response(snapshot(), sees_detail(head));
     case RouteKind::metrics: {
-      http::Response reply =
-          http::json_response(200, metrics.render(snapshot()) + engine_metrics_text(scraper));
+      std::string text = metrics.render(snapshot()) + engine_metrics_text(scraper);
+      if (tracing) text += tracing->metrics_text();
+      http::Response reply = http::json_response(200, std::move(text));
       reply.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
       return reply;
     }
