@@ -116,7 +116,7 @@ struct RequestTracingTest : testing::Test {
 
 const json::value* attribute(const json::object& span, std::string_view key) {
   for (const auto& a : span.at("attributes").as_array())
-    if (a.at("key") == key) return &a.at("value");
+    if (a.at("key").as_string() == key) return &a.at("value");
   return nullptr;
 }
 
@@ -171,8 +171,10 @@ TEST_F(RequestTracingTest, ARetriedQueuedStreamedRequestHasItsSpanTree) {
   // Children: the failed attempt, the wait for a slot, the attempt that answered.
   ASSERT_EQ(by_name["switchyard.attempt"].size(), 2u);
   ASSERT_EQ(by_name["switchyard.queue_wait"].size(), 1u);
-  for (const auto& s : spans)
-    if (&s != root) EXPECT_EQ(s.at("parentSpanId"), root->at("spanId")) << s.at("name");
+  for (const auto& s : spans) {
+    if (&s == root) continue;
+    EXPECT_EQ(s.at("parentSpanId"), root->at("spanId")) << s.at("name");
+  }
   const auto& first = *by_name["switchyard.attempt"][0];
   const auto& second = *by_name["switchyard.attempt"][1];
   EXPECT_EQ(*attribute(first, "switchyard.instance"), (json::object{{"stringValue", "i0"}}));
