@@ -27,6 +27,9 @@
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs, raw results and profiles in DIR
 #                     (default: a temp dir, removed at exit)
+#   --tracing-down    also measure switchyard-traced: a second gateway with
+#                     tracing: to an OTLP endpoint where nothing listens (every
+#                     span dropped), against plain switchyard (docs/tracing.md)
 #   --streaming ...   the streaming comparison instead: relayed SSE chunks,
 #                     CPU per 1,000 chunks against nginx (bench/streaming.sh;
 #                     the options after it are that script's, --help lists them)
@@ -53,6 +56,7 @@ wait_load=1.0
 pin=none
 binary="$repo/build/switchyard"
 out=""
+tracing_down=0
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -68,6 +72,7 @@ while [[ $# -gt 0 ]]; do
     --pin) pin="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
+    --tracing-down) tracing_down=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
@@ -119,7 +124,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-read -r static_port proxy_port gw_port <<<"$(free_ports 3)"
+read -r static_port proxy_port gw_port gw2_port dead_port <<<"$(free_ports 5)"
 
 # --- the request and the canned answer -------------------------------------------
 model="bench-model"
@@ -170,6 +175,11 @@ instances:
     url: http://127.0.0.1:$static_port
     slots: 1000
 EOF
+
+# The same with traces to a collector that is not there: what tracing costs
+# a request when every export fails.
+sed "s/^listen: .*/listen: 127.0.0.1:$gw2_port/" "$work/fleet.yaml" >"$work/fleet-traced.yaml"
+printf 'tracing:\n  endpoint: http://127.0.0.1:%s\n' "$dead_port" >>"$work/fleet-traced.yaml"
 
 cat >"$work/post.lua" <<EOF
 -- The chat POST; done() prints one machine-readable line (latencies in µs).
@@ -318,6 +328,15 @@ declare -A url=(
   [switchyard]="http://127.0.0.1:$gw_port/v1/chat/completions"
 )
 cases=(direct nginx-proxy switchyard)
+if (( tracing_down )); then
+  "${pin_cmd[@]}" "$binary" serve -c "$work/fleet-traced.yaml" >"$work/switchyard-traced.log" 2>&1 &
+  gw2_pid=$!
+  pids+=("$gw2_pid")
+  wait_http "http://127.0.0.1:$gw2_port/health" 20 ||
+    die "switchyard (traced) did not become ready: $(tail -5 "$work/switchyard-traced.log")"
+  url[switchyard-traced]="http://127.0.0.1:$gw2_port/v1/chat/completions"
+  cases+=(switchyard-traced)
+fi
 for c in "${cases[@]}"; do  # each path answers the POST with the chat.completion
   got="$(curl -s --max-time 5 -H 'Content-Type: application/json' -d "$body" "${url[$c]}" || true)"
   [[ "$got" == *'"object":"chat.completion"'* ]] || die "$c did not answer the chat request: $got"
@@ -326,7 +345,12 @@ done
 # CPU seconds (user+system) a process has used so far.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz="$(getconf CLK_TCK)"
-hop_pid() { case "$1" in nginx-proxy) echo "$proxy_pid" ;; switchyard) echo "$gw_pid" ;; *) echo "" ;; esac; }
+hop_pid() {
+  case "$1" in
+    nginx-proxy) echo "$proxy_pid" ;; switchyard) echo "$gw_pid" ;; switchyard-traced) echo "$gw2_pid" ;;
+    *) echo "" ;;
+  esac
+}
 
 run_wrk() {  # case conns seconds script [threads] -> RESULT line on stdout
   local c="$1" n="$2" secs="$3" script="$4" t="${5:-1}"
@@ -374,7 +398,7 @@ for line in open(sys.argv[1]):
 conns_hi = int(sys.argv[2])
 def med(xs): return statistics.median(xs)
 stats = {}
-for case in ("direct", "nginx-proxy", "switchyard"):
+for case in ("direct", "nginx-proxy", "switchyard", "switchyard-traced"):
     for n in (1, conns_hi):
         rs = [r for r in rows if r["case"] == case and int(r["conns"]) == n]
         if not rs: continue
@@ -388,11 +412,11 @@ for case in ("direct", "nginx-proxy", "switchyard"):
             rps=med(rps), p50=med([int(r["p50_us"]) for r in rs]),
             p99=med([int(r["p99_us"]) for r in rs]), hop_us=med(hop_us), hop_util=med(hop_util),
             errs=errs, rounds=len(rs), rps_all=rps)
-print(f"{'case':<12} {'conns':>5} {'req/s':>9} {'p50 µs':>8} {'p99 µs':>8} {'hop CPU µs/req':>15} {'hop CPU %':>9} {'errors':>6}")
+print(f"{'case':<17} {'conns':>5} {'req/s':>9} {'p50 µs':>8} {'p99 µs':>8} {'hop CPU µs/req':>15} {'hop CPU %':>9} {'errors':>6}")
 for (case, n), s in stats.items():
     hop = "-" if case == "direct" else f"{s['hop_us']:.1f}"
     util = "-" if case == "direct" else f"{s['hop_util']:.0f}"
-    print(f"{case:<12} {n:>5} {s['rps']:>9.0f} {s['p50']:>8} {s['p99']:>8} {hop:>15} {util:>9} {s['errs']:>6}")
+    print(f"{case:<17} {n:>5} {s['rps']:>9.0f} {s['p50']:>8} {s['p99']:>8} {hop:>15} {util:>9} {s['errs']:>6}")
 print()
 d1, n1, s1 = stats[("direct", 1)], stats[("nginx-proxy", 1)], stats[("switchyard", 1)]
 nh, sh = stats[("nginx-proxy", conns_hi)], stats[("switchyard", conns_hi)]
@@ -405,8 +429,16 @@ print(f"throughput at {conns_hi} conns:  switchyard / nginx-proxy = {ratio:.2f}"
 ok = lambda b: "met" if b else "NOT met"
 print(f"goals: p50 added <= 25 µs: {ok(add50 <= 25)};  p99 added <= 150 µs: {ok(add99 <= 150)};"
       f"  throughput >= 0.8x nginx proxy: {ok(ratio >= 0.8)}")
+if ("switchyard-traced", conns_hi) in stats:
+    t1, th = stats[("switchyard-traced", 1)], stats[("switchyard-traced", conns_hi)]
+    print(f"tracing, collector down: throughput at {conns_hi} conns {th['rps'] / sh['rps']:.2f}x untraced;"
+          f"  p50 at 1 conn {t1['p50'] - s1['p50']:+.0f} µs;  CPU per request {th['hop_us'] - sh['hop_us']:+.1f} µs")
 print(f"load average (1/5/15 min): start {sys.argv[3]}, end {sys.argv[4]}")
 EOF
+if (( tracing_down )); then
+  echo "switchyard-traced: $(curl -s "http://127.0.0.1:$gw2_port/metrics" | grep '^switchyard_trace_spans_dropped_total') (spans)" |
+    tee -a "$work/results/table.txt"
+fi
 
 # Anything but access lines in the gateway's log during the runs is worth a look.
 ejections="$(grep -c 'ejected:' "$work/switchyard.log" || true)"

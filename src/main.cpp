@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
 
       add_serve_command(app),  add_sim_command(app),   add_plan_command(app),
       add_doctor_command(app), add_bench_command(app), add_keys_command(app),
-      add_usage_command(app),  add_admin_command(app),
+      add_usage_command(app),  add_admin_command(app), add_config_command(app),
   };
 
   try {

@@ -22,5 +22,6 @@ Command add_bench_command(CLI::App& app);
 Command add_keys_command(CLI::App& app);
 Command add_usage_command(CLI::App& app);
 Command add_admin_command(CLI::App& app);
+Command add_config_command(CLI::App& app);
 
 }  // namespace switchyard::cli

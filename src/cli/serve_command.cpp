@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/service_notice.h"
 #include "common/buffered_log.h"
+#include "common/json_log.h"
 #include "common/sd_notify.h"
 #include "fleet/config_check.h"
 #include "fleet/fleet.h"
@@ -123,6 +124,7 @@ int run_serve(const ServeFlags& flags) {
   // batches, flushed at least every 50 ms.
   const bool batch_log = !isatty(STDOUT_FILENO);
   if (batch_log) use_buffered_stdout_log();
+  if (config->log.format == fleet::LogOptions::Format::json) use_json_log();
   net::steady_timer log_flush(io);
   std::function<void()> flush_log_periodically = [&] {
     log_flush.expires_after(std::chrono::milliseconds(50));

@@ -642,6 +642,41 @@ void validate(const YAML::Node& root, FleetConfig& c) {
   }
 }
 
+TracingOptions parse_tracing(const YAML::Node& node) {
+  if (!node.IsMap()) fail(node, "tracing: expected a mapping with 'endpoint'");
+  check_keys(node, "tracing", {"endpoint", "sample", "service_name"});
+  TracingOptions t;
+  if (!node["endpoint"])
+    fail(node, "tracing.endpoint: required (the OTLP/HTTP collector, e.g. http://127.0.0.1:4318)");
+  t.endpoint = non_empty(node["endpoint"], "tracing.endpoint");
+  if (auto url = http::parse_url(t.endpoint); !url)
+    fail(node["endpoint"], "tracing.endpoint: " + url.error().message);
+  if (const auto sample = node["sample"]) {
+    const auto s = scalar(sample, "tracing.sample");
+    double value = -1;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || end != s.data() + s.size() || !(value >= 0 && value <= 1))
+      fail(sample, fmt::format("tracing.sample: expected a number from 0 to 1, got '{}'", s));
+    t.sample = value;
+  }
+  if (node["service_name"])
+    t.service_name = non_empty(node["service_name"], "tracing.service_name");
+  return t;
+}
+
+LogOptions parse_log(const YAML::Node& node) {
+  if (!node.IsMap()) fail(node, "log: expected a mapping with 'format'");
+  check_keys(node, "log", {"format"});
+  LogOptions l;
+  if (const auto format = node["format"]) {
+    const auto f = scalar(format, "log.format");
+    if (f != "text" && f != "json")
+      fail(format, fmt::format("log.format: '{}' is not one of: text, json", f));
+    l.format = f == "json" ? LogOptions::Format::json : LogOptions::Format::text;
+  }
+  return l;
+}
+
 }  // namespace
 
 std::vector<std::string> InstanceConfig::gpu_ids() const {
@@ -709,7 +744,8 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
         {"listen",     "models",          "instances",  "api_keys",     "admin_key",     "routing",
          "body_limit", "max_connections", "attempts",   "retry_budget", "health_detail", "timeouts",
          "health",     "queue",           "state_db",   "profiles",     "switching",     "redis",
-         "redis_down", "redis_lease_ttl", "redis_poll", "gpus",         "swapping"});
+         "redis_down", "redis_lease_ttl", "redis_poll", "gpus",         "swapping",      "tracing",
+         "log"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -755,6 +791,8 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (const auto switching = root["switching"]) parse_switching(switching, c.switching);
     if (const auto gpus = root["gpus"]) parse_gpus(gpus, c.gpus);
     if (const auto swapping = root["swapping"]) parse_swapping(swapping, c.swapping);
+    if (const auto tracing = root["tracing"]) c.tracing = parse_tracing(tracing);
+    if (const auto log = root["log"]) c.log = parse_log(log);
     validate(root, c);
     validate_profiles(root, c);
     validate_residency(root, c);
@@ -803,6 +841,8 @@ void each_restart_only(From& from, To& to, Visit visit) {
   visit("switching", from.switching, to.switching);
   visit("gpus", from.gpus, to.gpus);
   visit("swapping", from.swapping, to.swapping);
+  visit("tracing", from.tracing, to.tracing);
+  visit("log", from.log, to.log);
 }
 
 }  // namespace

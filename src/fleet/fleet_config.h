@@ -256,6 +256,28 @@ struct MemoryFigure {
 // By instance name.
 using MemoryEstimates = std::map<std::string, MemoryFigure>;
 
+// tracing: OpenTelemetry traces over OTLP/HTTP (docs/tracing.md).
+struct TracingOptions {
+  // The collector, http://host:4318: spans go to <endpoint>/v1/traces (an
+  // endpoint already ending in /v1/traces is used as it is).
+  std::string endpoint;
+  // The share of new traces recorded, 0 to 1; a client's traceparent
+  // decides for the trace it continues.
+  double sample = 1.0;
+  std::string service_name = "switchyard";
+
+  bool operator==(const TracingOptions&) const = default;
+};
+
+// log: how the log is written.
+struct LogOptions {
+  // json: one JSON object per line (access lines with their fields and
+  // trace_id); text: lines for people.
+  enum class Format { text, json } format = Format::text;
+
+  bool operator==(const LogOptions&) const = default;
+};
+
 struct FleetConfig {
   std::string source;  // file name, for messages
   std::string listen = "127.0.0.1:8080";
@@ -315,6 +337,8 @@ struct FleetConfig {
   // Not read from the file: plan's estimates, filled in by the serve verb
   // (gateway/ cannot link plan/). A declared `memory` wins.
   MemoryEstimates memory_estimates;
+  std::optional<TracingOptions> tracing;  // unset: no traces
+  LogOptions log;
 };
 
 // Each instance's memory per GPU and where it came from: its `memory`, else

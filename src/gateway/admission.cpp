@@ -379,6 +379,9 @@ awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyStat
   if (state->waiters.empty() && has_room(*state, seat, now)) {
     take_room(*state, seat, now);
   } else {
+    // The wait for the key's concurrency or a session seat.
+    obs::ScopedSpan span(ctx.trace, "switchyard.key_wait");
+    span.set("switchyard.key", state->name);
     KeyWaiter waiter(executor_);
     waiter.seat = seat;
     const auto place = state->waiters.insert(state->waiters.end(), &waiter);
@@ -414,6 +417,7 @@ awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyStat
     if (waiter.state == KeyWaiter::State::granted) ctx.ticket = KeyTicket(state, seat, 0);
     if (client_gone) {
       ctx.record.client_gone = true;
+      span.fail("client_closed");
       co_return Verdict::answered;
     }
     now = now_();
@@ -441,6 +445,7 @@ awaitable<Verdict> Admit::run_local(RequestContext& ctx, std::shared_ptr<KeyStat
         break;
     }
     if (error) {
+      span.fail(error->code.empty() ? error->message : error->code);
       add_rate_headers(ctx, *state, now);
       co_await ctx.answer(*error);
       co_return Verdict::answered;
@@ -493,6 +498,9 @@ awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const K
   // elsewhere is published: wake()), or on redis_poll's timer for a lost
   // message, bounded by queue.max_wait.
   const auto retry = shared_->poll();
+  obs::ScopedSpan span(ctx.trace, "switchyard.key_wait");
+  span.set("switchyard.key", key.name);
+  span.set("switchyard.limits", std::string("shared"));
   KeyWaiter waiter(executor_);
   waiter.shared = true;
   const auto place = state->waiters.insert(state->waiters.end(), &waiter);
@@ -524,6 +532,7 @@ awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const K
   state->waiters.erase(place);
   ctx.waited_for_key = std::chrono::steady_clock::now() - wait_start;
   if (granted) co_return Verdict::next;
+  span.fail(client_gone ? "client_closed" : "not_granted");
   ctx.ticket.refund();
   ctx.ticket.release();
   if (!failure.empty()) co_return std::nullopt;

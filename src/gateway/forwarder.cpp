@@ -102,6 +102,13 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
   auto& record = ctx.record;
   auto& exchange = ctx.exchange;
   const auto& head = ctx.request.head;
+  obs::ScopedSpan span(ctx.trace, "switchyard.attempt", obs::SpanKind::client);
+  span.set("switchyard.instance", inst.name());
+  span.set("switchyard.attempt", std::int64_t{record.attempts});
+  if (inst.url) {
+    span.set("server.address", inst.url->host);
+    span.set("server.port", std::int64_t{inst.url->port});
+  }
 
   http::UpstreamRequest upstream;
   upstream.method = head.method;
@@ -112,6 +119,14 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     if (auto value = head.headers.find(name))
       upstream.headers.add(std::string(name), std::string(*value));
   upstream.headers.add("X-Request-Id", record.id);
+  // The engine continues the trace under this attempt (vLLM with
+  // --otlp-traces-endpoint); untraced, the client's context passes on as it came.
+  if (ctx.trace)
+    upstream.headers.add("traceparent", span.traceparent());
+  else if (auto parent = head.headers.find("traceparent"))
+    upstream.headers.add("traceparent", std::string(*parent));
+  if (auto state = head.headers.find("tracestate"))
+    upstream.headers.add("tracestate", std::string(*state));
   // The client's key is the gateway's business, never the engine's.
   if (inst.config.api_key) upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
   const bool force_usage = forces_usage(ctx);
@@ -212,6 +227,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       started = true;
       const bool ok = co_await exchange.start_stream(reply_head->status, std::move(headers));
       record.ttfb = record.seconds_since_start();
+      if (ctx.trace) ctx.trace->event(obs::RequestTrace::root, "first_token");
       co_return ok;
     };
     // Per read, once started: no coroutine unless the client's socket is full.
@@ -299,6 +315,13 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
   record.usage = charged_usage(rewriter.usage(), delivered);
   exchange.unwatch_client();
   answering();
+  if (record.status > 0) span.set("http.response.status_code", std::int64_t{record.status});
+  if (outcome.retry)
+    span.fail(outcome.error);
+  else if (record.upstream_failed)
+    span.fail("failed mid-stream");
+  else if (record.client_gone)
+    span.fail("client_closed");
   co_return outcome;
 }
 

@@ -26,6 +26,7 @@
 #include "gateway/model_control.h"
 #include "gateway/pipeline.h"
 #include "gateway/profile_control.h"
+#include "gateway/request_tracing.h"
 #include "gateway/resolve.h"
 #include "gateway/route_stage.h"
 #include "gateway/router.h"
@@ -74,6 +75,7 @@ struct Gateway::Impl {
         forward_options{c.attempts, c.retry_budget},
         router(fleet.instances(), make_routing_policy(c.routing)),
         queue(executor, router, c.queue),
+        tracing(c.tracing ? std::make_unique<RequestTracing>(*c.tracing) : nullptr),
         authenticate(keys),
         resolve(catalog),
         admit(executor, draining, keys, config.queue),
@@ -84,7 +86,7 @@ struct Gateway::Impl {
                             },
                             [this](std::size_t i) { fleet.report_success(i); }},
                   route, forward_options, metrics),
-        accounting(metrics),
+        accounting(metrics, c.log.format == fleet::LogOptions::Format::json, tracing.get()),
         answer_locally(*this),
         rng(std::random_device{}()),
         scraper(executor, fleet.instances(), c.health.metrics_interval),
@@ -283,6 +285,7 @@ struct Gateway::Impl {
   bool draining = false;
   Router router;
   WaitQueue queue;
+  std::unique_ptr<RequestTracing> tracing;  // null without tracing:
   // The stages (the chains below say in which order they run).
   Authenticate authenticate;
   Resolve resolve;
@@ -387,8 +390,7 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   }
   if (refusal) {
     refusal->headers.add("X-Request-Id", request_id(head.headers, impl_->rng));
-    spdlog::info("access id={} {} {} status={} refused before the body",
-                 *refusal->headers.find("x-request-id"), head.method, head.target, refusal->status);
+    impl_->accounting.refused(head, *refusal->headers.find("x-request-id"), refusal->status);
   }
   return refusal;
 }
@@ -415,6 +417,7 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
   RequestContext ctx(request, exchange, route);
   ctx.record.id = request_id(request.head.headers, rng);
   ctx.record.bytes_in = request.body.size();
+  if (route.kind == RouteKind::proxy && tracing) ctx.trace = tracing->start(request.head);
   co_await (route.kind == RouteKind::proxy ? proxy_chain : local_chain).run(ctx);
 }
 
@@ -463,8 +466,9 @@ http::Response Gateway::Impl::local_response(const Route& route,
     case RouteKind::health:
       return health_response(snapshot(), sees_detail(head));
     case RouteKind::metrics: {
-      http::Response reply =
-          http::json_response(200, metrics.render(snapshot()) + engine_metrics_text(scraper));
+      std::string text = metrics.render(snapshot()) + engine_metrics_text(scraper);
+      if (tracing) text += tracing->metrics_text();
+      http::Response reply = http::json_response(200, std::move(text));
       reply.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
       return reply;
     }

@@ -29,6 +29,7 @@
 #include "gateway/router.h"
 #include "gateway/routes.h"
 #include "http/exchange.h"
+#include "obs/request_trace.h"
 #include "openai/api_error.h"
 #include "openai/request_inspector.h"
 
@@ -44,6 +45,9 @@ struct RequestContext {
   http::Exchange& exchange;
   const Route& route;
   RequestRecord record;
+  // The request's spans when tracing is on (gateway/request_tracing); the
+  // stages add a child span per wait and attempt (obs::ScopedSpan).
+  std::optional<obs::RequestTrace> trace;
   // Headers every answer to this request carries, whichever stage answers
   // (rate-limit state, the route taken); stages add to it as they learn.
   http::Headers response_headers;

@@ -18,6 +18,27 @@ std::string seconds_text(std::chrono::milliseconds d) {
   return fmt::format("{:g} s", std::chrono::duration<double>(d).count());
 }
 
+// How a wait for a slot ended, as its span says.
+const char* outcome_name(Admission::Outcome outcome) {
+  switch (outcome) {
+    case Admission::Outcome::granted:
+      return "granted";
+    case Admission::Outcome::queue_full:
+      return "queue_full";
+    case Admission::Outcome::timed_out:
+      return "timed_out";
+    case Admission::Outcome::cancelled:
+      return "cancelled";
+    case Admission::Outcome::shutting_down:
+      return "shutting_down";
+    case Admission::Outcome::key_revoked:
+      return "key_revoked";
+    case Admission::Outcome::refused:
+      return "refused";
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 std::string RouteStage::timed_out_message(const RequestContext& ctx,
@@ -75,6 +96,12 @@ void RouteStage::finish(RequestContext& ctx) {
 void RouteStage::routed(RequestContext& ctx, const RouteDecision& decision) {
   metrics_.route_decided(router_.policy_name(), to_string(decision.reason), decision.match,
                          decision.home_waited);
+  if (ctx.trace) {
+    const auto root = obs::RequestTrace::root;
+    ctx.trace->set(root, "switchyard.route.policy", std::string(router_.policy_name()));
+    ctx.trace->set(root, "switchyard.route.reason", std::string(to_string(decision.reason)));
+    if (decision.match >= 0) ctx.trace->set(root, "switchyard.route.match", decision.match);
+  }
   if (!routing_options_.route_header || !ctx.target) return;
   const std::string& name = router_.instance_name(*ctx.target);
   ctx.response_headers.set("X-Switchyard-Route",
@@ -98,7 +125,10 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
   std::optional<std::chrono::milliseconds> held;
   for (auto* gate : gates_)
     if (auto bound = gate->hold(ctx)) held = std::max(held.value_or(*bound), *bound);
+  std::optional<obs::ScopedSpan> hold_span;
+  if (held) hold_span.emplace(ctx.trace, "switchyard.switch_hold");
   const Routed routed = co_await route_slot(ctx, retry, held.value_or(max_wait), held.has_value());
+  hold_span.reset();
   for (auto* gate : gates_) gate->routed(ctx);
   co_return routed;
 }
@@ -125,13 +155,20 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
     // A switch holding the model brings its instances: wait for them.
     if (why == Router::Refusal::no_instance_ready && !held) co_return Routed::none_left;
   }
+  // Waiting for a slot, or for an instance still loading its model.
+  obs::ScopedSpan span(ctx.trace, why == Router::Refusal::no_instance_ready
+                                      ? "switchyard.load_wait"
+                                      : "switchyard.queue_wait");
   auto waited = co_await (queue_.acquire(query, retry, max_wait, ctx.share) ||
                           ctx.exchange.until_client_gone());
   if (waited.index() == 1) {
     ctx.record.client_gone = true;
+    span.fail("client_closed");
     co_return Routed::answered;
   }
   Admission admission = std::get<0>(std::move(waited));
+  span.set("switchyard.wait.outcome", std::string(outcome_name(admission.outcome)));
+  if (admission.outcome != Admission::Outcome::granted) span.fail(outcome_name(admission.outcome));
   metrics_.observe_queue_wait(ctx.model, admission.waited_seconds);
   ctx.record.queued += admission.waited_seconds;
   switch (admission.outcome) {

@@ -8,6 +8,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "sim/completion.h"
 #include "sim/vllm_format.h"
@@ -170,6 +171,13 @@ awaitable<void> VllmApi::Impl::handle(http::Request request, http::Exchange& exc
       co_return;
     }
   }
+  // vLLM parents its request span on the caller's W3C trace context
+  // (vllm/tracing.py, extract_trace_context); the sim exports no spans, so
+  // it logs the context it would use, for tests and operators to follow.
+  if (auto parent = request.head.headers.find("traceparent"))
+    spdlog::info("request {} {} traceparent={}",
+                 request.head.headers.find("x-request-id").value_or("-"), request.head.path(),
+                 *parent);
   std::optional<CompletionJob> job;
   http::Response reply = runner.loading() ? http::Response() : respond_now(request, job);
   const CompletionRunner::Unavailable unavailable = [](std::string_view message) {
