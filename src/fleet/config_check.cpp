@@ -10,12 +10,10 @@
 
 namespace switchyard::fleet {
 
-namespace {
-
-// The word of a command that names the program, before substitution.
-std::string program_word(std::string_view command) {
+std::vector<std::string> command_words(std::string_view command) {
   if (auto words = split_plain_command(command, {"${PORT}", "${GPUS}", "${SWITCHYARD}"}))
-    return words->front();
+    return *words;
+  std::vector<std::string> words;
   std::size_t i = 0;
   while (i < command.size()) {
     const auto start = command.find_first_not_of(" \t\n", i);
@@ -26,10 +24,13 @@ std::string program_word(std::string_view command) {
     const auto eq = word.find('=');
     const bool assignment = eq != std::string_view::npos && eq > 0 &&
                             word.substr(0, eq).find_first_of("$'\"") == std::string_view::npos;
-    if (!assignment && word != "exec") return std::string(word);
+    if (words.empty() && (assignment || word == "exec")) continue;
+    words.emplace_back(word);
   }
-  return {};
+  return words;
 }
+
+namespace {
 
 bool executable_file(const std::string& path) {
   struct stat st {};
@@ -44,7 +45,8 @@ std::vector<std::string> missing_executables(const FleetConfig& config,
   for (std::size_t i = 0; i < config.instances.size(); ++i) {
     const auto& inst = config.instances[i];
     if (!inst.command) continue;
-    std::string word = program_word(*inst.command);
+    const auto words = command_words(*inst.command);
+    std::string word = words.empty() ? std::string() : words.front();
     if (word.starts_with("${SWITCHYARD}"))
       word = std::string(self_path) + word.substr(std::string_view("${SWITCHYARD}").size());
     // Left to the shell to expand: nothing to look up before it runs.

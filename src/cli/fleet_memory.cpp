@@ -1,0 +1,75 @@
+#include "cli/fleet_memory.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fleet/config_check.h"
+#include "plan/byte_size.h"
+#include "plan/command_memory.h"
+
+namespace switchyard::cli {
+namespace {
+
+std::string per_gpu_text(const std::vector<int>& ids, const std::vector<std::uint64_t>& bytes) {
+  std::string text;
+  for (std::size_t i = 0; i < ids.size() && i < bytes.size(); ++i) {
+    text += fmt::format("{}GPU {} {}", i ? ", " : "", ids[i],
+                        plan::format_bytes(static_cast<double>(bytes[i])));
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<FleetMemory> estimate_fleet_memory(fleet::FleetConfig& config,
+                                          const std::map<int, std::uint64_t>& cards) {
+  FleetMemory out;
+  fleet::MemoryEstimates estimates;
+  std::vector<fleet::MemoryUser> users;
+  for (std::size_t i = 0; i < config.instances.size(); ++i) {
+    const auto& inst = config.instances[i];
+    const auto ids = fleet::parse_gpu_ids(inst.gpus);
+    if (!inst.command || !ids || ids->empty()) continue;
+    std::vector<std::uint64_t> card_bytes;
+    for (const int id : *ids) {
+      const auto card = cards.find(id);
+      card_bytes.push_back(card == cards.end() ? 0 : card->second);
+    }
+    auto estimate = plan::estimate_command_memory(fleet::command_words(*inst.command), card_bytes);
+    if (!estimate) {
+      out.lines.push_back(fmt::format("memory of {}: unknown ({}); declare instances[{}].memory",
+                                      inst.name, estimate.error().message, i));
+      continue;
+    }
+    out.lines.push_back(fmt::format("memory of {}: {}, by {}", inst.name,
+                                    per_gpu_text(*ids, estimate->per_gpu), estimate->source));
+    users.push_back({inst.name, *ids, estimate->per_gpu});
+    estimates[inst.name] = {std::move(estimate->per_gpu), std::move(estimate->source)};
+  }
+  out.clashes = fleet::memory_clashes(users, cards);
+  for (const auto& clash : out.clashes) {
+    if (clash.instances.size() > 1) continue;
+    for (std::size_t i = 0; i < config.instances.size(); ++i) {
+      if (config.instances[i].name != clash.instances.front()) continue;
+      return Error{
+          fmt::format("{}: instances[{}].command: {}; lower its -c/-np/-ngl or move it "
+                      "to more GPUs",
+                      config.source, i, clash_text(clash))};
+    }
+  }
+  config.estimated_memory = std::move(estimates);
+  return out;
+}
+
+std::string clash_text(const fleet::MemoryClash& clash) {
+  const auto have = plan::format_bytes(static_cast<double>(clash.have));
+  const auto need = plan::format_bytes(static_cast<double>(clash.need));
+  if (clash.instances.size() == 1) {
+    return fmt::format("GPU {} ({}) cannot hold {}: it needs {}", clash.gpu, have,
+                       clash.instances.front(), need);
+  }
+  return fmt::format("GPU {} ({}) cannot hold {} together: they need {}", clash.gpu, have,
+                     fmt::join(clash.instances, " and "), need);
+}
+
+}  // namespace switchyard::cli
