@@ -1,16 +1,29 @@
 #include "cli/fleet_memory.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "fleet/config_check.h"
 #include "plan/byte_size.h"
-#include "plan/command_memory.h"
 
 namespace switchyard::cli {
 namespace {
 
-std::string per_gpu_text(const std::vector<int>& ids, const std::vector<std::uint64_t>& bytes) {
+// An instance's GPU ids, from its `gpus` ("0,1").
+std::vector<std::string> gpu_ids(const std::string& gpus) {
+  std::vector<std::string> ids;
+  for (std::size_t start = 0; start < gpus.size();) {
+    const std::size_t end = std::min(gpus.find(',', start), gpus.size());
+    if (end > start) ids.push_back(gpus.substr(start, end - start));
+    start = end + 1;
+  }
+  return ids;
+}
+
+std::string per_gpu_text(const std::vector<std::string>& ids,
+                         const std::vector<std::uint64_t>& bytes) {
   std::string text;
   for (std::size_t i = 0; i < ids.size() && i < bytes.size(); ++i) {
     text += fmt::format("{}GPU {} {}", i ? ", " : "", ids[i],
@@ -21,17 +34,16 @@ std::string per_gpu_text(const std::vector<int>& ids, const std::vector<std::uin
 
 }  // namespace
 
-Result<FleetMemory> estimate_fleet_memory(fleet::FleetConfig& config,
-                                          const std::map<int, std::uint64_t>& cards) {
+Result<FleetMemory> estimate_fleet_memory(const fleet::FleetConfig& config,
+                                          const std::map<std::string, std::uint64_t>& cards) {
   FleetMemory out;
-  fleet::MemoryEstimates estimates;
   std::vector<fleet::MemoryUser> users;
   for (std::size_t i = 0; i < config.instances.size(); ++i) {
     const auto& inst = config.instances[i];
-    const auto ids = fleet::parse_gpu_ids(inst.gpus);
-    if (!inst.command || !ids || ids->empty()) continue;
+    const auto ids = gpu_ids(inst.gpus);
+    if (!inst.command || ids.empty()) continue;
     std::vector<std::uint64_t> card_bytes;
-    for (const int id : *ids) {
+    for (const auto& id : ids) {
       const auto card = cards.find(id);
       card_bytes.push_back(card == cards.end() ? 0 : card->second);
     }
@@ -42,9 +54,9 @@ Result<FleetMemory> estimate_fleet_memory(fleet::FleetConfig& config,
       continue;
     }
     out.lines.push_back(fmt::format("memory of {}: {}, by {}", inst.name,
-                                    per_gpu_text(*ids, estimate->per_gpu), estimate->source));
-    users.push_back({inst.name, *ids, estimate->per_gpu});
-    estimates[inst.name] = {std::move(estimate->per_gpu), std::move(estimate->source)};
+                                    per_gpu_text(ids, estimate->per_gpu), estimate->source));
+    users.push_back({inst.name, ids, estimate->per_gpu});
+    out.estimates[inst.name] = std::move(*estimate);
   }
   out.clashes = fleet::memory_clashes(users, cards);
   for (const auto& clash : out.clashes) {
@@ -52,12 +64,10 @@ Result<FleetMemory> estimate_fleet_memory(fleet::FleetConfig& config,
     for (std::size_t i = 0; i < config.instances.size(); ++i) {
       if (config.instances[i].name != clash.instances.front()) continue;
       return Error{
-          fmt::format("{}: instances[{}].command: {}; lower its -c/-np/-ngl or move it "
-                      "to more GPUs",
+          fmt::format("{}: instances[{}].command: {}; lower its -c/-np/-ngl or give it more GPUs",
                       config.source, i, clash_text(clash))};
     }
   }
-  config.estimated_memory = std::move(estimates);
   return out;
 }
 

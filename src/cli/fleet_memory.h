@@ -1,6 +1,6 @@
-// serve's memory figures: plan's estimate of every instance's command, handed to the gateway as
-// plain numbers (FleetConfig::estimated_memory; the gateway does not link plan), and the
-// instances that can never be resident together, for the log and `serve --check`.
+// serve's memory figures: plan's estimate of every instance's command, for the gateway (as plain
+// numbers: it does not link plan), the log and `serve --check`, with the instances that can
+// never be resident together.
 #pragma once
 
 #include <cstdint>
@@ -11,21 +11,22 @@
 #include "common/result.h"
 #include "fleet/fleet_config.h"
 #include "fleet/instance_memory.h"
+#include "plan/command_memory.h"
 
 namespace switchyard::cli {
 
 struct FleetMemory {
-  std::vector<std::string> lines;           // one per instance with a command and GPUs
-  std::vector<fleet::MemoryClash> clashes;  // from the estimates that could be made
+  std::map<std::string, plan::CommandMemory> estimates;  // by instance name
+  std::vector<std::string> lines;                        // one per instance with a command and GPUs
+  std::vector<fleet::MemoryClash> clashes;               // from the estimates that could be made
 };
 
-// Estimates every instance that has a command and GPUs, stores the figures in
-// config.estimated_memory and says, per instance, what it needs and where that came from (or why
-// it could not be estimated). `cards`: each card's memory by id; a card not in it is unknown.
-// Fails (a config error, naming the file and the instance's command) when an instance alone
-// needs more than one of its cards has.
-Result<FleetMemory> estimate_fleet_memory(fleet::FleetConfig& config,
-                                          const std::map<int, std::uint64_t>& cards);
+// Estimates every instance that has a command and GPUs and says, per instance, what it needs and
+// where that came from (or why it could not be estimated). `cards`: each card's memory by id; a
+// card not in it is unknown. Fails (a config error naming the file and the instance's command)
+// when an instance alone needs more than one of its cards has.
+Result<FleetMemory> estimate_fleet_memory(const fleet::FleetConfig& config,
+                                          const std::map<std::string, std::uint64_t>& cards);
 
 // "GPU 0 (24 GiB) cannot hold coder and vision together: they need 30 GiB".
 std::string clash_text(const fleet::MemoryClash& clash);

@@ -78,13 +78,13 @@ std::string self_path(const char* fallback) {
 }
 
 // The box's cards by id, for plan's estimates; a card not in it is unknown.
-std::map<int, std::uint64_t> card_memory(const fleet::FleetConfig&) {
+std::map<std::string, std::uint64_t> card_memory(const fleet::FleetConfig&) {
   return {};
 }
 
 // serve --check: 0 when the config would start, else 2 with a line per problem. Prints what each
 // instance needs of its GPUs and which instances can never be resident together.
-int check_config(fleet::FleetConfig& config, const std::string& path) {
+int check_config(const fleet::FleetConfig& config, const std::string& path) {
   const auto problems = fleet::missing_executables(config, self_path("switchyard"));
   for (const auto& p : problems) std::cerr << "switchyard serve: " << path << ": " << p << "\n";
   if (!problems.empty()) return 2;

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "common/result.h"
-#include "fleet/instance_memory.h"
 #include "fleet/redis_url.h"
 
 namespace switchyard::fleet {
@@ -261,9 +260,6 @@ struct FleetConfig {
   // The first is active at start; empty: no profiles (every instance runs).
   std::vector<ProfileConfig> profiles;
   SwitchingOptions switching;
-  // Not from the YAML: what each instance needs per GPU by plan's estimate of its command,
-  // filled by serve (cli/) at start and on every reload. A declared `memory` wins over it.
-  MemoryEstimates estimated_memory;
 };
 
 // The settings that differ between `running` and `next` but take effect only

@@ -1,35 +1,19 @@
-// What each instance needs of its GPUs' memory, as plain numbers: the gateway decides residency
-// with them and never links the planner. serve (cli/) fills them from plan's estimate of each
-// instance's command (plan/command_memory.h); a declared `memory` wins over them.
+// Which instances a box's cards can never hold, alone or two together, from plain numbers: what
+// each instance needs per GPU (declared, or serve's plan estimate) and each card's memory. For
+// `serve --check` and the log; the gateway never links the planner.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace switchyard::fleet {
 
-struct InstanceMemory {
-  // Bytes on each of the instance's GPUs, in the order of its `gpus` ids ("1,0": GPU 1 first).
-  std::vector<std::uint64_t> per_gpu;
-  std::string source;  // where the figures came from, one line for the log and --check
-
-  bool operator==(const InstanceMemory&) const = default;
-};
-
-// By instance name.
-using MemoryEstimates = std::map<std::string, InstanceMemory>;
-
-// The GPU ids in an instance's `gpus` ("0", "0,1"); nullopt when a part is not a whole number.
-std::optional<std::vector<int>> parse_gpu_ids(std::string_view gpus);
-
 // One instance's claim on the box's cards.
 struct MemoryUser {
   std::string name;
-  std::vector<int> gpus;               // card ids
+  std::vector<std::string> gpus;       // card ids, as instances name them
   std::vector<std::uint64_t> per_gpu;  // bytes on each, in the same order
 };
 
@@ -37,7 +21,7 @@ struct MemoryUser {
 // can never be resident together.
 struct MemoryClash {
   std::vector<std::string> instances;  // one or two names
-  int gpu = 0;
+  std::string gpu;
   std::uint64_t need = 0;  // bytes they need on it together
   std::uint64_t have = 0;  // the card's memory
 };
@@ -46,6 +30,6 @@ struct MemoryClash {
 // overflows a card they share, in config order. Cards missing from `cards` (memory unknown) are
 // not judged.
 std::vector<MemoryClash> memory_clashes(const std::vector<MemoryUser>& users,
-                                        const std::map<int, std::uint64_t>& cards);
+                                        const std::map<std::string, std::uint64_t>& cards);
 
 }  // namespace switchyard::fleet
