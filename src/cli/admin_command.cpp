@@ -1,5 +1,6 @@
 // `switchyard admin`: the admin API of a running gateway, for people.
 //   switchyard admin --url URL [--key K] status|profile NAME|drain NAME|enable NAME
+//                                        |load MODEL|unload MODEL
 #include <CLI/CLI.hpp>
 #include <boost/json.hpp>
 
@@ -72,7 +73,9 @@ void print_status(const json::object& s) {
 }
 
 int run_admin(const AdminFlags& f) {
-  const auto usage = "switchyard admin: expected status, profile NAME, drain NAME or enable NAME";
+  const auto usage =
+      "switchyard admin: expected status, profile NAME, drain NAME, enable NAME, load MODEL or "
+      "unload MODEL";
   if (f.words.empty()) {
     std::cerr << usage << "\n";
     return 2;
@@ -98,6 +101,11 @@ int run_admin(const AdminFlags& f) {
   } else if (action == "drain" || action == "enable") {
     req.method = "POST";
     req.url = base + "/admin/instances/" + f.words[1] + "/" + action;
+  } else if (action == "load" || action == "unload") {
+    req.method = "POST";
+    req.url = base + "/models/" + action;
+    req.body = json::serialize(json::object{{"model", f.words[1]}});
+    req.headers.emplace_back("Content-Type", "application/json");
   } else {
     std::cerr << usage << " (got '" << action << "')\n";
     return 2;
@@ -131,6 +139,9 @@ int run_admin(const AdminFlags& f) {
                                text(sw->as_object().if_contains("seconds")));
     else
       std::cout << fmt::format("profile {} already active\n", text(o.if_contains("active")));
+  } else if (action == "load" || action == "unload") {
+    std::cout << fmt::format("model {}: {} started\n", f.words[1],
+                             action == "load" ? "loading" : "unloading");
   } else {
     std::cout << fmt::format("instance {}: admin {}\n", text(o.if_contains("instance")),
                              text(o.if_contains("admin")));
@@ -143,10 +154,13 @@ int run_admin(const AdminFlags& f) {
 Command add_admin_command(CLI::App& app) {
   auto flags = std::make_shared<AdminFlags>();
   auto* sub = app.add_subcommand(
-      "admin", "A running gateway's admin API: status, profile NAME, drain NAME, enable NAME");
+      "admin",
+      "A running gateway's admin API: status, profile NAME, drain NAME, enable NAME, "
+      "load MODEL, unload MODEL");
   sub->add_option("--url", flags->url, "The gateway's URL")->capture_default_str();
   sub->add_option("--key", flags->key, "The admin key (fleet config admin_key)");
-  sub->add_option("action", flags->words, "status | profile NAME | drain NAME | enable NAME")
+  sub->add_option("action", flags->words,
+                  "status | profile NAME | drain NAME | enable NAME | load MODEL | unload MODEL")
       ->required();
   return {sub, [flags] { return run_admin(*flags); }};
 }

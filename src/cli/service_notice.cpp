@@ -7,7 +7,7 @@ namespace switchyard::cli {
 
 bool first_health_pass_done(const std::vector<std::unique_ptr<fleet::Instance>>& instances) {
   for (const auto& inst : instances)
-    if (inst->config.command && inst->admin != fleet::AdminState::parked &&
+    if (inst->config.command && inst->admin() != fleet::AdminState::parked &&
         inst->state == fleet::InstanceState::starting)
       return false;
   return true;

@@ -4,8 +4,10 @@
 #include <boost/json.hpp>
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -55,6 +57,33 @@ const char* to_string(AdminState state) {
   return "unknown";
 }
 
+const char* to_string(AdminCause cause) {
+  switch (cause) {
+    case AdminCause::operator_drain:
+      return "operator";
+    case AdminCause::profile_draining:
+      return "profile-draining";
+    case AdminCause::profile_parked:
+      return "profile-parked";
+    case AdminCause::reload_removing:
+      return "reload-removing";
+    case AdminCause::model_evicting:
+      return "model-evicting";
+    case AdminCause::model_unloaded:
+      return "model-unloaded";
+  }
+  return "unknown";
+}
+
+std::string AdminCauses::describe() const {
+  std::string out;
+  for (auto c :
+       {AdminCause::operator_drain, AdminCause::profile_draining, AdminCause::profile_parked,
+        AdminCause::reload_removing, AdminCause::model_evicting, AdminCause::model_unloaded})
+    if (has(c)) out += (out.empty() ? "" : ", ") + std::string(to_string(c));
+  return out;
+}
+
 namespace {
 
 // A free loopback port for a supervised engine. Another process could take it
@@ -96,6 +125,8 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   };
 
   std::size_t add(const InstanceConfig& config);
+  // Not started: waits for its profile or its model's load.
+  void park(Instance& inst, AdminCause cause);
   awaitable<void> stop_processes(std::vector<std::size_t> indices);
   bool done(const Instance& inst) const {
     return stopping || inst.state == InstanceState::removed || watches[inst.index]->halted;
@@ -146,11 +177,19 @@ Fleet::Fleet(net::any_io_executor executor, const FleetConfig& config, std::stri
   for (std::size_t p = 0; p < config.profiles.size(); ++p)
     for (const auto& name : config.profiles[p].instances) (p == 0 ? first : others).insert(name);
   for (auto& inst : state_->instances) {
+    if (inst->config.load == LoadMode::on_demand) {
+      state_->park(*inst, AdminCause::model_unloaded);
+      continue;
+    }
     if (!others.count(inst->name()) || first.count(inst->name())) continue;
-    inst->admin = AdminState::parked;
-    inst->state = InstanceState::stopped;
-    state_->watches[inst->index]->halted = true;
+    state_->park(*inst, AdminCause::profile_parked);
   }
+}
+
+void Fleet::State::park(Instance& inst, AdminCause cause) {
+  inst.causes.set(cause, true);
+  inst.state = InstanceState::stopped;
+  watches[inst.index]->halted = true;
 }
 
 std::size_t Fleet::State::add(const InstanceConfig& config) {
@@ -214,42 +253,48 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
   // Switched off by its profile (stopped or asleep): a changed copy stays
   // off too, or a reload would start it beside the profile using its GPUs.
   const auto off = [&](const Instance& inst) {
-    return inst.admin == AdminState::parked && (s.watches[inst.index]->halted || inst.asleep);
+    return inst.admin() == AdminState::parked && (s.watches[inst.index]->halted || inst.asleep);
   };
-  std::set<std::size_t> start_parked;
+  std::map<std::size_t, AdminCauses> start_parked;  // new index → the old copy's causes
   for (const auto& wanted : config.instances) {
     bool unchanged = false, parked = false;
+    AdminCauses causes;
     for (auto& inst : s.instances) {
       if (inst->name() != wanted.name || inst->state == InstanceState::removed ||
           (inst->state == InstanceState::stopped && !off(*inst)))
         continue;
       unchanged = inst->config == wanted;
       parked = off(*inst);
+      causes = inst->causes;
       if (unchanged) kept[inst->index] = true;
       break;
     }
     if (unchanged) continue;
     const auto index = s.add(wanted);
     changes.added.push_back(index);
-    if (parked) start_parked.insert(index);
+    if (parked) start_parked[index] = causes;
   }
   for (std::size_t i = 0; i < kept.size(); ++i) {
     auto& inst = *s.instances[i];
     if (kept[i] || inst.state == InstanceState::removed ||
         (inst.state == InstanceState::stopped && !off(inst)))
       continue;
-    inst.admin = AdminState::draining;
+    inst.causes.set(AdminCause::reload_removing, true);
     s.set_state(inst, InstanceState::removed);
     s.watches[i]->wake.cancel();  // its supervision ends
     changes.removed.push_back(i);
   }
   s.config = config;
   for (auto i : changes.added) {
-    if (start_parked.count(i)) {
+    if (auto old = start_parked.find(i); old != start_parked.end()) {
       auto& inst = *s.instances[i];
-      inst.admin = AdminState::parked;
+      inst.causes = old->second;
       inst.state = InstanceState::stopped;
       s.watches[i]->halted = true;
+      continue;
+    }
+    if (s.instances[i]->config.load == LoadMode::on_demand) {
+      s.park(*s.instances[i], AdminCause::model_unloaded);
       continue;
     }
     net::co_spawn(s.executor, s.supervise(*s.instances[i]), net::detached);
@@ -272,7 +317,7 @@ void Fleet::report_failure(std::size_t index, const std::string& reason) {
   // cause is rarely the instances, and ejecting all would refuse everything.
   int peers = 0, out = 0;
   for (const auto& other : s.instances) {
-    if (other->model() != inst.model() || other->admin != AdminState::active) continue;
+    if (other->model() != inst.model() || !other->causes.empty()) continue;
     ++peers;
     out += other->state == InstanceState::ejected;
   }
@@ -480,6 +525,7 @@ awaitable<bool> Fleet::State::wait_healthy(Instance& inst, Watch& watch) {
 awaitable<void> Fleet::State::after_exit(Instance& inst, Watch& watch) {
   const int status = *watch.exit_status;
   inst.problem = "engine " + describe_exit(status);
+  inst.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // Whatever the shell left behind; the reaper waits for it (it is our
   // child now, the gateway being a subreaper).
   watch.process->signal(SIGKILL);
@@ -553,12 +599,13 @@ awaitable<void> Fleet::State::relay_output(std::string name, int fd) {
   if (!pending.empty()) spdlog::info("[{}] {}", name, pending);
 }
 
-void Fleet::set_admin(std::size_t index, AdminState admin) {
+void Fleet::set_cause(std::size_t index, AdminCause cause, bool on) {
   auto& inst = *state_->instances.at(index);
-  if (inst.admin == admin) return;
-  spdlog::info("instance {} ({}): admin {} -> {}", inst.name(), inst.model(), to_string(inst.admin),
-               to_string(admin));
-  inst.admin = admin;
+  const auto before = inst.admin();
+  if (!inst.causes.set(cause, on)) return;
+  spdlog::info("instance {} ({}): {} {}: admin {} -> {}{}{}", inst.name(), inst.model(),
+               on ? "+" : "-", to_string(cause), to_string(before), to_string(inst.admin()),
+               inst.causes.empty() ? "" : " for ", inst.causes.describe());
   if (state_->on_change) state_->on_change(inst);
 }
 
@@ -588,6 +635,7 @@ awaitable<std::optional<std::string>> Fleet::bring_up(std::size_t index) {
   auto& watch = *s->watches.at(index);
   const auto startup = s->config.timeouts.startup;
   inst.problem.clear();
+  inst.exit_code.reset();
   if (inst.asleep) {
     const int status = co_await s->call(inst, "POST", "/wake_up", "", startup);
     if (status != 200)
@@ -625,7 +673,6 @@ awaitable<std::optional<std::string>> Fleet::bring_up(std::size_t index) {
 awaitable<void> Fleet::bring_down(std::size_t index) {
   auto s = state_;
   auto& inst = *s->instances.at(index);
-  set_admin(index, AdminState::parked);
   if (inst.config.sleep && !inst.asleep && inst.state == InstanceState::ready) {
     const int status =
         co_await s->call(inst, "POST", "/sleep?level=1", "", s->config.timeouts.startup);

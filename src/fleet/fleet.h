@@ -63,13 +63,15 @@ class Fleet {
   // left to the caller (a switch warms it first). nullopt, or why it failed.
   boost::asio::awaitable<std::optional<std::string>> bring_up(std::size_t index);
   // Takes an instance down on purpose: to sleep (sleep: true, falling back to
-  // a stop when the engine refuses) or stopped. Admin state parked.
+  // a stop when the engine refuses) or stopped. The caller parks it first
+  // (its own admin cause).
   boost::asio::awaitable<void> bring_down(std::size_t index);
   // One 1-token completion, so the first real request does not pay the
   // engine's warm-up. nullopt, or why it failed.
   boost::asio::awaitable<std::optional<std::string>> warm(std::size_t index);
-  // Sets the admin state (drain, enable, a switch's steps); on_change runs.
-  void set_admin(std::size_t index, AdminState admin);
+  // Adds or removes one cause of its admin state (the operator's drain, a
+  // switch's steps, a model's residency); on_change runs when the set changed.
+  void set_cause(std::size_t index, AdminCause cause, bool on);
 
   // Stops every supervised engine's process group: SIGTERM, then SIGKILL
   // after timeouts.stop. Completes when all have exited.

@@ -104,6 +104,12 @@ std::chrono::milliseconds duration(const YAML::Node& node, const std::string& fi
   return *d;
 }
 
+std::uint64_t byte_size(const YAML::Node& node, const std::string& field) {
+  auto s = parse_size(scalar(node, field));
+  if (!s) fail(node, fmt::format("{}: {}", field, s.error().message));
+  return *s;
+}
+
 ModelConfig parse_model(const YAML::Node& node, std::size_t i) {
   const auto where = fmt::format("models[{}]", i);
   if (!node.IsMap()) fail(node, where + ": expected a mapping with 'name'");
@@ -120,7 +126,7 @@ InstanceConfig parse_instance(const YAML::Node& node, std::size_t i) {
   if (!node.IsMap()) fail(node, where + ": expected a mapping");
   check_keys(node, where,
              {"name", "model", "url", "command", "env", "gpus", "slots", "api_key", "served_model",
-              "sleep", "prestart"});
+              "sleep", "prestart", "load", "ttl", "memory"});
   InstanceConfig inst;
   inst.name =
       node["name"] ? non_empty(node["name"], where + ".name") : fmt::format("instance{}", i);
@@ -163,6 +169,17 @@ InstanceConfig parse_instance(const YAML::Node& node, std::size_t i) {
     inst.served_model = non_empty(node["served_model"], where + ".served_model");
   if (node["sleep"]) inst.sleep = boolean(node["sleep"], where + ".sleep");
   if (node["prestart"]) inst.prestart = boolean(node["prestart"], where + ".prestart");
+  if (const auto load = node["load"]) {
+    const auto mode = scalar(load, where + ".load");
+    if (mode != "always" && mode != "on-demand")
+      fail(load, fmt::format("{}.load: '{}' is not one of: always, on-demand", where, mode));
+    inst.load = mode == "always" ? LoadMode::always : LoadMode::on_demand;
+  }
+  if (const auto ttl = node["ttl"]) {
+    inst.ttl = duration(ttl, where + ".ttl");
+    if (inst.ttl->count() == 0) fail(ttl, where + ".ttl: must be above 0");
+  }
+  if (const auto memory = node["memory"]) inst.memory = byte_size(memory, where + ".memory");
   return inst;
 }
 
@@ -398,17 +415,9 @@ void parse_switching(const YAML::Node& node, SwitchingOptions& s) {
   }
 }
 
-std::vector<std::string> split_gpus(const std::string& gpus) {
-  std::vector<std::string> out;
-  std::stringstream in(gpus);
-  for (std::string g; std::getline(in, g, ',');)
-    if (!g.empty()) out.push_back(g);
-  return out;
-}
-
 bool share_gpu(const InstanceConfig& a, const InstanceConfig& b) {
-  for (const auto& g : split_gpus(a.gpus))
-    for (const auto& h : split_gpus(b.gpus))
+  for (const auto& g : a.gpu_ids())
+    for (const auto& h : b.gpu_ids())
       if (g == h) return true;
   return false;
 }
@@ -486,6 +495,81 @@ void validate_profiles(const YAML::Node& root, const FleetConfig& c) {
            fmt::format("switching.estimates: '{}' is not one of the instances", name));
 }
 
+void parse_gpus(const YAML::Node& node, std::vector<GpuConfig>& gpus) {
+  if (!node.IsSequence()) fail(node, "gpus: expected a list of {id, memory}");
+  for (std::size_t g = 0; g < node.size(); ++g) {
+    const auto where = fmt::format("gpus[{}]", g);
+    const auto& entry = node[g];
+    if (!entry.IsMap()) fail(entry, where + ": expected a mapping {id, memory}");
+    check_keys(entry, where, {"id", "memory"});
+    if (!entry["id"] || !entry["memory"]) fail(entry, where + ": needs both 'id' and 'memory'");
+    GpuConfig gpu{non_empty(entry["id"], where + ".id"),
+                  byte_size(entry["memory"], where + ".memory")};
+    for (const auto& other : gpus)
+      if (other.id == gpu.id)
+        fail(entry["id"], fmt::format("{}.id: '{}' is listed twice", where, gpu.id));
+    gpus.push_back(gpu);
+  }
+}
+
+void parse_swapping(const YAML::Node& node, SwappingOptions& s) {
+  if (!node.IsMap()) fail(node, "swapping: expected a mapping");
+  check_keys(node, "swapping", {"policy", "max_wait", "min_resident"});
+  if (const auto policy = node["policy"]) {
+    const auto name = scalar(policy, "swapping.policy");
+    if (name != "batch" && name != "fifo")
+      fail(policy, fmt::format("swapping.policy: '{}' is not one of: batch, fifo", name));
+    s.policy = name == "batch" ? SwappingOptions::Policy::batch : SwappingOptions::Policy::fifo;
+  }
+  if (const auto wait = node["max_wait"]) {
+    s.max_wait = duration(wait, "swapping.max_wait");
+    if (s.max_wait.count() == 0) fail(wait, "swapping.max_wait: must be above 0");
+  }
+  if (node["min_resident"])
+    s.min_resident = duration(node["min_resident"], "swapping.min_resident");
+}
+
+// load, ttl, gpus and memory (docs/models.md): an on-demand instance is one
+// the gateway starts, outside profiles; its GPUs are the box's; its memory
+// fits them.
+void validate_residency(const YAML::Node& root, const FleetConfig& c) {
+  std::set<std::string> in_profiles;
+  for (const auto& p : c.profiles) in_profiles.insert(p.instances.begin(), p.instances.end());
+  for (std::size_t i = 0; i < c.instances.size(); ++i) {
+    const auto& inst = c.instances[i];
+    const auto node = root["instances"][i];
+    const auto where = fmt::format("instances[{}]", i);
+    const bool on_demand = inst.load == LoadMode::on_demand;
+    if (inst.ttl && !on_demand)
+      fail(node["ttl"], where +
+                            ".ttl: only for 'load: on-demand' (an always-on instance is "
+                            "never unloaded)");
+    if (on_demand && !inst.command)
+      fail(node["load"], where +
+                             ".load: on-demand needs a 'command' (the gateway cannot start "
+                             "an engine at a url)");
+    if (on_demand && in_profiles.count(inst.name))
+      fail(node["load"], fmt::format("{}.load: '{}' is in a profile; profiles decide when their "
+                                     "instances run (use always, the default)",
+                                     where, inst.name));
+    if (c.gpus.empty()) continue;
+    for (const auto& id : inst.gpu_ids()) {
+      const auto gpu = std::find_if(c.gpus.begin(), c.gpus.end(),
+                                    [&](const GpuConfig& g) { return g.id == id; });
+      if (gpu == c.gpus.end()) {
+        std::string ids;
+        for (const auto& g : c.gpus) ids += (ids.empty() ? "" : ", ") + g.id;
+        fail(node["gpus"],
+             fmt::format("{}.gpus: '{}' is not one of the gpus ({})", where, id, ids));
+      }
+      if (inst.memory && *inst.memory > gpu->memory)
+        fail(node["memory"],
+             fmt::format("{}.memory: {:.1f} GiB per GPU does not fit GPU {} ({:.1f} GiB)", where,
+                         *inst.memory / 1073741824.0, id, gpu->memory / 1073741824.0));
+    }
+  }
+}
+
 RoutingPolicy routing_policy(const YAML::Node& node, const std::string& field) {
   static const std::pair<const char*, RoutingPolicy> names[] = {
       {"least-outstanding", RoutingPolicy::least_outstanding},
@@ -560,6 +644,22 @@ void validate(const YAML::Node& root, FleetConfig& c) {
 
 }  // namespace
 
+std::vector<std::string> InstanceConfig::gpu_ids() const {
+  std::vector<std::string> out;
+  std::stringstream in(gpus);
+  for (std::string g; std::getline(in, g, ',');)
+    if (!g.empty()) out.push_back(g);
+  return out;
+}
+
+std::optional<MemoryFigure> instance_memory(const FleetConfig& config, std::size_t i) {
+  const auto& inst = config.instances.at(i);
+  if (inst.memory) return MemoryFigure{*inst.memory, fmt::format("instances[{}].memory", i)};
+  if (auto it = config.memory_estimates.find(inst.name); it != config.memory_estimates.end())
+    return it->second;
+  return std::nullopt;
+}
+
 Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -606,10 +706,10 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (!root.IsMap()) throw ConfigError{1, "expected a mapping with 'models' and 'instances'"};
     check_keys(
         root, "",
-        {"listen",     "models",          "instances", "api_keys",     "admin_key",     "routing",
-         "body_limit", "max_connections", "attempts",  "retry_budget", "health_detail", "timeouts",
-         "health",     "queue",           "state_db",  "profiles",     "switching",     "redis",
-         "redis_down", "redis_lease_ttl", "redis_poll"});
+        {"listen",     "models",          "instances",  "api_keys",     "admin_key",     "routing",
+         "body_limit", "max_connections", "attempts",   "retry_budget", "health_detail", "timeouts",
+         "health",     "queue",           "state_db",   "profiles",     "switching",     "redis",
+         "redis_down", "redis_lease_ttl", "redis_poll", "gpus",         "swapping"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -653,8 +753,11 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (const auto queue = root["queue"]) parse_queue(queue, c.queue);
     if (const auto profiles = root["profiles"]) parse_profiles(profiles, c.profiles);
     if (const auto switching = root["switching"]) parse_switching(switching, c.switching);
+    if (const auto gpus = root["gpus"]) parse_gpus(gpus, c.gpus);
+    if (const auto swapping = root["swapping"]) parse_swapping(swapping, c.swapping);
     validate(root, c);
     validate_profiles(root, c);
+    validate_residency(root, c);
   } catch (const ConfigError& e) {
     return Error{e.line > 0 ? fmt::format("{}:{}: {}", source, e.line, e.message)
                             : fmt::format("{}: {}", source, e.message)};
@@ -698,6 +801,8 @@ void each_restart_only(From& from, To& to, Visit visit) {
   visit("redis_poll", from.redis_poll, to.redis_poll);
   visit("profiles", from.profiles, to.profiles);
   visit("switching", from.switching, to.switching);
+  visit("gpus", from.gpus, to.gpus);
+  visit("swapping", from.swapping, to.swapping);
 }
 
 }  // namespace

@@ -20,6 +20,12 @@ struct ModelConfig {
   std::vector<std::string> aliases;  // other names clients may use
 };
 
+// When the gateway runs an instance's engine (docs/models.md).
+enum class LoadMode {
+  always,     // from start to shutdown (or as its profile says)
+  on_demand,  // started when a request needs its model; unloaded to make room, or after ttl
+};
+
 struct InstanceConfig {
   std::string name;   // unique; appears in logs, metrics and /health
   std::string model;  // a ModelConfig name
@@ -48,7 +54,14 @@ struct InstanceConfig {
   // first switch wakes it (seconds) rather than loading it cold. The
   // gateway's start takes that much longer. Default false.
   bool prestart = false;
+  LoadMode load = LoadMode::always;
+  // on-demand: unloaded after this long with nothing in flight or queued.
+  std::optional<std::chrono::milliseconds> ttl;
+  // Bytes it needs on each of its GPUs; unset: plan's estimate, if any.
+  std::optional<std::uint64_t> memory;
 
+  // Its GPU ids, from `gpus` ("0,1" → {"0", "1"}).
+  std::vector<std::string> gpu_ids() const;
   bool operator==(const InstanceConfig&) const = default;
 };
 
@@ -179,7 +192,7 @@ struct InstanceEstimate {
 // How and when the active profile changes (the `switching:` section).
 struct SwitchingOptions {
   // manual: only POST /admin/profile switches. on_demand: the policy
-  // (fleet/switch_policy.h) also switches when it pays.
+  // (profiles/switch_policy.h) also switches when it pays.
   enum class Mode { manual, on_demand } mode = Mode::manual;
   // In-flight requests of the old profile get this long to finish ...
   std::chrono::milliseconds drain_timeout{60000};
@@ -207,6 +220,41 @@ struct SwitchingOptions {
 
   bool operator==(const SwitchingOptions&) const = default;
 };
+
+// One card of the box (`gpus:`), for the memory accounting of on-demand
+// models.
+struct GpuConfig {
+  std::string id;  // as instances name it in their `gpus`
+  std::uint64_t memory = 0;
+
+  bool operator==(const GpuConfig&) const = default;
+};
+
+// How on-demand models take turns on the cards (`swapping:`, docs/models.md).
+struct SwappingOptions {
+  // batch: a loaded model's queued requests are served before a swap away
+  // from it; fifo: the oldest waiter's model is loaded next (llama-swap's
+  // order, kept for comparison).
+  enum class Policy { batch, fifo } policy = Policy::batch;
+  // No request waits longer than this behind other models' work: its model
+  // is loaded next once it has waited max_wait minus the load's time; past
+  // it, 503 with Retry-After.
+  std::chrono::milliseconds max_wait{std::chrono::minutes(2)};
+  // A loaded model with work stays at least this long (no flapping).
+  std::chrono::milliseconds min_resident{std::chrono::seconds(30)};
+
+  bool operator==(const SwappingOptions&) const = default;
+};
+
+// What an instance needs per GPU, and where the figure came from.
+struct MemoryFigure {
+  std::uint64_t per_gpu = 0;  // bytes on each of its GPUs
+  std::string source;         // "instances[2].memory", "plan: weights ... + KV ..."
+
+  bool operator==(const MemoryFigure&) const = default;
+};
+// By instance name.
+using MemoryEstimates = std::map<std::string, MemoryFigure>;
 
 struct FleetConfig {
   std::string source;  // file name, for messages
@@ -260,7 +308,18 @@ struct FleetConfig {
   // The first is active at start; empty: no profiles (every instance runs).
   std::vector<ProfileConfig> profiles;
   SwitchingOptions switching;
+  // The box's cards; empty: unknown (instances sharing a GPU are never
+  // loaded together).
+  std::vector<GpuConfig> gpus;
+  SwappingOptions swapping;
+  // Not read from the file: plan's estimates, filled in by the serve verb
+  // (gateway/ cannot link plan/). A declared `memory` wins.
+  MemoryEstimates memory_estimates;
 };
+
+// Each instance's memory per GPU and where it came from: its `memory`, else
+// the estimate, else nothing (unknown).
+std::optional<MemoryFigure> instance_memory(const FleetConfig& config, std::size_t i);
 
 // The settings that differ between `running` and `next` but take effect only
 // on a restart, by their config names ("listen", "timeouts.connect", ...).

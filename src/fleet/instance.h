@@ -29,7 +29,7 @@ const char* to_string(InstanceState state);
 // What the operator (or a profile switch, or a reload) wants of an
 // instance, apart from its health (as HAProxy keeps a server's admin state
 // apart from its checks): the router sends new requests only to an instance
-// that is both active and ready.
+// that is both active and ready. Derived from its admin causes.
 enum class AdminState {
   active,    // takes new requests when healthy
   draining,  // finishes what it has, takes nothing new
@@ -37,6 +37,45 @@ enum class AdminState {
 };
 
 const char* to_string(AdminState state);
+
+// Why an instance takes nothing new. Each party sets and clears only its
+// own cause, so one never undoes another's: an instance the operator drained
+// stays drained through a profile switch and back.
+enum class AdminCause : std::uint8_t {
+  operator_drain = 1 << 0,    // POST /admin/instances/NAME/drain
+  profile_draining = 1 << 1,  // its profile is being switched off: finishing its requests
+  profile_parked = 1 << 2,    // its profile is off: stopped or asleep
+  reload_removing = 1 << 3,   // gone from the config: finishing, then stopped
+  model_evicting = 1 << 4,    // being unloaded to free memory: finishing its requests
+  model_unloaded = 1 << 5,    // load: on-demand and not loaded
+};
+
+const char* to_string(AdminCause cause);
+
+// A set of AdminCause; empty: active.
+class AdminCauses {
+ public:
+  bool has(AdminCause c) const { return bits_ & static_cast<std::uint8_t>(c); }
+  bool empty() const { return bits_ == 0; }
+  // Whether the set changed.
+  bool set(AdminCause c, bool on) {
+    const auto before = bits_;
+    bits_ = on ? bits_ | static_cast<std::uint8_t>(c) : bits_ & ~static_cast<std::uint8_t>(c);
+    return bits_ != before;
+  }
+  // Parked when an engine is down on purpose, else draining for any cause.
+  AdminState state() const {
+    if (has(AdminCause::profile_parked) || has(AdminCause::model_unloaded))
+      return AdminState::parked;
+    return empty() ? AdminState::active : AdminState::draining;
+  }
+  // The causes' names, for the status ("operator, profile-draining").
+  std::string describe() const;
+  bool operator==(const AdminCauses&) const = default;
+
+ private:
+  std::uint8_t bits_ = 0;
+};
 
 struct Instance {
   std::size_t index = 0;  // position in the fleet, stable for the fleet's life
@@ -48,7 +87,7 @@ struct Instance {
   // new engine process, whose prefix cache is empty.
   std::uint64_t generation = 0;
   InstanceState state = InstanceState::starting;  // health
-  AdminState admin = AdminState::active;
+  AdminCauses causes;                             // admin state, apart from health
   // Outlier detection: ejections for failed requests since the last request
   // it served well (each one longer), and whether it is back on trial (one
   // request at a time until one succeeds).
@@ -59,6 +98,7 @@ struct Instance {
   // it last failed to start or exited, for a switch's rollback message.
   bool asleep = false;
   std::string problem;
+  std::optional<int> exit_code;  // of its engine's last exit (a failed load's, for /v1/models)
   std::unique_ptr<http::UpstreamPool> pool;  // request traffic; set with url
 
   const std::string& name() const { return config.name; }
@@ -69,13 +109,14 @@ struct Instance {
   }
   // Requests the router may have on it at once.
   int capacity() const { return on_trial ? std::min(slots, 1) : slots; }
+  AdminState admin() const { return causes.state(); }
   // Whether the router may send it a new request.
-  bool routable() const { return state == InstanceState::ready && admin == AdminState::active; }
+  bool routable() const { return state == InstanceState::ready && causes.empty(); }
   // Whether it is on its way to routable without anyone's intervention: an
   // engine the gateway started (or restarts after an exit). An external URL
   // that is not answering may never come, so nobody waits for it.
   bool coming() const {
-    return admin == AdminState::active && config.command.has_value() &&
+    return causes.empty() && config.command.has_value() &&
            (state == InstanceState::starting || state == InstanceState::restarting);
   }
 };

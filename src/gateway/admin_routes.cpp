@@ -22,7 +22,7 @@ double epoch_seconds(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-json::object record_json(const fleet::SwitchRecord& r) {
+json::object record_json(const profiles::SwitchRecord& r) {
   return {{"from", r.from},
           {"to", r.to},
           {"reason", r.reason},
@@ -64,14 +64,48 @@ http::Response instance_action(AdminView& view, std::string_view rest) {
   auto* inst = find_instance(view.fleet, name);
   if (!inst)
     return error(ApiError::not_found(fmt::format("no instance named '{}'", name), "not_found"));
-  if (inst->admin == fleet::AdminState::parked)
+  if (inst->admin() == fleet::AdminState::parked)
     return error(conflict(fmt::format(
         "instance '{}' is parked by its profile; switch profiles with POST /admin/profile", name)));
-  const auto admin = action == "drain" ? fleet::AdminState::draining : fleet::AdminState::active;
+  // Only the operator's own cause: enable does not end a switch's drain.
   spdlog::info("admin: instance {} {}", name, action);
-  view.fleet.set_admin(inst->index, admin);
-  return http::json_response(
-      200, to_json_text(json::object{{"instance", inst->name()}, {"admin", to_string(admin)}}));
+  view.fleet.set_cause(inst->index, fleet::AdminCause::operator_drain, action == "drain");
+  return http::json_response(200, to_json_text(json::object{{"instance", inst->name()},
+                                                            {"admin", to_string(inst->admin())},
+                                                            {"causes", inst->causes.describe()}}));
+}
+
+// POST /models/load and /models/unload, in llama.cpp router mode's shapes.
+http::Response model_action(AdminView& view, const http::Request& request, bool load) {
+  if (view.draining)
+    return error(ApiError::unavailable("the gateway is shutting down", "shutting_down"));
+  if (!view.models)
+    return error(ApiError::not_found("no load: on-demand instances are configured (docs/models.md)",
+                                     "no_models"));
+  boost::system::error_code ec;
+  const auto doc = json::parse(request.body, ec);
+  const json::string* wanted = nullptr;
+  if (!ec && doc.is_object())
+    if (const auto* m = doc.get_object().if_contains("model"); m && m->is_string())
+      wanted = &m->get_string();
+  if (!wanted)
+    return error(ApiError::bad_request(
+        "the body must be a JSON object with 'model' (a string), e.g. {\"model\":\"coder\"}",
+        "model"));
+  auto& residency = view.models->residency();
+  const std::string model(*wanted);
+  if (!residency.manages(model)) {
+    std::string names;
+    for (const auto& s : residency.models())
+      if (residency.manages(s.model)) names += (names.empty() ? "" : ", ") + s.model;
+    return error(ApiError::not_found(
+        fmt::format("model '{}' is not found; on-demand models: {}", model, names),
+        "model_not_found"));
+  }
+  spdlog::info("admin: {} model {}", load ? "load" : "unload", model);
+  if (auto refused = load ? residency.load(model) : residency.unload(model))
+    return error(ApiError::bad_request(*refused, "model"));
+  return http::json_response(200, to_json_text(json::object{{"success", true}}));
 }
 
 }  // namespace
@@ -124,6 +158,7 @@ std::string admin_status_json(const AdminView& view) {
                                      {"model", st.model},
                                      {"state", st.health},
                                      {"admin", st.admin},
+                                     {"causes", st.admin_causes},
                                      {"asleep", inst && inst->asleep},
                                      {"gpus", st.gpus},
                                      {"slots", st.slots},
@@ -140,6 +175,8 @@ net_awaitable admin_response(AdminView view, const http::Request& request) {
   if (path == "/admin/keys") co_return http::json_response(200, view.keys());
   constexpr std::string_view kInstances = "/admin/instances/";
   if (path.starts_with(kInstances)) co_return instance_action(view, path.substr(kInstances.size()));
+  if (path == "/models/load" || path == "/models/unload")
+    co_return model_action(view, request, path == "/models/load");
   // POST /admin/profile
   if (!view.profiles)
     co_return error(

@@ -5,6 +5,8 @@
 //   POST /admin/profile {"profile": P}   a manual switch; answers once P is active, or why not
 //   POST /admin/instances/{name}/drain   admin state draining (finishes its requests)
 //   POST /admin/instances/{name}/enable  admin state active again
+//   POST /models/load {"model": M}       load an on-demand model (docs/models.md)
+//   POST /models/unload {"model": M}     unload it (its requests finish first)
 // Access is checked before the body is read (gateway/admin_access.h).
 #pragma once
 
@@ -15,6 +17,7 @@
 #include <string>
 
 #include "fleet/fleet.h"
+#include "gateway/model_control.h"
 #include "gateway/profile_control.h"
 #include "http/message.h"
 #include "obs/status.h"
@@ -24,6 +27,8 @@ namespace switchyard::gateway {
 struct AdminView {
   fleet::Fleet& fleet;
   ProfileControl* profiles;  // null without profiles
+  ModelControl* models;      // null without on-demand instances
+  bool draining;             // shutting down
   // The snapshot the status is built from (the one /health and /metrics read).
   std::function<obs::StatusSnapshot()> snapshot;
   // GET /admin/keys's body (gateway/keys_routes.h).

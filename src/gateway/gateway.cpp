@@ -21,6 +21,7 @@
 #include "gateway/info_routes.h"
 #include "gateway/keys_routes.h"
 #include "gateway/model_catalog.h"
+#include "gateway/model_control.h"
 #include "gateway/pipeline.h"
 #include "gateway/profile_control.h"
 #include "gateway/resolve.h"
@@ -106,13 +107,18 @@ struct Gateway::Impl {
     if (c.redis) share_limits(c);
     if (!c.profiles.empty()) {
       profiles = std::make_unique<ProfileControl>(executor, c, fleet, router, queue, metrics);
-      route.set_gate(profiles.get());
+      route.add_gate(profiles.get());
+    }
+    if (ModelControl::wanted(c)) {
+      models = std::make_unique<ModelControl>(executor, c, fleet, router, queue, metrics);
+      route.add_gate(models.get());
     }
     // A freed slot goes to the next waiter of its model; a removed instance
     // is stopped once its last request is done.
     router.on_release([this](std::size_t index, const std::string& model) {
       queue.dispatch(model, index);
       if (profiles) profiles->slot_released(index);
+      if (models) models->slot_released(index);
       if (router.in_flight(index) == 0 && retiring.erase(index)) stop_instance(index);
     });
     // An instance that turns ready may serve waiting requests; one that is
@@ -230,10 +236,17 @@ struct Gateway::Impl {
     return s;
   }
   AdminView admin_view() {
-    return AdminView{fleet, profiles.get(), [this] { return snapshot(); },
+    return AdminView{fleet,
+                     profiles.get(),
+                     models.get(),
+                     draining,
+                     [this] { return snapshot(); },
                      [this] { return keys_body(keys_view()); }};
   }
   KeysView keys_view() { return KeysView{keys, stored_keys, admit, usage_today}; }
+  std::vector<profiles::ModelState> model_states() const {
+    return models ? models->residency().models() : std::vector<profiles::ModelState>{};
+  }
   // Whether the request may see instance detail (names, URLs) in /health.
   bool sees_detail(const http::RequestHead& head) const {
     return !keys.enabled() || config.health_detail_public || keys.allows(head.headers);
@@ -264,6 +277,7 @@ struct Gateway::Impl {
   std::mt19937_64 rng;
   std::set<std::size_t> retiring;            // removed by a reload, still finishing requests
   std::unique_ptr<ProfileControl> profiles;  // null without profiles
+  std::unique_ptr<ModelControl> models;      // null without on-demand instances
   fleet::MetricsScraper scraper;             // each ready engine's /metrics
   advisor::LiveAdvisor advisor;              // doctor's backend checks on those scrapes
   ConsoleFeed feed;                          // the dashboard's requests and charts
@@ -404,6 +418,9 @@ awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exc
                               first);
         },
         [this] { return draining; });
+  } else if (route.kind == RouteKind::sse && models) {
+    ctx.record.status = 200;
+    co_await models->stream_events(exchange, [this] { return draining; });
   } else if (route.kind == RouteKind::admin) {
     AdminView view = admin_view();
     http::Response reply = co_await admin_response(view, request);
@@ -456,9 +473,13 @@ http::Response Gateway::Impl::local_response(const Route& route,
                                              const http::RequestHead& head) const {
   switch (route.kind) {
     case RouteKind::models:
-      return models_response(catalog, fleet.instances());
+      return models_response(catalog, fleet.instances(), model_states());
     case RouteKind::model:
-      return model_response(head.path().substr(route.path.size()), catalog, fleet.instances());
+      return model_response(head.path().substr(route.path.size()), catalog, fleet.instances(),
+                            model_states());
+    case RouteKind::sse:
+      return openai::error_response(ApiError::not_found(
+          "no load: on-demand instances are configured (docs/models.md)", "no_models"));
     case RouteKind::health:
       return health_response(snapshot(), sees_detail(head));
     case RouteKind::metrics: {

@@ -19,10 +19,30 @@ long long now_seconds() {
       .count();
 }
 
-bool served(const std::string& model, const InstanceTable& instances) {
+const profiles::ModelState* state_of(const std::string& model,
+                                     const std::vector<profiles::ModelState>& states) {
+  for (const auto& s : states)
+    if (s.model == model) return &s;
+  return nullptr;
+}
+
+// Listed: routable now, or (with on-demand models) configured at all.
+bool served(const std::string& model, const InstanceTable& instances,
+            const std::vector<profiles::ModelState>& states) {
+  if (!states.empty()) return true;
   for (const auto& inst : instances)
     if (inst->model() == model && inst->routable()) return true;
   return false;
+}
+
+boost::json::object status_object(const profiles::ModelState& s) {
+  boost::json::object status{{"value", s.value}, {"args", boost::json::array{}}};
+  if (s.failed) {
+    status["failed"] = true;
+    status["exit_code"] = s.exit_code.value_or(1);
+    status["error"] = s.problem;
+  }
+  return status;
 }
 
 boost::json::object model_object(const fleet::ModelConfig& m, long long created) {
@@ -46,32 +66,42 @@ boost::json::object alias_object(const std::string& alias, const std::string& mo
 
 }  // namespace
 
-http::Response models_response(const ModelCatalog& catalog, const InstanceTable& instances) {
+http::Response models_response(const ModelCatalog& catalog, const InstanceTable& instances,
+                               const std::vector<profiles::ModelState>& states) {
   const auto created = now_seconds();
   boost::json::array data;
   for (const auto& m : catalog.models()) {
-    if (!served(m.name, instances)) continue;
-    data.push_back(model_object(m, created));
-    for (const auto& a : m.aliases) data.push_back(alias_object(a, m.name, created));
+    if (!served(m.name, instances, states)) continue;
+    const auto* state = state_of(m.name, states);
+    auto object = model_object(m, created);
+    if (state) object["status"] = status_object(*state);
+    data.push_back(std::move(object));
+    for (const auto& a : m.aliases) {
+      auto alias = alias_object(a, m.name, created);
+      if (state) alias["status"] = status_object(*state);
+      data.push_back(std::move(alias));
+    }
   }
   return http::json_response(200,
                              to_json_text(boost::json::object{{"object", "list"}, {"data", data}}));
 }
 
 http::Response model_response(std::string_view id, const ModelCatalog& catalog,
-                              const InstanceTable& instances) {
+                              const InstanceTable& instances,
+                              const std::vector<profiles::ModelState>& states) {
   const auto model = catalog.resolve(id);
   const fleet::ModelConfig* config = nullptr;
   for (const auto& m : catalog.models())
     if (model && m.name == *model) config = &m;
-  if (!config || !served(config->name, instances))
+  if (!config || !served(config->name, instances, states))
     return openai::error_response(openai::ApiError::not_found(
         fmt::format("the model '{}' does not exist or has no ready instance; served models: {}", id,
                     catalog.describe()),
         "model_not_found"));
   const auto created = now_seconds();
-  const auto body = config->name == id ? model_object(*config, created)
-                                       : alias_object(std::string(id), config->name, created);
+  auto body = config->name == id ? model_object(*config, created)
+                                 : alias_object(std::string(id), config->name, created);
+  if (const auto* state = state_of(config->name, states)) body["status"] = status_object(*state);
   return http::json_response(200, to_json_text(body));
 }
 
@@ -79,7 +109,7 @@ http::Response health_response(const obs::StatusSnapshot& status, bool detail) {
   bool any = false;
   boost::json::array instances;
   for (const auto& inst : status.instances) {
-    any |= inst.routable;
+    any |= inst.routable || inst.on_demand;
     if (!detail) continue;
     instances.push_back(boost::json::object{{"name", inst.name},
                                             {"model", inst.model},

@@ -2,20 +2,28 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 #include "gateway/model_catalog.h"
 #include "gateway/router.h"
 #include "http/message.h"
 #include "obs/status.h"
+#include "profiles/model_residency.h"
 
 namespace switchyard::gateway {
 
-// GET /v1/models: the models (and aliases) with a routable instance.
-http::Response models_response(const ModelCatalog& catalog, const InstanceTable& instances);
+// GET /v1/models: the models (and aliases) with a routable instance. With
+// on-demand models (`states` not empty): every configured model, each with
+// llama.cpp router mode's `status` ({"value": loaded|loading|unloaded|
+// sleeping, "args": [], and "failed": true, "exit_code" after a failed load}).
+http::Response models_response(const ModelCatalog& catalog, const InstanceTable& instances,
+                               const std::vector<profiles::ModelState>& states = {});
 // GET /v1/models/{id}: one of them, or 404 model_not_found.
 http::Response model_response(std::string_view id, const ModelCatalog& catalog,
-                              const InstanceTable& instances);
-// GET /health: 200 while some instance is routable, else 503; each
+                              const InstanceTable& instances,
+                              const std::vector<profiles::ModelState>& states = {});
+// GET /health: 200 while some instance is routable or on-demand (loaded
+// when a request needs it), else 503; each
 // instance's state only with `detail`.
 http::Response health_response(const obs::StatusSnapshot& status, bool detail);
 

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "fleet/switch_policy.h"
+#include "profiles/switch_policy.h"
 
 namespace switchyard::gateway {
 
@@ -23,8 +23,8 @@ namespace {
 // What a request will cost, from its body: prompt tokens at ~4 bytes each
 // (the prompt's JSON text; a /tokenize round trip would cost more than the
 // estimate is worth), output from max_tokens (or its synonyms), else 256.
-fleet::WaitingJob estimate_job(const RequestContext& ctx) {
-  fleet::WaitingJob job;
+profiles::WaitingJob estimate_job(const RequestContext& ctx) {
+  profiles::WaitingJob job;
   job.prompt_tokens = static_cast<long>(ctx.facts.prompt.length / 4);
   job.output_tokens = 256;
   const std::string_view body = ctx.request.body;
@@ -43,7 +43,7 @@ fleet::WaitingJob estimate_job(const RequestContext& ctx) {
 
 }  // namespace
 
-struct ProfileControl::Impl final : fleet::SwitchEnv {
+struct ProfileControl::Impl final : profiles::SwitchEnv {
   Impl(net::any_io_executor ex, const fleet::FleetConfig& config, fleet::Fleet& f, Router& r,
        WaitQueue& q, obs::GatewayMetrics& m)
       : executor(ex),
@@ -60,12 +60,12 @@ struct ProfileControl::Impl final : fleet::SwitchEnv {
       for (const auto& name : p.instances) in_profile.insert(name);
     for (const auto& c : config.instances)
       if (in_profile.count(c.name)) profile_models.insert(c.model);
-    switcher.on_phase([this](fleet::SwitchPhase phase) {
-      if (phase != fleet::SwitchPhase::draining) return;
+    switcher.on_phase([this](profiles::SwitchPhase phase) {
+      if (phase != profiles::SwitchPhase::draining) return;
       // Requests already waiting for these models now wait for the switch.
       for (const auto& model : switcher.held_models()) queue.extend(model, options.max_hold);
     });
-    switcher.on_done([this](const fleet::SwitchRecord& r) {
+    switcher.on_done([this](const profiles::SwitchRecord& r) {
       metrics.profile_switched(r.from, r.ok ? r.to : r.from, r.reason, r.seconds);
       policy.switched(r.from, r.to, r.seconds, r.ok, clock_type::now());
       // The held requests go, in order, to what is routable now.
@@ -78,12 +78,12 @@ struct ProfileControl::Impl final : fleet::SwitchEnv {
   }
   ~Impl() override { tick.cancel(); }
 
-  static std::vector<fleet::ProfileSpeed> speeds(const fleet::FleetConfig& config) {
-    std::vector<fleet::ProfileSpeed> out;
+  static std::vector<profiles::ProfileSpeed> speeds(const fleet::FleetConfig& config) {
+    std::vector<profiles::ProfileSpeed> out;
     for (const auto& p : config.profiles) {
-      fleet::ProfileSpeed speed{p.name, {}};
+      profiles::ProfileSpeed speed{p.name, {}};
       for (const auto& name : p.instances) {
-        fleet::InstanceSpeed inst{name, 1, {}};
+        profiles::InstanceSpeed inst{name, 1, {}};
         for (const auto& c : config.instances)
           if (c.name == name) inst.slots = c.slots.value_or(1);
         if (auto it = config.switching.estimates.find(name); it != config.switching.estimates.end())
@@ -112,8 +112,8 @@ struct ProfileControl::Impl final : fleet::SwitchEnv {
     return fleet.instances().at(index)->model();
   }
   int in_flight(std::size_t index) const override { return router.in_flight(index); }
-  void set_admin(std::size_t index, fleet::AdminState admin) override {
-    fleet.set_admin(index, admin);
+  void set_cause(std::size_t index, fleet::AdminCause cause, bool on) override {
+    fleet.set_cause(index, cause, on);
   }
   awaitable<std::optional<std::string>> bring_up(std::size_t index) override {
     return fleet.bring_up(index);
@@ -123,9 +123,9 @@ struct ProfileControl::Impl final : fleet::SwitchEnv {
     return fleet.warm(index);
   }
 
-  fleet::Demand demand() const {
-    fleet::Demand d;
-    std::vector<std::pair<std::uint64_t, fleet::WaitingJob>> in_order;
+  profiles::Demand demand() const {
+    profiles::Demand d;
+    std::vector<std::pair<std::uint64_t, profiles::WaitingJob>> in_order;
     for (const auto& [ctx, job] : waiting) in_order.push_back(job);
     std::sort(in_order.begin(), in_order.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -173,13 +173,13 @@ struct ProfileControl::Impl final : fleet::SwitchEnv {
   Router& router;
   WaitQueue& queue;
   obs::GatewayMetrics& metrics;
-  fleet::ProfileSwitch switcher;
-  fleet::SwitchPolicy policy;
+  profiles::ProfileSwitch switcher;
+  profiles::SwitchPolicy policy;
   net::steady_timer tick;
   std::set<std::string> in_profile;
   std::set<std::string, std::less<>> profile_models;  // models of the profiles' instances
   // Requests being routed, with their arrival number.
-  std::map<const RequestContext*, std::pair<std::uint64_t, fleet::WaitingJob>> waiting;
+  std::map<const RequestContext*, std::pair<std::uint64_t, profiles::WaitingJob>> waiting;
   std::uint64_t arrivals = 0;
   std::vector<std::string> decisions;
 };
@@ -191,7 +191,7 @@ ProfileControl::ProfileControl(net::any_io_executor executor, const fleet::Fleet
 
 ProfileControl::~ProfileControl() = default;
 
-fleet::ProfileSwitch& ProfileControl::switcher() {
+profiles::ProfileSwitch& ProfileControl::switcher() {
   return impl_->switcher;
 }
 
@@ -217,7 +217,7 @@ void ProfileControl::routed(const RequestContext& ctx) {
   auto& g = *impl_;
   auto it = g.waiting.find(&ctx);
   if (it == g.waiting.end()) return;
-  const fleet::WaitingJob job = it->second.second;
+  const profiles::WaitingJob job = it->second.second;
   g.waiting.erase(it);
   if (!ctx.target || !ctx.lease) return;
   // Long: longer than half of queue.max_wait, as a request behind it waits
@@ -239,7 +239,7 @@ void ProfileControl::finished(const RequestContext& ctx) {
   if (!ctx.facts.stream || !r.usage || r.ttfb < 0 || r.instance.empty() ||
       r.outcome() != RequestRecord::Outcome::ok)
     return;
-  fleet::RateSample sample;
+  profiles::RateSample sample;
   sample.prompt_tokens = r.usage->prompt_tokens;
   sample.cached_tokens = r.usage->cached_tokens;
   sample.first_token_seconds = r.ttfb - r.queued;

@@ -12,12 +12,12 @@
 #include <string>
 
 #include "fleet/fleet.h"
-#include "fleet/profile_switch.h"
 #include "gateway/route_stage.h"
 #include "gateway/router.h"
 #include "gateway/wait_queue.h"
 #include "obs/gateway_metrics.h"
 #include "obs/status.h"
+#include "profiles/profile_switch.h"
 
 namespace switchyard::gateway {
 
@@ -29,7 +29,7 @@ class ProfileControl final : public SwitchGate {
                  obs::GatewayMetrics& metrics);
   ~ProfileControl() override;
 
-  fleet::ProfileSwitch& switcher();
+  profiles::ProfileSwitch& switcher();
   const fleet::SwitchingOptions& options() const;
 
   // SwitchGate: the policy sees the arrival; a request of a held model waits

@@ -59,11 +59,19 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
     if (ctx.target) co_return Routed::ok;
     co_return Routed::none_left;
   }
-  if (!gate_ || retry) co_return co_await route_slot(ctx, retry, max_wait, false);
-  const auto held = gate_->hold(ctx);
+  if (gates_.empty() || retry) co_return co_await route_slot(ctx, retry, max_wait, false);
+  std::optional<std::chrono::milliseconds> held;
+  for (auto* gate : gates_)
+    if (auto bound = gate->hold(ctx)) held = std::max(held.value_or(*bound), *bound);
   const Routed routed = co_await route_slot(ctx, retry, held.value_or(max_wait), held.has_value());
-  gate_->routed(ctx);
+  for (auto* gate : gates_) gate->routed(ctx);
   co_return routed;
+}
+
+std::optional<ApiError> RouteStage::gate_refusal(const RequestContext& ctx) const {
+  for (auto* gate : gates_)
+    if (auto refusal = gate->refusal(ctx)) return refusal;
+  return std::nullopt;
 }
 
 awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool retry,
@@ -105,9 +113,11 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
       co_await ctx.answer(error);
       co_return Routed::answered;
     }
-    case Admission::Outcome::timed_out: {
-      const ApiError error = ApiError::rate_limited(fmt::format(
-          "no slot of '{}' came free within {}; retry shortly", ctx.model, seconds_text(max_wait)));
+    case Admission::Outcome::timed_out:
+    case Admission::Outcome::refused: {
+      const ApiError error = gate_refusal(ctx).value_or(
+          ApiError::rate_limited(fmt::format("no slot of '{}' came free within {}; retry shortly",
+                                             ctx.model, seconds_text(max_wait))));
       co_await ctx.answer(error);
       co_return Routed::answered;
     }

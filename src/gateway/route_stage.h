@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <optional>
+#include <vector>
 
 #include "fleet/fleet_config.h"
 #include "fleet/instance.h"
@@ -15,8 +16,9 @@
 
 namespace switchyard::gateway {
 
-// Profiles (gateway/profile_control.h): sees each request as it reaches
-// routing and says whether a profile switch holds its model.
+// Profiles (gateway/profile_control.h) and models (gateway/model_control.h):
+// see each request as it reaches routing and say whether a switch or a load
+// holds its model.
 class SwitchGate {
  public:
   virtual ~SwitchGate() = default;
@@ -26,6 +28,9 @@ class SwitchGate {
   virtual std::optional<std::chrono::milliseconds> hold(const RequestContext& ctx) = 0;
   // Routing of that request ended (a slot, an answer, or the client left).
   virtual void routed(const RequestContext& ctx) = 0;
+  // The answer for a held request whose wait ended without a slot (timed
+  // out, or refused: its model failed to load); nullopt: the queue's own.
+  virtual std::optional<openai::ApiError> refusal(const RequestContext&) { return std::nullopt; }
 };
 
 class RouteStage final : public Stage {
@@ -51,8 +56,8 @@ class RouteStage final : public Stage {
   boost::asio::awaitable<Routed> route(RequestContext& ctx, bool retry,
                                        std::chrono::milliseconds max_wait);
 
-  // Profiles: null (the default) without them; must outlive the stage.
-  void set_gate(SwitchGate* gate) { gate_ = gate; }
+  // Profiles and models, each when configured; each must outlive the stage.
+  void add_gate(SwitchGate* gate) { gates_.push_back(gate); }
 
  private:
   // Counts the decision and tells the client where it went
@@ -61,7 +66,9 @@ class RouteStage final : public Stage {
 
   boost::asio::awaitable<Routed> route_slot(RequestContext& ctx, bool retry,
                                             std::chrono::milliseconds max_wait, bool held);
-  SwitchGate* gate_ = nullptr;
+  // The refusal a gate has for a held request, if any.
+  std::optional<openai::ApiError> gate_refusal(const RequestContext& ctx) const;
+  std::vector<SwitchGate*> gates_;
   Router& router_;
   WaitQueue& queue_;
   const fleet::QueueOptions& queue_options_;

@@ -27,6 +27,12 @@ constexpr Route kRoutes[] = {
     {"/detokenize", "POST", RouteKind::proxy, Endpoint::detokenize, true},
     {"/v1/models", "GET", RouteKind::models, std::nullopt, true},
     {"/v1/models/", "GET", RouteKind::model, std::nullopt, true, Dialect::openai, true},
+    // llama.cpp router mode's model routes (docs/models.md).
+    {"/models", "GET", RouteKind::models, std::nullopt, true},
+    {"/models/sse", "GET", RouteKind::sse, std::nullopt, true},
+    // POST /models/load|unload are admin routes: the admin key opens them.
+    {"/models/load", "POST", RouteKind::admin, std::nullopt, false},
+    {"/models/unload", "POST", RouteKind::admin, std::nullopt, false},
     {"/health", "GET", RouteKind::health, std::nullopt, false},
     {"/metrics", "GET", RouteKind::metrics, std::nullopt, false},
     // The console: admin access is checked in Gateway::screen.

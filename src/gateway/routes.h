@@ -20,6 +20,7 @@ enum class RouteKind {
   ui,       // GET /ui and /ui/<file>: the dashboard
   events,   // GET /admin/events: the dashboard's live status (SSE)
   admin,    // /admin/... (gateway/admin_routes.h), behind gateway/admin_access.h
+  sse,      // GET /models/sse: model status events (gateway/model_control.h)
 };
 
 struct Route {

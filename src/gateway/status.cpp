@@ -17,7 +17,9 @@ obs::StatusSnapshot take_snapshot(const InstanceTable& instances, const Router& 
     st.name = inst->name();
     st.model = inst->model();
     st.health = fleet::to_string(inst->state);
-    st.admin = fleet::to_string(inst->admin);
+    st.admin = fleet::to_string(inst->admin());
+    st.admin_causes = inst->causes.describe();
+    st.on_demand = inst->config.load == fleet::LoadMode::on_demand;
     st.url = inst->url ? "http://" + inst->url->authority() + inst->url->path : "";
     st.gpus = inst->config.gpus;
     st.slots = inst->slots;

@@ -21,6 +21,7 @@ struct WaitQueue::Waiter {
   std::uint64_t charged = 0;        // set by dispatch(): the band that charged its cost
   bool shutting_down = false;
   bool key_revoked = false;
+  bool refused = false;  // refuse_model()
   bool rearmed = false;  // extend() moved the bound: wait again
 };
 
@@ -156,6 +157,7 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   if (!waiter->lease)
     std::tie(ec) = co_await waiter->timer.async_wait(net::as_tuple(net::use_awaitable));
   while (waiter->rearmed && !waiter->lease && !waiter->shutting_down && !waiter->key_revoked &&
+         !waiter->refused &&
          (co_await net::this_coro::cancellation_state).cancelled() ==
              net::cancellation_type::none) {
     waiter->rearmed = false;
@@ -177,6 +179,8 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   router_.left(query);
   if (waiter->key_revoked) {
     result.outcome = Admission::Outcome::key_revoked;
+  } else if (waiter->refused) {
+    result.outcome = Admission::Outcome::refused;
   } else if (waiter->shutting_down) {
     result.outcome = Admission::Outcome::shutting_down;
   } else {
@@ -298,6 +302,18 @@ void WaitQueue::for_each_waiter(Line& line, F f) {
   for (auto& [priority, band] : line.bands)
     for (auto& [key, lane] : band.lanes)
       for (auto& w : lane.waiters) f(w);
+}
+
+void WaitQueue::refuse_model(const std::string& model) {
+  auto it = lines_.find(model);
+  if (it == lines_.end()) return;
+  std::vector<std::shared_ptr<Waiter>> refused;
+  for_each_waiter(it->second, [&](const std::shared_ptr<Waiter>& w) { refused.push_back(w); });
+  for (auto& w : refused) {
+    remove(it->second, w);
+    w->refused = true;
+    w->timer.cancel();
+  }
 }
 
 void WaitQueue::extend(const std::string& model, std::chrono::milliseconds bound) {

@@ -60,6 +60,7 @@ struct Admission {
     cancelled,      // the caller was cancelled (client gone)
     shutting_down,  // the gateway stopped waiting (drain deadline)
     key_revoked,    // the request's API key was revoked while it waited
+    refused,        // its model cannot come (a failed load): refuse_model()
   };
   Outcome outcome = Outcome::cancelled;
   RouteLease lease;
@@ -97,6 +98,8 @@ class WaitQueue {
 
   // Ends the waits of `key`'s requests with key_revoked.
   void refuse_key(std::string_view key);
+  // Ends the waits of `model`'s requests with refused.
+  void refuse_model(const std::string& model);
 
   // Profiles: every waiter of `model` waits at least `bound` from now (a
   // switch holds the model; their queue.max_wait must not run out on it).

@@ -129,6 +129,34 @@ struct GatewayMetrics::Impl {
           .Name("switchyard_profile_switch_seconds")
           .Help("Time a profile switch took, drain to warm-up (rolled back ones included).")
           .Register(registry);
+  prometheus::Family<prometheus::Counter>& model_loads =
+      prometheus::BuildCounter()
+          .Name("switchyard_model_loads_total")
+          .Help("Loads of on-demand models begun, by model and reason (request, admin).")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& model_unloads =
+      prometheus::BuildCounter()
+          .Name("switchyard_model_unloads_total")
+          .Help(
+              "Unloads of on-demand models, by model and reason (ttl, evicted, admin, cancelled).")
+          .Register(registry);
+  prometheus::Family<prometheus::Histogram>& model_load_seconds =
+      prometheus::BuildHistogram()
+          .Name("switchyard_model_load_seconds")
+          .Help("Time a model's load took, start to healthy.")
+          .Register(registry);
+  prometheus::Family<prometheus::Gauge>& model_resident =
+      prometheus::BuildGauge()
+          .Name("switchyard_model_resident")
+          .Help("1 while an on-demand model has a loaded instance, else 0.")
+          .Register(registry);
+  prometheus::Family<prometheus::Gauge>& gpu_memory =
+      prometheus::BuildGauge()
+          .Name("switchyard_gpu_memory_estimated_bytes")
+          .Help(
+              "Memory each GPU holds by the gateway's figures (declared or estimated) for the "
+              "instances loaded on it.")
+          .Register(registry);
   prometheus::Family<prometheus::Gauge>& admin_state =
       prometheus::BuildGauge()
           .Name("switchyard_instance_admin_state")
@@ -276,6 +304,29 @@ void GatewayMetrics::profile_switched(const std::string& from, const std::string
                                       const std::string& reason, double seconds) {
   impl_->profile_switches.Add({{"from", from}, {"to", to}, {"reason", reason}}).Increment();
   impl_->profile_switch_seconds.Add({}, latency_buckets()).Observe(seconds);
+}
+
+void GatewayMetrics::model_load_started(const std::string& model, const std::string& reason) {
+  impl_->model_loads.Add({{"model", model}, {"reason", reason}}).Increment();
+}
+
+void GatewayMetrics::model_loaded(const std::string& model, double seconds) {
+  impl_->model_load_seconds
+      .Add({{"model", model}},
+           prometheus::Histogram::BucketBoundaries{1, 2, 5, 10, 20, 30, 60, 120, 300, 600})
+      .Observe(seconds);
+}
+
+void GatewayMetrics::model_unloaded(const std::string& model, const std::string& reason) {
+  impl_->model_unloads.Add({{"model", model}, {"reason", reason}}).Increment();
+}
+
+void GatewayMetrics::model_resident(const std::string& model, bool resident) {
+  impl_->model_resident.Add({{"model", model}}).Set(resident ? 1 : 0);
+}
+
+void GatewayMetrics::gpu_memory_in_use(const std::string& gpu, std::uint64_t bytes) {
+  impl_->gpu_memory.Add({{"gpu", gpu}}).Set(static_cast<double>(bytes));
 }
 
 void GatewayMetrics::route_decided(std::string_view policy, std::string_view reason, double match,

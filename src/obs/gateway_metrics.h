@@ -2,6 +2,7 @@
 // instances come from the config, statuses from HTTP.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,15 @@ class GatewayMetrics {
   // Profiles: a switch ended; `to` is `from` again when it was rolled back.
   void profile_switched(const std::string& from, const std::string& to, const std::string& reason,
                         double seconds);
+  // Models (docs/models.md): a load began for `reason` (request, admin); one
+  // finished in `seconds`; an unload for `reason` (ttl, evicted, admin,
+  // cancelled); whether a model is resident now; the bytes each GPU holds by
+  // the gateway's figures.
+  void model_load_started(const std::string& model, const std::string& reason);
+  void model_loaded(const std::string& model, double seconds);
+  void model_unloaded(const std::string& model, const std::string& reason);
+  void model_resident(const std::string& model, bool resident);
+  void gpu_memory_in_use(const std::string& gpu, std::uint64_t bytes);
   // Routing (gateway/routing): one decision of `policy` for `reason` (hit,
   // bounded-out, cold, session-moved, balanced), and the share of the
   // prompt's blocks cached where it went (match < 0: the policy does not

@@ -26,6 +26,12 @@ struct InstanceStatus {
   // Prefix-cache hits per token queried over the advisor's last window
   // (vLLM); negative when the engine does not say.
   double prefix_cache_hit_ratio = -1;
+  // Why its admin state is not active ("operator, profile-parked"); empty
+  // when active.
+  std::string admin_causes;
+  // load: on-demand: loaded when a request needs it, so the gateway serves
+  // its model while it is unloaded.
+  bool on_demand = false;
 };
 
 // A finding of the live advisor (advisor/live_advisor.h) in force now.

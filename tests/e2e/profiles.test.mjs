@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import os from 'node:os';
 
 import {
-  BIN, expectError, fetchJson, metricValue, runSwitchyard, sleep, startGateway, stopAll, streamChat, toYaml, waitUntil,
+  BIN, expectError, fetchJson, metricSum, metricValue, runSwitchyard, sleep, startGateway, stopAll, streamChat, toYaml, waitUntil,
 } from './harness.mjs';
 
 const MODEL = 'qwen-27b';
@@ -252,6 +252,30 @@ describe('manual switches on a 2-card box', { timeout: 120_000 }, () => {
     assertAllServed(await Promise.all(Array.from({ length: 4 }, () => streamChat(gw.url, { model: MODEL, maxTokens: 10 }))), 'on tp2');
     s = await status(gw);
     assert.equal(s.active, 'tp2');
+    await gw.stop();
+  });
+
+  test('an instance the operator drained stays drained through a switch and back', async () => {
+    const gw = await startBox(boxConfig());
+    const drained = await runSwitchyard(['admin', '--url', gw.url, 'drain', 'xtx0']);
+    assert.equal(drained.code, 0, drained.output);
+    for (const profile of ['tp2', 'replicas']) {
+      const res = await fetchJson(`${gw.url}/admin/profile`, { body: { profile }, timeoutMs: 60_000 });
+      assert.equal(res.status, 200, res.text);
+    }
+    const s = await status(gw);
+    const xtx0 = s.instances.find((i) => i.name === 'xtx0');
+    assert.equal(xtx0.state, 'ready');
+    assert.equal(xtx0.admin, 'draining', 'the operator\'s drain outlives the switch');
+    assert.equal(xtx0.causes, 'operator');
+    assert.equal(s.instances.find((i) => i.name === 'xtx1').admin, 'active');
+    // Every request goes to xtx1 until the operator enables xtx0 again.
+    const routed = await Promise.all(Array.from({ length: 4 }, () => streamChat(gw.url, { model: MODEL, maxTokens: 5 })));
+    assertAllServed(routed, 'requests with xtx0 drained');
+    assert.equal(metricSum(await (await fetch(`${gw.url}/metrics`)).text(), 'switchyard_requests_total', { instance: 'xtx0' }), 0);
+    const enabled = await runSwitchyard(['admin', '--url', gw.url, 'enable', 'xtx0']);
+    assert.equal(enabled.code, 0, enabled.output);
+    assert.equal((await status(gw)).instances.find((i) => i.name === 'xtx0').admin, 'active');
     await gw.stop();
   });
 

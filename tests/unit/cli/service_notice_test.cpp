@@ -5,11 +5,10 @@
 namespace switchyard::cli {
 namespace {
 
-using fleet::AdminState;
 using fleet::InstanceState;
 
 std::unique_ptr<fleet::Instance> instance(InstanceState state, bool supervised = true,
-                                          AdminState admin = AdminState::active) {
+                                          bool parked = false) {
   auto inst = std::make_unique<fleet::Instance>();
   inst->config.name = "i";
   if (supervised)
@@ -17,7 +16,7 @@ std::unique_ptr<fleet::Instance> instance(InstanceState state, bool supervised =
   else
     inst->config.url = "http://127.0.0.1:9";
   inst->state = state;
-  inst->admin = admin;
+  inst->causes.set(fleet::AdminCause::profile_parked, parked);
   return inst;
 }
 
@@ -36,7 +35,7 @@ TEST(ServiceNotice, ExternalEnginesAndParkedOnesAreNotWaitedFor) {
   std::vector<std::unique_ptr<fleet::Instance>> fleet;
   fleet.push_back(instance(InstanceState::ready));
   fleet.push_back(instance(InstanceState::starting, /*supervised=*/false));
-  fleet.push_back(instance(InstanceState::stopped, true, AdminState::parked));
+  fleet.push_back(instance(InstanceState::stopped, true, true));
   EXPECT_TRUE(first_health_pass_done(fleet));
 }
 
@@ -44,7 +43,7 @@ TEST(ServiceNotice, StatusCountsTheInstancesInService) {
   std::vector<std::unique_ptr<fleet::Instance>> fleet;
   fleet.push_back(instance(InstanceState::ready));
   fleet.push_back(instance(InstanceState::ejected));
-  fleet.push_back(instance(InstanceState::stopped, true, AdminState::parked));
+  fleet.push_back(instance(InstanceState::stopped, true, true));
   EXPECT_EQ(instances_ready_text(fleet), "1/2 instance(s) ready");
 }
 

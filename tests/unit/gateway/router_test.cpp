@@ -83,7 +83,7 @@ TEST_F(RouterTest, OnlyRoutableInstancesOfTheModel) {
   EXPECT_EQ(r.acquire(q("a"))->instance(), 0u);
   EXPECT_EQ(r.pick_any(q("b")), 1u);
   // Admin state apart from health: a draining instance takes nothing new.
-  table[1]->admin = fleet::AdminState::draining;
+  table[1]->causes.set(fleet::AdminCause::operator_drain, true);
   EXPECT_FALSE(r.pick_any(q("b")));
 }
 

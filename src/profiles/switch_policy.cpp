@@ -1,4 +1,4 @@
-#include "fleet/switch_policy.h"
+#include "profiles/switch_policy.h"
 
 #include <algorithm>
 #include <limits>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace switchyard::fleet {
+namespace switchyard::profiles {
 
 namespace {
 
@@ -280,4 +280,4 @@ std::optional<Decision> SwitchPolicy::decide(const std::string& active, const De
   return Decision{best->name, trigger};
 }
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::profiles

@@ -1,4 +1,4 @@
-#include "fleet/profile_switch.h"
+#include "profiles/profile_switch.h"
 
 #include <boost/asio.hpp>
 
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace switchyard::fleet {
+namespace switchyard::profiles {
 
 namespace net = boost::asio;
 using net::awaitable;
@@ -134,7 +134,7 @@ std::optional<std::string> ProfileSwitch::begin(const std::string& target,
   spdlog::info("profile switch {} -> {} ({}): {} instance(s) down, {} up", active_, target, reason,
                down.size(), up.size());
   // Synchronously, so that nothing is routed to them from here on.
-  for (auto i : down) env_.set_admin(i, AdminState::draining);
+  for (auto i : down) env_.set_cause(i, AdminCause::profile_draining, true);
   enter(SwitchPhase::draining);
   net::co_spawn(executor_, run(std::move(down), std::move(up), std::move(record)), net::detached);
   return std::nullopt;
@@ -194,6 +194,8 @@ awaitable<void> ProfileSwitch::run(std::vector<std::size_t> down, std::vector<st
   enter(SwitchPhase::stopping);
   step = clock_type::now();
   const auto bring_down = [this](std::size_t i) -> awaitable<Outcome> {
+    env_.set_cause(i, AdminCause::profile_parked, true);
+    env_.set_cause(i, AdminCause::profile_draining, false);
     co_await env_.bring_down(i);
     co_return std::nullopt;
   };
@@ -234,10 +236,10 @@ awaitable<void> ProfileSwitch::run(std::vector<std::size_t> down, std::vector<st
                       env_.name(down[k]), *back[k]);
         continue;
       }
-      env_.set_admin(down[k], AdminState::active);
+      env_.set_cause(down[k], AdminCause::profile_parked, false);
     }
   } else {
-    for (auto i : up) env_.set_admin(i, AdminState::active);
+    for (auto i : up) env_.set_cause(i, AdminCause::profile_parked, false);
     active_ = record.to;
     record.ok = true;
   }
@@ -256,4 +258,4 @@ awaitable<void> ProfileSwitch::run(std::vector<std::size_t> down, std::vector<st
   for (auto* w : done_waits_) w->cancel();
 }
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::profiles

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "fleet/switch_policy.h"
+#include "profiles/switch_policy.h"
 
-namespace switchyard::fleet {
+namespace switchyard::profiles {
 namespace {
 
 using namespace std::chrono_literals;
@@ -208,9 +208,9 @@ TEST(ProfilePolicy, KnowsAnInstanceBusyWithALongPrefillUntilItsEstimatedEnd) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::profiles
 
-namespace switchyard::fleet {
+namespace switchyard::profiles {
 namespace {
 
 // Streamed answers teach the policy each card's real rates: a card decoding
@@ -272,4 +272,4 @@ TEST(ProfilePolicy, AQueueOnCardsSlowerThanSeededSwitches) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::profiles

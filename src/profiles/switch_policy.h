@@ -23,7 +23,10 @@
 
 #include "fleet/fleet_config.h"
 
-namespace switchyard::fleet {
+namespace switchyard::profiles {
+
+using fleet::InstanceEstimate;
+using fleet::SwitchingOptions;
 
 // One request waiting for a slot, as the gateway estimates it from its body.
 struct WaitingJob {
@@ -140,4 +143,4 @@ class SwitchPolicy {
 // Seconds to prefill `tokens` on an instance (the sim's depth model).
 double prefill_seconds(const InstanceEstimate& e, double tokens);
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::profiles

@@ -25,7 +25,12 @@
 #include "fleet/fleet_config.h"
 #include "fleet/instance.h"
 
-namespace switchyard::fleet {
+namespace switchyard::profiles {
+
+using fleet::AdminCause;
+using fleet::AdminState;
+using fleet::ProfileConfig;
+using fleet::SwitchingOptions;
 
 // What a switch does to instances. Used from the executor's thread only.
 class SwitchEnv {
@@ -37,10 +42,12 @@ class SwitchEnv {
   virtual std::string model(std::size_t index) const = 0;
   // Requests the gateway has on it now.
   virtual int in_flight(std::size_t index) const = 0;
-  virtual void set_admin(std::size_t index, AdminState admin) = 0;
+  // Adds or removes one of the switch's admin causes (profile_draining,
+  // profile_parked); other parties' causes stay as they are.
+  virtual void set_cause(std::size_t index, AdminCause cause, bool on) = 0;
   // Start or wake, until healthy: nullopt, or why it failed.
   virtual boost::asio::awaitable<std::optional<std::string>> bring_up(std::size_t index) = 0;
-  // Stop or sleep.
+  // Stop or sleep (parked first).
   virtual boost::asio::awaitable<void> bring_down(std::size_t index) = 0;
   virtual boost::asio::awaitable<std::optional<std::string>> warm(std::size_t index) = 0;
 };
@@ -121,4 +128,4 @@ class ProfileSwitch {
   std::function<void(const SwitchRecord&)> on_done_;
 };
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::profiles

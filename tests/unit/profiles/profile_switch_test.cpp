@@ -1,4 +1,4 @@
-#include "fleet/profile_switch.h"
+#include "profiles/profile_switch.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <map>
 
-namespace switchyard::fleet {
+namespace switchyard::profiles {
 namespace {
 
 namespace net = boost::asio;
@@ -18,9 +18,11 @@ class FakeEnv final : public SwitchEnv {
  public:
   std::vector<std::string> names{"xtx0", "xtx1", "tp2"};
   std::map<std::size_t, int> busy;
-  std::map<std::size_t, AdminState> admin;
-  std::map<std::string, std::string> fail_start;  // name → why
-  std::chrono::milliseconds delay{0};             // of each bring_up and bring_down
+  std::map<std::size_t, AdminState> admin;  // derived from causes
+  std::map<std::size_t, fleet::AdminCauses> causes;
+  FakeEnv() { causes[2].set(AdminCause::profile_parked, true); }  // tp2: not in the first profile
+  std::map<std::string, std::string> fail_start;                  // name → why
+  std::chrono::milliseconds delay{0};                             // of each bring_up and bring_down
   std::vector<std::string> log;
 
   net::awaitable<void> take_time(std::string what) {
@@ -41,9 +43,13 @@ class FakeEnv final : public SwitchEnv {
     auto it = busy.find(i);
     return it == busy.end() ? 0 : it->second;
   }
-  void set_admin(std::size_t i, AdminState a) override {
-    admin[i] = a;
-    log.push_back(names[i] + " " + to_string(a));
+  void set_cause(std::size_t i, AdminCause c, bool on) override {
+    const auto before = causes[i].state();
+    causes[i].set(c, on);
+    admin[i] = causes[i].state();
+    // Parking shows as the bring_down that follows it.
+    if (admin[i] != before && admin[i] != AdminState::parked)
+      log.push_back(names[i] + " " + to_string(admin[i]));
   }
   net::awaitable<std::optional<std::string>> bring_up(std::size_t i) override {
     log.push_back("up " + names[i]);
@@ -148,6 +154,25 @@ TEST(ProfileSwitch, StopsAndStartsAProfilesInstancesAtOnce) {
             up);
 }
 
+TEST(ProfileSwitch, AnOperatorsDrainOutlivesASwitchAndBack) {
+  net::io_context io;
+  FakeEnv env;
+  env.causes[0].set(AdminCause::operator_drain, true);  // switchyard admin drain xtx0
+  ProfileSwitch sw(io.get_executor(), profiles(), SwitchingOptions{}, env);
+  ASSERT_FALSE(sw.begin("tp2", "manual"));
+  io.run_for(200ms);
+  ASSERT_EQ(sw.active(), "tp2");
+  EXPECT_EQ(env.admin[0], AdminState::parked);
+  ASSERT_FALSE(sw.begin("replicas", "manual"));
+  io.restart();
+  io.run_for(200ms);
+  ASSERT_EQ(sw.active(), "replicas");
+  EXPECT_EQ(env.admin[0], AdminState::draining);  // still the operator's
+  EXPECT_TRUE(env.causes[0].has(AdminCause::operator_drain));
+  EXPECT_EQ(env.admin[1], AdminState::active);
+  EXPECT_EQ(env.admin[2], AdminState::parked);
+}
+
 TEST(ProfileSwitch, RefusesUnknownActiveAndConcurrentSwitches) {
   net::io_context io;
   FakeEnv env;
@@ -186,4 +211,4 @@ TEST(ProfileSwitch, AbortOnDrainTimeoutGoesOnWithRequestsInFlight) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::profiles

@@ -1,0 +1,533 @@
+#include "profiles/model_residency.h"
+
+#include <boost/asio.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "profiles/swap_order.h"
+
+namespace switchyard::profiles {
+
+namespace net = boost::asio;
+using net::awaitable;
+using namespace std::chrono_literals;
+using fleet::AdminCause;
+using fleet::InstanceState;
+constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+
+const char* to_string(ResidencyEvent::Kind kind) {
+  switch (kind) {
+    case ResidencyEvent::Kind::loading:
+      return "loading";
+    case ResidencyEvent::Kind::loaded:
+      return "loaded";
+    case ResidencyEvent::Kind::unloaded:
+      return "unloaded";
+    case ResidencyEvent::Kind::failed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+namespace {
+
+double seconds_between(steady_time from, steady_time to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+}  // namespace
+
+struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
+  // An on-demand instance's residency.
+  struct Track {
+    enum class Phase { unloaded, loading, loaded, unloading } phase = Phase::unloaded;
+    steady_time since{};                 // of the phase
+    steady_time last_used{};             // a request started or ended on it
+    std::optional<double> load_seconds;  // the last load's, measured
+    bool victim = false;                 // a load waits for it to go
+    bool failed = false;                 // its last load failed
+  };
+  // A load under way: its victims drain and go, then it starts.
+  struct Load {
+    std::string model;
+    std::size_t target = 0;
+    std::vector<std::size_t> victims;
+    std::string reason;
+    bool cancelled = false;
+    bool starting = false;  // past the drain: no longer cancelled
+  };
+  struct Waiter {
+    std::string model;
+    steady_time since;
+  };
+
+  Impl(net::any_io_executor ex, const fleet::FleetConfig& c, ResidencyEnv& e, Clock clk)
+      : executor(ex), config(c), env(e), clock(std::move(clk)), tick(ex) {
+    for (const auto& g : c.gpus) gpus[g.id] = g.memory;
+  }
+
+  const fleet::Instance& inst(std::size_t i) const { return *env.instances().at(i); }
+  bool on_demand(const fleet::Instance& in) const {
+    return in.config.load == fleet::LoadMode::on_demand && in.state != InstanceState::removed;
+  }
+  Track& track(std::size_t i) { return tracks[i]; }
+  std::optional<std::uint64_t> memory_of(const fleet::Instance& in) const;
+  bool present(const fleet::Instance& in) const;
+  std::vector<Resident> residents() const;
+  int waiters_of(const std::string& model) const;
+  std::vector<ModelWait> waits() const;
+  std::optional<std::string> try_load(const ModelWait& want, const std::string& reason,
+                                      bool forced);
+  void start(std::shared_ptr<Load> load);
+  awaitable<void> run(std::shared_ptr<Load> load);
+  awaitable<bool> drain(std::vector<std::size_t> indices, std::shared_ptr<Load> load);
+  awaitable<void> unload_instance(std::size_t i, std::string reason);
+  void expire_ttl();
+  void cancel_abandoned();
+  void step();
+  double expected_load_seconds(const std::string& model) const;
+  ModelState state_of(const std::string& model) const;
+  void emit(ResidencyEvent::Kind kind, std::size_t i, std::string reason, double seconds = 0);
+  void wake() {
+    for (auto* t : drain_waits) t->cancel();
+  }
+  awaitable<void> ticking();
+
+  net::any_io_executor executor;
+  const fleet::FleetConfig config;
+  ResidencyEnv& env;
+  Clock clock;
+  GpuMemory gpus;
+  std::map<std::size_t, Track> tracks;  // by instance index, on-demand ones
+  std::map<const void*, Waiter> waiting;
+  std::vector<std::shared_ptr<Load>> loads;
+  std::set<net::steady_timer*> drain_waits;  // cut short by used() and step()
+  net::steady_timer tick;
+  std::function<void(const ResidencyEvent&)> on_event;
+};
+
+std::optional<std::uint64_t> ModelResidency::Impl::memory_of(const fleet::Instance& in) const {
+  if (in.config.memory) return in.config.memory;
+  if (auto it = config.memory_estimates.find(in.name()); it != config.memory_estimates.end())
+    return it->second.per_gpu;
+  return std::nullopt;
+}
+
+// Whether it holds its GPUs' memory now (or is about to).
+bool ModelResidency::Impl::present(const fleet::Instance& in) const {
+  if (on_demand(in)) {
+    auto it = tracks.find(in.index);
+    return it != tracks.end() && it->second.phase != Track::Phase::unloaded;
+  }
+  if (in.asleep) return false;
+  return in.admin() != fleet::AdminState::parked && in.state != InstanceState::stopped &&
+         in.state != InstanceState::removed && in.state != InstanceState::down;
+}
+
+std::vector<Resident> ModelResidency::Impl::residents() const {
+  std::vector<Resident> out;
+  const auto now = clock();
+  for (const auto& in : env.instances()) {
+    Resident r;
+    r.index = in->index;
+    r.gpus = in->config.gpu_ids();
+    r.memory = memory_of(*in);
+    r.present = present(*in);
+    if (auto it = tracks.find(in->index); it != tracks.end() && on_demand(*in)) {
+      const auto& t = it->second;
+      r.busy = env.in_flight(in->index) > 0 || waiters_of(in->model()) > 0;
+      r.evictable = t.phase == Track::Phase::loaded && !t.victim;
+      r.reload_seconds = t.load_seconds.value_or(
+          std::chrono::duration<double>(config.switching.switch_cost).count());
+      r.idle_seconds = seconds_between(std::max(t.last_used, t.since), now);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+int ModelResidency::Impl::waiters_of(const std::string& model) const {
+  int n = 0;
+  for (const auto& [id, w] : waiting) n += w.model == model;
+  return n;
+}
+
+// The models with requests waiting and nothing loaded or on its way.
+std::vector<ModelWait> ModelResidency::Impl::waits() const {
+  std::map<std::string, ModelWait> by_model;
+  const auto now = clock();
+  for (const auto& [id, w] : waiting) {
+    auto& m = by_model[w.model];
+    m.model = w.model;
+    ++m.waiting;
+    m.oldest_wait = std::max(m.oldest_wait, seconds_between(w.since, now));
+  }
+  std::vector<ModelWait> out;
+  for (auto& [model, m] : by_model) {
+    bool served = false;
+    for (const auto& in : env.instances())
+      if (in->model() == model && (present(*in) || (!on_demand(*in) && in->routable())))
+        served = true;
+    if (served) continue;
+    bool managed = false;
+    for (const auto& in : env.instances()) managed |= in->model() == model && on_demand(*in);
+    if (!managed) continue;
+    out.push_back(m);
+  }
+  return out;
+}
+
+void ModelResidency::Impl::emit(ResidencyEvent::Kind kind, std::size_t i, std::string reason,
+                                double seconds) {
+  const auto& in = inst(i);
+  spdlog::info("model {}: {} on {} ({}{})", in.model(), to_string(kind), in.name(), reason,
+               seconds > 0 ? fmt::format(", {:.1f} s", seconds) : "");
+  if (on_event) on_event({kind, in.model(), in.name(), std::move(reason), seconds});
+}
+
+// Chooses the model's instance whose room is cheapest to make, marks what
+// must go and starts the load; why not when no room can be made now.
+std::optional<std::string> ModelResidency::Impl::try_load(const ModelWait& want,
+                                                          const std::string& reason, bool forced) {
+  auto all = residents();
+  const auto now = clock();
+  // A model with work stays unless this load may take its place.
+  for (auto& r : all) {
+    if (!r.evictable || !r.busy || forced) continue;
+    const auto& t = tracks.at(r.index);
+    r.evictable = may_preempt(want, seconds_between(t.since, now), config.swapping);
+  }
+  std::optional<std::pair<std::size_t, std::vector<std::size_t>>> best;
+  std::tuple<int, double> best_key{};
+  for (const auto& in : env.instances()) {
+    if (in->model() != want.model || !on_demand(*in) || present(*in)) continue;
+    Resident r = all.at(in->index);
+    auto victims = choose_evictions(all, r, gpus);
+    if (!victims) continue;
+    std::tuple<int, double> key{0, 0.0};
+    for (auto v : *victims) {
+      std::get<0>(key) += all.at(v).busy;
+      std::get<1>(key) += eviction_cost(all.at(v));
+    }
+    if (!best || key < best_key) {
+      best.emplace(in->index, std::move(*victims));
+      best_key = key;
+    }
+  }
+  if (!best)
+    return fmt::format(
+        "no room for '{}' now: every instance that would have to be unloaded is "
+        "always-on, loading, or busy within swapping.min_resident",
+        want.model);
+  auto load = std::make_shared<Load>();
+  load->model = want.model;
+  load->target = best->first;
+  load->victims = std::move(best->second);
+  load->reason = reason;
+  start(std::move(load));
+  return std::nullopt;
+}
+
+void ModelResidency::Impl::start(std::shared_ptr<Load> load) {
+  const auto now = clock();
+  for (auto v : load->victims) {
+    track(v).victim = true;
+    // Nothing new for it from now on; what it runs finishes.
+    env.set_cause(v, AdminCause::model_evicting, true);
+  }
+  auto& t = track(load->target);
+  t.phase = Track::Phase::loading;
+  t.since = now;
+  t.failed = false;
+  std::string victims;
+  for (auto v : load->victims) victims += (victims.empty() ? "" : ", ") + inst(v).name();
+  spdlog::info("model {}: loading {} ({}){}", load->model, inst(load->target).name(), load->reason,
+               victims.empty() ? "" : "; unloading " + victims + " first");
+  emit(ResidencyEvent::Kind::loading, load->target, load->reason);
+  loads.push_back(load);
+  net::co_spawn(executor, run(std::move(load)), net::detached);
+}
+
+awaitable<void> ModelResidency::Impl::run(std::shared_ptr<Load> load) {
+  auto self = shared_from_this();
+  const bool drained = co_await drain(load->victims, load);
+  if (!drained) {  // cancelled: every waiter left and another model waits
+    for (auto v : load->victims) {
+      track(v).victim = false;
+      env.set_cause(v, AdminCause::model_evicting, false);
+    }
+    auto& t = track(load->target);
+    t.phase = Track::Phase::unloaded;
+    t.since = clock();
+    emit(ResidencyEvent::Kind::unloaded, load->target, "cancelled");
+  } else {
+    load->starting = true;
+    for (auto v : load->victims) co_await unload_instance(v, "evicted");
+    const auto i = load->target;
+    env.set_cause(i, AdminCause::model_unloaded, false);
+    const auto began = clock();
+    auto why = co_await env.bring_up(i);
+    auto& t = track(i);
+    t.since = clock();
+    t.last_used = t.since;
+    if (why) {
+      env.set_cause(i, AdminCause::model_unloaded, true);
+      co_await env.bring_down(i);
+      t.phase = Track::Phase::unloaded;
+      t.failed = true;
+      // Its waiters are answered now (the event's listener refuses them);
+      // the next request tries again.
+      std::erase_if(waiting, [&](const auto& w) { return w.second.model == load->model; });
+      emit(ResidencyEvent::Kind::failed, i, *why);
+    } else {
+      t.phase = Track::Phase::loaded;
+      t.load_seconds = seconds_between(began, t.since);
+      emit(ResidencyEvent::Kind::loaded, i, load->reason, *t.load_seconds);
+    }
+  }
+  loads.erase(std::remove(loads.begin(), loads.end(), load), loads.end());
+  if (load->cancelled || drained) wake();
+}
+
+// Waits until none of `indices` has a request in flight; false when `load`
+// was cancelled meanwhile. Past switching.drain_timeout it goes on anyway
+// only with on_drain_timeout: abort.
+awaitable<bool> ModelResidency::Impl::drain(std::vector<std::size_t> indices,
+                                            std::shared_ptr<Load> load) {
+  const auto deadline = std::chrono::steady_clock::now() + config.switching.drain_timeout;
+  net::steady_timer wait(executor);
+  bool warned = false;
+  for (;;) {
+    if (load && load->cancelled) co_return false;
+    int left = 0;
+    for (auto i : indices) left += env.in_flight(i);
+    if (left == 0) co_return true;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      if (config.switching.abort_on_drain_timeout) co_return true;
+      if (!warned)
+        spdlog::warn(
+            "models: {} request(s) still in flight after switching.drain_timeout; "
+            "waiting on (on_drain_timeout: wait)",
+            left);
+      warned = true;
+    }
+    // Woken when a request ends (used()) or a step runs; the bound catches
+    // the deadline.
+    drain_waits.insert(&wait);
+    wait.expires_after(1s);
+    co_await wait.async_wait(use_tuple);
+    drain_waits.erase(&wait);
+  }
+}
+
+awaitable<void> ModelResidency::Impl::unload_instance(std::size_t i, std::string reason) {
+  auto self = shared_from_this();
+  auto& t = track(i);
+  if (t.phase == Track::Phase::unloaded) co_return;
+  t.phase = Track::Phase::unloading;
+  t.since = clock();
+  env.set_cause(i, AdminCause::model_evicting, true);
+  std::vector<std::size_t> one{i};  // not a braced list in co_await (GCC 12)
+  co_await drain(std::move(one), nullptr);
+  env.set_cause(i, AdminCause::model_unloaded, true);
+  env.set_cause(i, AdminCause::model_evicting, false);
+  co_await env.bring_down(i);
+  auto& after = track(i);
+  after.phase = Track::Phase::unloaded;
+  after.victim = false;
+  after.since = clock();
+  emit(ResidencyEvent::Kind::unloaded, i, reason);
+}
+
+// Loaded instances with a ttl and nothing in flight or waiting for that long go.
+void ModelResidency::Impl::expire_ttl() {
+  const auto now = clock();
+  for (auto& [i, t] : tracks) {
+    const auto& in = inst(i);
+    if (t.phase != Track::Phase::loaded || t.victim || !in.config.ttl || !on_demand(in)) continue;
+    if (env.in_flight(i) > 0 || waiters_of(in.model()) > 0) continue;
+    if (now - std::max(t.last_used, t.since) < *in.config.ttl) continue;
+    t.phase = Track::Phase::unloading;  // at once, so the next step does not pick it again
+    net::co_spawn(executor, unload_instance(i, "ttl"), net::detached);
+  }
+}
+
+// A load still draining its victims whose every waiter has left is dropped
+// when another model waits: the cards go to that one instead.
+void ModelResidency::Impl::cancel_abandoned() {
+  for (auto& load : loads) {
+    if (load->starting || load->cancelled || load->reason != "request") continue;
+    if (waiters_of(load->model) > 0) continue;
+    bool others = false;
+    for (const auto& [id, w] : waiting) others |= w.model != load->model;
+    if (!others) continue;
+    spdlog::info("model {}: load cancelled: every request for it left and another model waits",
+                 load->model);
+    load->cancelled = true;
+  }
+  wake();
+}
+
+awaitable<void> ModelResidency::Impl::ticking() {
+  auto self = shared_from_this();
+  for (;;) {
+    tick.expires_after(250ms);
+    auto [ec] = co_await tick.async_wait(use_tuple);
+    if (ec) co_return;
+    step();
+  }
+}
+
+void ModelResidency::Impl::step() {
+  expire_ttl();
+  cancel_abandoned();
+  auto pending = waits();
+  for (auto& w : pending) w.load_seconds = expected_load_seconds(w.model);
+  for (const auto& model : swap_order(pending, config.swapping)) {
+    const auto it = std::find_if(pending.begin(), pending.end(),
+                                 [&](const ModelWait& w) { return w.model == model; });
+    try_load(*it, "request", false);
+  }
+}
+
+double ModelResidency::Impl::expected_load_seconds(const std::string& model) const {
+  double longest = 0;
+  bool measured = false;
+  for (const auto& [i, t] : tracks)
+    if (inst(i).model() == model && t.load_seconds) {
+      longest = std::max(longest, *t.load_seconds);
+      measured = true;
+    }
+  return measured ? longest : std::chrono::duration<double>(config.switching.switch_cost).count();
+}
+
+ModelResidency::ModelResidency(net::any_io_executor executor, const fleet::FleetConfig& config,
+                               ResidencyEnv& env, Clock clock)
+    : impl_(std::make_shared<Impl>(executor, config, env, std::move(clock))) {
+  for (const auto& in : env.instances()) {
+    if (in->config.gpus.empty() && in->config.load != fleet::LoadMode::on_demand) continue;
+    const auto memory = impl_->memory_of(*in);
+    std::string source = "unknown: never loaded beside an instance sharing one of its GPUs";
+    if (in->config.memory)
+      source = "its 'memory'";
+    else if (auto it = config.memory_estimates.find(in->name());
+             it != config.memory_estimates.end())
+      source = it->second.source;
+    spdlog::info("instance {}: memory per GPU {} ({})", in->name(),
+                 memory ? fmt::format("{:.2f} GiB", *memory / 1073741824.0) : "?", source);
+  }
+  if (config.gpus.empty())
+    spdlog::info(
+        "models: no 'gpus' declared: instances that share a GPU are never loaded together");
+  net::co_spawn(executor, impl_->ticking(), net::detached);
+}
+
+ModelResidency::~ModelResidency() {
+  impl_->tick.cancel();
+  for (auto& load : impl_->loads) load->cancelled = true;
+  impl_->wake();
+}
+
+bool ModelResidency::manages(const std::string& model) const {
+  for (const auto& in : impl_->env.instances())
+    if (in->model() == model && impl_->on_demand(*in)) return true;
+  return false;
+}
+
+bool ModelResidency::routable(const std::string& model) const {
+  for (const auto& in : impl_->env.instances())
+    if (in->model() == model && in->routable()) return true;
+  return false;
+}
+
+void ModelResidency::waiting(const void* request, const std::string& model) {
+  impl_->waiting[request] = {model, impl_->clock()};
+  impl_->step();
+}
+
+void ModelResidency::left(const void* request) {
+  if (impl_->waiting.erase(request)) impl_->cancel_abandoned();
+}
+
+void ModelResidency::used(std::size_t index) {
+  if (auto it = impl_->tracks.find(index); it != impl_->tracks.end())
+    it->second.last_used = impl_->clock();
+  impl_->wake();
+}
+
+std::optional<std::string> ModelResidency::load(const std::string& model) {
+  if (!manages(model)) return fmt::format("'{}' has no load: on-demand instance to load", model);
+  for (const auto& in : impl_->env.instances())
+    if (in->model() == model && impl_->on_demand(*in) && impl_->present(*in))
+      return fmt::format("model '{}' is already running", model);
+  const ModelWait want{model, 0, 0, impl_->expected_load_seconds(model)};
+  return impl_->try_load(want, "admin", /*forced=*/true);
+}
+
+std::optional<std::string> ModelResidency::unload(const std::string& model) {
+  bool any = false;
+  for (auto& [i, t] : impl_->tracks) {
+    const auto& in = impl_->inst(i);
+    if (in.model() != model || t.phase != Impl::Track::Phase::loaded || t.victim) continue;
+    any = true;
+    t.phase = Impl::Track::Phase::unloading;
+    net::co_spawn(impl_->executor, impl_->unload_instance(i, "admin"), net::detached);
+  }
+  if (!any) return fmt::format("model '{}' is not running", model);
+  return std::nullopt;
+}
+
+void ModelResidency::step() {
+  impl_->step();
+}
+
+ModelState ModelResidency::Impl::state_of(const std::string& model) const {
+  ModelState s{model, "unloaded", false, "", std::nullopt};
+  bool loaded = false, loading = false, sleeping = false;
+  for (const auto& in : env.instances()) {
+    if (in->model() != model || in->state == InstanceState::removed) continue;
+    if (on_demand(*in)) {
+      const auto it = tracks.find(in->index);
+      const auto phase = it == tracks.end() ? Track::Phase::unloaded : it->second.phase;
+      loaded |= phase == Track::Phase::loaded || phase == Track::Phase::unloading;
+      loading |= phase == Track::Phase::loading;
+      if (it != tracks.end() && it->second.failed && phase == Track::Phase::unloaded) {
+        s.failed = true;
+        s.problem = in->problem;
+        s.exit_code = in->exit_code;
+      }
+      continue;
+    }
+    loaded |= in->state == InstanceState::ready && !in->asleep &&
+              in->admin() != fleet::AdminState::parked;
+    loading |= in->state == InstanceState::starting && in->admin() != fleet::AdminState::parked;
+    sleeping |= in->asleep;
+  }
+  s.value = loaded ? "loaded" : loading ? "loading" : sleeping ? "sleeping" : "unloaded";
+  if (s.value != "unloaded") s.failed = false;
+  return s;
+}
+
+std::vector<ModelState> ModelResidency::models() const {
+  std::vector<ModelState> out;
+  for (const auto& m : impl_->config.models) out.push_back(impl_->state_of(m.name));
+  return out;
+}
+
+std::map<std::string, std::uint64_t> ModelResidency::memory_in_use() const {
+  return profiles::memory_in_use(impl_->residents());
+}
+
+double ModelResidency::expected_load_seconds(const std::string& model) const {
+  return impl_->expected_load_seconds(model);
+}
+
+void ModelResidency::on_event(std::function<void(const ResidencyEvent&)> callback) {
+  impl_->on_event = std::move(callback);
+}
+
+}  // namespace switchyard::profiles

@@ -1,0 +1,108 @@
+// Model residency (docs/models.md): on-demand instances are loaded when a
+// request needs their model and unloaded to make room, after their ttl, or
+// by the operator. A load that needs room chooses what to unload
+// (profiles/eviction.h) and in what order models get the cards
+// (profiles/swap_order.h); an instance with work is drained first (admin
+// cause model_evicting: it takes nothing new, its requests finish), so a
+// running request is never cut unless switching.on_drain_timeout is abort.
+//
+// Single-threaded (the gateway's executor). What it does to instances is a
+// ResidencyEnv and time comes from a clock passed in, so it is tested with
+// fakes.
+#pragma once
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/fleet_config.h"
+#include "fleet/instance.h"
+#include "profiles/eviction.h"
+
+namespace switchyard::profiles {
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+class ResidencyEnv {
+ public:
+  virtual ~ResidencyEnv() = default;
+  // The fleet's instance table, by index.
+  virtual const std::vector<std::unique_ptr<fleet::Instance>>& instances() const = 0;
+  // Requests the gateway has on it now.
+  virtual int in_flight(std::size_t index) const = 0;
+  virtual void set_cause(std::size_t index, fleet::AdminCause cause, bool on) = 0;
+  // Start until healthy: nullopt, or why it failed.
+  virtual boost::asio::awaitable<std::optional<std::string>> bring_up(std::size_t index) = 0;
+  virtual boost::asio::awaitable<void> bring_down(std::size_t index) = 0;
+};
+
+// What happened to a model, for metrics, logs and /models/sse.
+struct ResidencyEvent {
+  enum class Kind { loading, loaded, unloaded, failed } kind = Kind::loading;
+  std::string model;
+  std::string instance;
+  std::string reason;  // loads: request, admin; unloads: ttl, evicted, admin; failed: why
+  double seconds = 0;  // loaded: the load's time
+};
+
+const char* to_string(ResidencyEvent::Kind kind);
+
+// One model as /v1/models shows it.
+struct ModelState {
+  std::string model;
+  std::string value;  // loaded, loading, unloaded, sleeping
+  bool failed = false;
+  std::string problem;  // the failed load's reason ("engine exited with status 1")
+  std::optional<int> exit_code;
+};
+
+class ModelResidency {
+ public:
+  using Clock = std::function<steady_time()>;
+  // `env` must outlive this. Every on-demand instance starts unloaded.
+  ModelResidency(boost::asio::any_io_executor executor, const fleet::FleetConfig& config,
+                 ResidencyEnv& env, Clock clock);
+  ~ModelResidency();
+
+  // Whether the model has an on-demand instance.
+  bool manages(const std::string& model) const;
+  // Whether one of its instances takes requests now.
+  bool routable(const std::string& model) const;
+  // A request for `model` waits to be routed (`request` identifies it until
+  // left()); it may start a load.
+  void waiting(const void* request, const std::string& model);
+  // ... routed, answered or gone.
+  void left(const void* request);
+  // A request on this instance started or ended (recency, ttl, drains).
+  void used(std::size_t index);
+
+  // The operator's load and unload: nullopt, or why not (unknown model,
+  // already running, not running, no room that could be made).
+  std::optional<std::string> load(const std::string& model);
+  std::optional<std::string> unload(const std::string& model);
+
+  // Decides now: ttl unloads, cancelled loads, the next loads.
+  void step();
+
+  std::vector<ModelState> models() const;
+  // Bytes per GPU held by present instances, by the figures in use.
+  std::map<std::string, std::uint64_t> memory_in_use() const;
+  // The expected time of a model's load (measured, else switching.switch_cost).
+  double expected_load_seconds(const std::string& model) const;
+  // Called on every load, unload and failure.
+  void on_event(std::function<void(const ResidencyEvent&)> callback);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace switchyard::profiles

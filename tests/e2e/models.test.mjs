@@ -1,0 +1,194 @@
+// Many models on one box (docs/models.md): on-demand instances load when a
+// request needs their model, take turns on a card without cutting a running
+// request, unload after their ttl or on the operator's word, and a load that
+// fails answers its waiters at once. Two models of 16 GiB on one 24 GiB
+// card: only one fits at a time.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import {
+  expectError, fetchJson, metricValue, runSwitchyard, startGateway, stopAll, streamChat, waitUntil,
+} from './harness.mjs';
+
+function onDemand(name, model, { ttl, extra = '' } = {}) {
+  const inst = {
+    name, model, gpus: [0], memory: '16GiB', load: 'on-demand', slots: 2,
+    command: `\${SWITCHYARD} sim --port \${PORT} --slots 2 --tokens-per-second 20 --load-time 1 --alias ${model}${extra}`,
+  };
+  if (ttl) inst.ttl = ttl;
+  return inst;
+}
+
+function box(instances = [onDemand('a', 'A'), onDemand('b', 'B')], extra = {}) {
+  const models = [...new Set(instances.map((i) => i.model))].map((name) => ({ name }));
+  return {
+    gpus: [{ id: 0, memory: '24GiB' }],
+    models,
+    instances,
+    swapping: { policy: 'batch', max_wait: '20s', min_resident: '0s' },
+    // A load's expected time until one is measured (the sims load in 1 s).
+    switching: { drain_timeout: '20s', switch_cost: '2s' },
+    ...extra,
+  };
+}
+
+async function statuses(gw) {
+  const res = await fetchJson(`${gw.url}/v1/models`);
+  assert.equal(res.status, 200, res.text);
+  return Object.fromEntries(res.body.data.map((m) => [m.id, m.status]));
+}
+
+const waitStatus = (gw, model, value, timeoutMs = 15_000) =>
+  waitUntil(async () => (await statuses(gw))[model]?.value === value, { timeoutMs, what: `${model} ${value}` });
+
+const chat = (gw, model, timeoutMs = 30_000) => fetchJson(`${gw.url}/v1/chat/completions`, {
+  body: { model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 }, timeoutMs,
+});
+
+async function metric(gw, name, labels) {
+  return metricValue(await (await fetch(`${gw.url}/metrics`)).text(), name, labels) ?? 0;
+}
+
+describe('on-demand models on one card', { timeout: 120_000 }, () => {
+  after(stopAll);
+
+  test('nothing loads at start; /v1/models and GET /models list every model unloaded', async () => {
+    const gw = await startGateway(box(), { waitReady: false });
+    assert.deepEqual(await statuses(gw), {
+      A: { value: 'unloaded', args: [] }, B: { value: 'unloaded', args: [] },
+    });
+    const router = await fetchJson(`${gw.url}/models`);
+    assert.deepEqual(router.body.data.map((m) => [m.id, m.status.value]), [['A', 'unloaded'], ['B', 'unloaded']]);
+    assert.deepEqual(gw.engines(), [], 'no engine was started');
+    assert.equal((await fetchJson(`${gw.url}/health`)).status, 200, 'serving: a request loads its model');
+    assert.match(gw.output(), /instance a: memory per GPU 16\.00 GiB \(its 'memory'\)/);
+    await gw.stop();
+  });
+
+  test('a stream on A is not cut when B is requested; B loads after it ends', async () => {
+    const gw = await startGateway(box(), { waitReady: false });
+    let bAsked;
+    const seenA = new Promise((resolve) => { bAsked = resolve; });
+    const streamA = streamChat(gw.url, {
+      model: 'A', maxTokens: 40, onEvent: (e, seen) => { if (seen.length === 2) bAsked(); },
+    });
+    await seenA;  // A is loaded and streaming
+    assert.equal((await statuses(gw)).A.value, 'loaded');
+    const answerB = chat(gw, 'B').then((r) => ({ ...r, at: Date.now() }));
+    const a = await streamA;
+    const aEnded = Date.now();
+    assert.equal(a.status, 200);
+    assert.ok(a.done && a.cleanEnd && !a.errorEvent, 'A streamed to its end');
+    assert.equal(a.tokens, 40);
+    const b = await answerB;
+    assert.equal(b.status, 200, b.text);
+    assert.ok(b.at >= aEnded, 'B was served after A finished');
+    const s = await statuses(gw);
+    assert.equal(s.A.value, 'unloaded');
+    assert.equal(s.B.value, 'loaded');
+    assert.equal(await metric(gw, 'switchyard_model_loads_total', { model: 'B', reason: 'request' }), 1);
+    assert.equal(await metric(gw, 'switchyard_model_unloads_total', { model: 'A', reason: 'evicted' }), 1);
+    assert.equal(await metric(gw, 'switchyard_model_resident', { model: 'B' }), 1);
+    assert.equal(await metric(gw, 'switchyard_model_resident', { model: 'A' }), 0);
+    assert.equal(await metric(gw, 'switchyard_gpu_memory_estimated_bytes', { gpu: '0' }), 16 * 2 ** 30);
+    await gw.stop();
+  });
+
+  test('POST /models/load and /models/unload with the admin key; the CLI; unknown models', async () => {
+    const gw = await startGateway(box(undefined, { admin_key: 'sk-admin' }), { waitReady: false });
+    const admin = { authorization: 'Bearer sk-admin' };
+    expectError(assert, await fetchJson(`${gw.url}/models/load`, { body: { model: 'A' } }), 401);
+    const loaded = await fetchJson(`${gw.url}/models/load`, { body: { model: 'A' }, headers: admin });
+    assert.equal(loaded.status, 200, loaded.text);
+    assert.deepEqual(loaded.body, { success: true });
+    await waitStatus(gw, 'A', 'loaded');
+    expectError(assert, await fetchJson(`${gw.url}/models/load`, { body: { model: 'A' }, headers: admin }), 400,
+      { messageIncludes: 'already running' });
+    expectError(assert, await fetchJson(`${gw.url}/models/load`, { body: { model: 'Z' }, headers: admin }), 404,
+      { messageIncludes: ["'Z' is not found", 'on-demand models: A, B'] });
+    expectError(assert, await fetchJson(`${gw.url}/models/load`, { body: { name: 'A' }, headers: admin }), 400,
+      { messageIncludes: "'model'" });
+    const unloaded = await fetchJson(`${gw.url}/models/unload`, { body: { model: 'A' }, headers: admin });
+    assert.equal(unloaded.status, 200, unloaded.text);
+    await waitStatus(gw, 'A', 'unloaded');
+    expectError(assert, await fetchJson(`${gw.url}/models/unload`, { body: { model: 'A' }, headers: admin }), 400,
+      { messageIncludes: 'not running' });
+    const cli = await runSwitchyard(['admin', '--url', gw.url, '--key', 'sk-admin', 'load', 'B']);
+    assert.equal(cli.code, 0, cli.output);
+    assert.match(cli.output, /model B: loading started/);
+    await waitStatus(gw, 'B', 'loaded');
+    assert.equal(await metric(gw, 'switchyard_model_loads_total', { model: 'B', reason: 'admin' }), 1);
+    assert.equal(await metric(gw, 'switchyard_model_unloads_total', { model: 'A', reason: 'admin' }), 1);
+    await gw.stop();
+  });
+
+  test('GET /models/sse streams status changes as llama.cpp router mode does', async () => {
+    const gw = await startGateway(box(), { waitReady: false });
+    const controller = new AbortController();
+    const res = await fetch(`${gw.url}/models/sse`, { signal: controller.signal });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /text\/event-stream/);
+    const events = [];
+    const reading = (async () => {
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!events.some((e) => e.data.status === 'loaded')) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+        let end;
+        while ((end = text.indexOf('\n\n')) >= 0) {
+          const block = text.slice(0, end);
+          text = text.slice(end + 2);
+          if (block.startsWith('data: ')) events.push(JSON.parse(block.slice(6)));
+        }
+      }
+    })();
+    assert.equal((await chat(gw, 'A')).status, 200);
+    await reading;
+    controller.abort();
+    assert.deepEqual(events.map((e) => [e.event, e.model, e.data.status]),
+      [['status_change', 'A', 'loading'], ['status_change', 'A', 'loaded']]);
+    await gw.stop();
+  });
+
+  test('ttl unloads a model with nothing to do', async () => {
+    const gw = await startGateway(box([onDemand('a', 'A', { ttl: '1s' }), onDemand('b', 'B')]), { waitReady: false });
+    assert.equal((await chat(gw, 'A')).status, 200);
+    assert.equal((await statuses(gw)).A.value, 'loaded');
+    await waitStatus(gw, 'A', 'unloaded', 10_000);
+    assert.equal(await metric(gw, 'switchyard_model_unloads_total', { model: 'A', reason: 'ttl' }), 1);
+    assert.deepEqual(gw.engines().map((e) => e.name), ['a']);
+    await gw.stop();
+  });
+
+  test('a load that fails answers its waiters 503 at once and /v1/models says failed', async () => {
+    const gw = await startGateway(box([onDemand('a', 'A'), onDemand('b', 'B', { extra: ' --no-such-flag' })]),
+      { waitReady: false });
+    const started = Date.now();
+    const answers = await Promise.all([chat(gw, 'B'), chat(gw, 'B')]);
+    for (const res of answers)
+      expectError(assert, res, 503, { code: 'model_load_failed', messageIncludes: ["model 'B' failed to load", 'exited with status'] });
+    assert.ok(Date.now() - started < 10_000, 'answered well before swapping.max_wait');
+    const s = await statuses(gw);
+    assert.equal(s.B.value, 'unloaded');
+    assert.equal(s.B.failed, true);
+    assert.equal(typeof s.B.exit_code, 'number');
+    assert.notEqual(s.B.exit_code, 0);
+    // The other model still loads.
+    assert.equal((await chat(gw, 'A')).status, 200);
+    await gw.stop();
+  });
+});
+
+describe('models config errors', { timeout: 30_000 }, () => {
+  test('an on-demand instance at a url is refused with file, line and field (exit 2)', async () => {
+    const { runServe } = await import('./harness.mjs');
+    const res = await runServe({
+      instances: [{ name: 'a', model: 'A', url: 'http://127.0.0.1:9', load: 'on-demand' }],
+    });
+    assert.equal(res.code, 2, res.output);
+    assert.match(res.output, /fleet\.yaml:\d+: instances\[0\]\.load: on-demand needs a 'command'/);
+  });
+});

@@ -1,0 +1,272 @@
+#include "profiles/model_residency.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace switchyard::profiles {
+namespace {
+
+namespace net = boost::asio;
+using namespace std::chrono_literals;
+using fleet::AdminCause;
+constexpr std::uint64_t GiB = 1ull << 30;
+
+// Instances whose engines start and stop at once (or fail to), with the
+// gateway's in-flight counts set by the test.
+class FakeEnv final : public ResidencyEnv {
+ public:
+  std::vector<std::unique_ptr<fleet::Instance>> table;
+  std::map<std::size_t, int> busy;
+  std::map<std::string, std::string> fail_start;  // name → why
+  std::vector<std::string> log;
+
+  const std::vector<std::unique_ptr<fleet::Instance>>& instances() const override { return table; }
+  int in_flight(std::size_t i) const override {
+    auto it = busy.find(i);
+    return it == busy.end() ? 0 : it->second;
+  }
+  void set_cause(std::size_t i, AdminCause c, bool on) override { table[i]->causes.set(c, on); }
+  net::awaitable<std::optional<std::string>> bring_up(std::size_t i) override {
+    log.push_back("up " + table[i]->name());
+    if (auto it = fail_start.find(table[i]->name()); it != fail_start.end()) co_return it->second;
+    table[i]->state = fleet::InstanceState::ready;
+    co_return std::nullopt;
+  }
+  net::awaitable<void> bring_down(std::size_t i) override {
+    log.push_back("down " + table[i]->name());
+    table[i]->state = fleet::InstanceState::stopped;
+    co_return;
+  }
+};
+
+struct Box {
+  net::io_context io;
+  FakeEnv env;
+  fleet::FleetConfig config;
+  steady_time now{std::chrono::hours(1)};
+  std::vector<std::string> events;
+  std::unique_ptr<ModelResidency> residency;
+  int requests = 0;  // each waiting() needs its own address
+
+  // One 24 GiB card; models A, B, C of 12, 12 and 20 GiB, on demand.
+  explicit Box(fleet::SwappingOptions::Policy policy = fleet::SwappingOptions::Policy::batch) {
+    config.gpus = {{"0", 24 * GiB}};
+    config.swapping.policy = policy;
+    config.swapping.max_wait = 120s;
+    config.swapping.min_resident = 30s;
+    config.switching.switch_cost = 20s;
+    add("a", "A", 12);
+    add("b", "B", 12);
+    add("c", "C", 20);
+  }
+  void add(std::string name, std::string model, std::uint64_t gib) {
+    fleet::InstanceConfig c;
+    c.name = std::move(name);
+    c.model = model;
+    c.gpus = "0";
+    c.memory = gib * GiB;
+    c.command = "engine";
+    c.load = fleet::LoadMode::on_demand;
+    config.instances.push_back(c);
+    config.models.push_back({model, {}});
+    auto inst = std::make_unique<fleet::Instance>();
+    inst->index = env.table.size();
+    inst->config = c;
+    inst->state = fleet::InstanceState::stopped;
+    inst->causes.set(AdminCause::model_unloaded, true);  // as the fleet starts it
+    env.table.push_back(std::move(inst));
+  }
+  ModelResidency& r() {
+    if (!residency) {
+      residency =
+          std::make_unique<ModelResidency>(io.get_executor(), config, env, [this] { return now; });
+      residency->on_event([this](const ResidencyEvent& e) {
+        events.push_back(std::string(to_string(e.kind)) + " " + e.model + " " + e.reason);
+      });
+    }
+    return *residency;
+  }
+  std::string status(const std::string& model) {
+    for (const auto& s : r().models())
+      if (s.model == model) return s.value;
+    return "?";
+  }
+  // A request for `model` that waits until the caller says it left.
+  const void* request(const std::string& model) {
+    const void* id = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(++requests));
+    r().waiting(id, model);
+    return id;
+  }
+  void run() {
+    io.restart();
+    io.poll();
+  }
+  // A loaded model with one request running on it.
+  void load_busy(const std::string& model, std::size_t index) {
+    const void* id = request(model);
+    run();
+    ASSERT_EQ(status(model), "loaded");
+    r().left(id);
+    env.busy[index] = 1;
+  }
+};
+
+TEST(ModelResidency, NothingLoadsUntilARequestNeedsItsModel) {
+  Box box;
+  box.r();
+  box.run();
+  EXPECT_EQ(box.status("A"), "unloaded");
+  EXPECT_TRUE(box.env.log.empty());
+  box.request("A");
+  EXPECT_EQ(box.status("A"), "loading");
+  box.run();
+  EXPECT_EQ(box.status("A"), "loaded");
+  EXPECT_TRUE(box.r().routable("A"));
+  EXPECT_EQ(box.events, (std::vector<std::string>{"loading A request", "loaded A request"}));
+  EXPECT_EQ(box.r().memory_in_use().at("0"), 12 * GiB);
+}
+
+TEST(ModelResidency, SeveralModelsStayLoadedWhereMemoryAllows) {
+  Box box;
+  box.request("A");
+  box.request("B");
+  box.run();
+  EXPECT_EQ(box.status("A"), "loaded");
+  EXPECT_EQ(box.status("B"), "loaded");
+  EXPECT_EQ(box.r().memory_in_use().at("0"), 24 * GiB);
+}
+
+TEST(ModelResidency, ABusyModelIsDrainedBeforeItGoesNeverCut) {
+  Box box(fleet::SwappingOptions::Policy::fifo);
+  box.load_busy("A", 0);
+  box.request("C");  // 20 GiB: A must go
+  box.run();
+  // A takes nothing new and keeps its request; C waits.
+  EXPECT_TRUE(box.env.table[0]->causes.has(AdminCause::model_evicting));
+  EXPECT_EQ(box.status("A"), "loaded");
+  EXPECT_EQ(box.status("C"), "loading");
+  EXPECT_EQ(std::count(box.env.log.begin(), box.env.log.end(), "down a"), 0);
+  box.env.busy[0] = 0;  // its request ended
+  box.r().used(0);
+  box.run();
+  EXPECT_EQ(box.status("A"), "unloaded");
+  EXPECT_EQ(box.status("C"), "loaded");
+  const std::vector<std::string> tail{"down a", "up c"};
+  EXPECT_EQ(std::vector<std::string>(box.env.log.end() - 2, box.env.log.end()), tail);
+  EXPECT_TRUE(box.env.table[0]->causes.has(AdminCause::model_unloaded));
+  EXPECT_FALSE(box.env.table[0]->causes.has(AdminCause::model_evicting));
+}
+
+TEST(ModelResidency, BatchServesALoadedModelsWorkUntilAWaiterAges) {
+  Box box;  // batch
+  box.load_busy("A", 0);
+  box.request("A");  // A's queue
+  box.request("C");
+  box.run();
+  EXPECT_EQ(box.status("C"), "unloaded");  // A keeps the card
+  EXPECT_FALSE(box.env.table[0]->causes.has(AdminCause::model_evicting));
+  box.now += 99s;  // 120 s max_wait - 20 s expected load: not yet
+  box.r().step();
+  EXPECT_EQ(box.status("C"), "unloaded");
+  box.now += 1s;
+  box.r().step();
+  EXPECT_EQ(box.status("C"), "loading");
+  EXPECT_TRUE(box.env.table[0]->causes.has(AdminCause::model_evicting));
+}
+
+TEST(ModelResidency, MinResidentHoldsEvenAnAgedWaiter) {
+  Box box;
+  box.config.swapping.max_wait = 30s;  // C ages at 10 s
+  box.load_busy("A", 0);
+  box.request("C");
+  box.now += 15s;
+  box.r().step();
+  EXPECT_EQ(box.status("C"), "unloaded");  // A loaded 15 s ago, min_resident 30 s
+  box.now += 15s;
+  box.r().step();
+  EXPECT_EQ(box.status("C"), "loading");
+}
+
+TEST(ModelResidency, FifoSwapsForTheOldestWaiter) {
+  Box box(fleet::SwappingOptions::Policy::fifo);
+  box.load_busy("A", 0);
+  box.request("C");
+  box.run();
+  EXPECT_EQ(box.status("C"), "loading");  // at once: A drains
+}
+
+TEST(ModelResidency, ALoadEveryWaiterLeftIsCancelledWhenAnotherModelWaits) {
+  Box box(fleet::SwappingOptions::Policy::fifo);
+  box.load_busy("A", 0);
+  const void* c = box.request("C");
+  box.run();
+  ASSERT_EQ(box.status("C"), "loading");
+  box.r().left(c);  // C's only request gave up
+  box.run();
+  EXPECT_EQ(box.status("C"), "loading");  // nobody else waits: it goes on
+  box.request("B");
+  box.run();
+  EXPECT_EQ(box.status("C"), "unloaded");
+  EXPECT_FALSE(box.env.table[0]->causes.has(AdminCause::model_evicting));  // A serves again
+  EXPECT_EQ(std::count(box.env.log.begin(), box.env.log.end(), "up c"), 0);
+  EXPECT_NE(std::find(box.events.begin(), box.events.end(), "unloaded C cancelled"),
+            box.events.end());
+  box.r().step();  // B fits beside A now that C's room is not held for it
+  box.run();
+  EXPECT_EQ(box.status("B"), "loaded");
+  EXPECT_EQ(box.status("A"), "loaded");
+}
+
+TEST(ModelResidency, TtlUnloadsAnIdleModel) {
+  Box box;
+  box.config.instances[0].ttl = 10min;
+  box.env.table[0]->config.ttl = 10min;
+  const void* a = box.request("A");
+  box.run();
+  box.r().left(a);
+  box.now += 9min;
+  box.r().step();
+  box.run();
+  EXPECT_EQ(box.status("A"), "loaded");
+  box.now += 1min;
+  box.r().step();
+  box.run();
+  EXPECT_EQ(box.status("A"), "unloaded");
+  EXPECT_EQ(box.events.back(), "unloaded A ttl");
+}
+
+TEST(ModelResidency, AFailedLoadIsReportedWithItsReason) {
+  Box box;
+  box.env.fail_start["b"] = "engine exited with status 3";
+  box.env.table[1]->exit_code = 3;
+  box.env.table[1]->problem = "engine exited with status 3";
+  box.request("B");
+  box.run();
+  EXPECT_EQ(box.events.back(), "failed B engine exited with status 3");
+  const auto states = box.r().models();
+  EXPECT_EQ(states[1].value, "unloaded");
+  EXPECT_TRUE(states[1].failed);
+  EXPECT_EQ(states[1].exit_code, 3);
+  EXPECT_TRUE(box.env.table[1]->causes.has(AdminCause::model_unloaded));
+}
+
+TEST(ModelResidency, TheOperatorLoadsAndUnloads) {
+  Box box;
+  EXPECT_FALSE(box.r().load("A"));
+  box.run();
+  EXPECT_EQ(box.status("A"), "loaded");
+  ASSERT_TRUE(box.r().load("A"));
+  EXPECT_NE(box.r().load("A")->find("already running"), std::string::npos);
+  EXPECT_FALSE(box.r().unload("A"));
+  box.run();
+  EXPECT_EQ(box.status("A"), "unloaded");
+  EXPECT_NE(box.r().unload("A")->find("not running"), std::string::npos);
+  EXPECT_EQ(box.events.back(), "unloaded A admin");
+}
+
+}  // namespace
+}  // namespace switchyard::profiles
