@@ -11,17 +11,6 @@
 namespace switchyard::cli {
 namespace {
 
-// An instance's GPU ids, from its `gpus` ("0,1").
-std::vector<std::string> gpu_ids(const std::string& gpus) {
-  std::vector<std::string> ids;
-  for (std::size_t start = 0; start < gpus.size();) {
-    const std::size_t end = std::min(gpus.find(',', start), gpus.size());
-    if (end > start) ids.push_back(gpus.substr(start, end - start));
-    start = end + 1;
-  }
-  return ids;
-}
-
 std::string per_gpu_text(const std::vector<std::string>& ids,
                          const std::vector<std::uint64_t>& bytes) {
   std::string text;
@@ -40,8 +29,15 @@ Result<FleetMemory> estimate_fleet_memory(const fleet::FleetConfig& config,
   std::vector<fleet::MemoryUser> users;
   for (std::size_t i = 0; i < config.instances.size(); ++i) {
     const auto& inst = config.instances[i];
-    const auto ids = gpu_ids(inst.gpus);
-    if (!inst.command || ids.empty()) continue;
+    const auto ids = inst.gpu_ids();
+    if (ids.empty()) continue;
+    if (inst.memory) {  // declared: no estimate, but it counts for the clashes
+      out.lines.push_back(fmt::format("memory of {}: {} per GPU, declared (instances[{}].memory)",
+                                      inst.name, plan::format_bytes(double(*inst.memory)), i));
+      users.push_back({inst.name, ids, std::vector<std::uint64_t>(ids.size(), *inst.memory)});
+      continue;
+    }
+    if (!inst.command) continue;
     std::vector<std::uint64_t> card_bytes;
     for (const auto& id : ids) {
       const auto card = cards.find(id);
@@ -80,6 +76,24 @@ std::string clash_text(const fleet::MemoryClash& clash) {
   }
   return fmt::format("GPU {} ({}) cannot hold {} together: they need {}", clash.gpu, have,
                      fmt::join(clash.instances, " and "), need);
+}
+
+fleet::MemoryEstimates handover(const FleetMemory& memory) {
+  fleet::MemoryEstimates out;
+  for (const auto& [name, estimate] : memory.estimates) {
+    std::uint64_t most = 0;
+    for (const auto bytes : estimate.per_gpu) most = std::max(most, bytes);
+    out[name] = {most, estimate.source};
+  }
+  return out;
+}
+
+std::map<std::string, std::uint64_t> card_memory(const fleet::FleetConfig& config) {
+  std::map<std::string, std::uint64_t> cards;
+  for (const auto& gpu : config.gpus) {
+    if (gpu.memory > 0) cards[gpu.id] = gpu.memory;
+  }
+  return cards;
 }
 
 }  // namespace switchyard::cli

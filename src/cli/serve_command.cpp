@@ -77,11 +77,6 @@ std::string self_path(const char* fallback) {
   return ec ? fallback : p.string();
 }
 
-// The box's cards by id, for plan's estimates; a card not in it is unknown.
-std::map<std::string, std::uint64_t> card_memory(const fleet::FleetConfig&) {
-  return {};
-}
-
 // serve --check: 0 when the config would start, else 2 with a line per problem. Prints what each
 // instance needs of its GPUs and which instances can never be resident together.
 int check_config(const fleet::FleetConfig& config, const std::string& path) {
@@ -124,6 +119,7 @@ int run_serve(const ServeFlags& flags) {
   for (const auto& clash : memory->clashes) {
     spdlog::info("never resident together: {}", clash_text(clash));
   }
+  config->memory_estimates = handover(*memory);
 
   // The keys and the usage ledger: created or upgraded before the first request.
   if (auto state = tenancy::open_state_db(config->state_db); !state) {
@@ -255,9 +251,12 @@ int run_serve(const ServeFlags& flags) {
       if (next && !flags.listen.empty()) next->listen = flags.listen;
       if (next) {
         const auto memory = estimate_fleet_memory(*next, card_memory(*next));
-        if (!memory) next = memory.error();
-        for (const auto& line : memory ? memory->lines : std::vector<std::string>{})
-          spdlog::info("{}", line);
+        if (!memory) {
+          next = memory.error();
+        } else {
+          for (const auto& line : memory->lines) spdlog::info("{}", line);
+          next->memory_estimates = handover(*memory);
+        }
       }
       if (!next) {
         spdlog::error("config reload rejected, keeping the running config: {}",
