@@ -8,12 +8,14 @@
 #include <charconv>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "cli/fleet_memory.h"
 #include "cli/service_notice.h"
 #include "common/buffered_log.h"
 #include "common/json_log.h"
@@ -80,13 +82,23 @@ std::string self_path(const char* fallback) {
   return ec ? fallback : p.string();
 }
 
-// serve --check: 0 when the config would start, else 2 with a line per problem.
+// serve --check: 0 when the config would start, else 2 with a line per problem. Prints what each
+// instance needs of its GPUs and which instances can never be resident together.
 int check_config(const fleet::FleetConfig& config, const std::string& path) {
   const auto problems = fleet::missing_executables(config, self_path("switchyard"));
   for (const auto& p : problems) std::cerr << "switchyard serve: " << path << ": " << p << "\n";
   if (!problems.empty()) return 2;
+  const auto memory = estimate_fleet_memory(config, card_memory(config));
+  if (!memory) {
+    std::cerr << "switchyard serve: " << memory.error().message << "\n";
+    return 2;
+  }
   std::cout << fmt::format("{}: ok ({} instance(s), {} model(s))\n", path, config.instances.size(),
                            config.models.size());
+  for (const auto& line : memory->lines) std::cout << "  " << line << "\n";
+  for (const auto& clash : memory->clashes) {
+    std::cout << "  never resident together: " << clash_text(clash) << "\n";
+  }
   return 0;
 }
 
@@ -103,6 +115,16 @@ int run_serve(const ServeFlags& flags) {
     return 2;
   }
   if (flags.check) return check_config(*config, flags.config_path);
+  const auto memory = estimate_fleet_memory(*config, card_memory(*config));
+  if (!memory) {
+    std::cerr << "switchyard serve: " << memory.error().message << "\n";
+    return 2;
+  }
+  for (const auto& line : memory->lines) spdlog::info("{}", line);
+  for (const auto& clash : memory->clashes) {
+    spdlog::info("never resident together: {}", clash_text(clash));
+  }
+  config->memory_estimates = handover(*memory);
 
   // The keys and the usage ledger: created or upgraded before the first request.
   if (auto state = tenancy::open_state_db(config->state_db); !state) {
@@ -246,6 +268,15 @@ int run_serve(const ServeFlags& flags) {
       notice.reloading();
       auto next = fleet::load_fleet_config(flags.config_path);
       if (next && !flags.listen.empty()) next->listen = flags.listen;
+      if (next) {
+        const auto memory = estimate_fleet_memory(*next, card_memory(*next));
+        if (!memory) {
+          next = memory.error();
+        } else {
+          for (const auto& line : memory->lines) spdlog::info("{}", line);
+          next->memory_estimates = handover(*memory);
+        }
+      }
       if (!next) {
         spdlog::error("config reload rejected, keeping the running config: {}",
                       next.error().message);

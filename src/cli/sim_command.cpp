@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/command.h"
+#include "cli/weights_load.h"
 #include "http/server.h"
 #include "sim/engine.h"
 #include "sim/llamacpp_api.h"
@@ -60,6 +61,9 @@ struct SimFlags {
   bool sleep_mode = false;
   double load_time = 0;
   double wake_time = 0;
+  // The weights' size and read rate: their load adds size / rate to load_time.
+  std::optional<std::string> model_size;
+  std::string load_rate{kDefaultLoadRate};
 };
 
 struct Resolved {
@@ -134,9 +138,14 @@ int run_sim(const SimFlags& flags) {
     std::cerr << "switchyard sim: --sleep-mode: vLLM's sleep endpoints need --dialect vllm\n";
     return 2;
   }
+  const auto weights = weights_load_seconds(flags.model_size.value_or("0"), flags.load_rate);
+  if (!weights) {
+    std::cerr << "switchyard sim: " << weights.error().message << "\n";
+    return 2;
+  }
   auto faults = flags.faults;
   // The weights' load is a loading phase, as --startup-delay, but modelled.
-  faults.startup_delay_seconds += flags.load_time / options.speed_factor;
+  faults.startup_delay_seconds += (flags.load_time + *weights) / options.speed_factor;
   boost::asio::io_context io;
   sim::Engine engine(io.get_executor(), options);
   std::unique_ptr<http::Handler> api;
@@ -234,6 +243,13 @@ Command add_sim_command(CLI::App& app) {
                   "Seconds the model's weights take to load at start (503 'Loading model' "
                   "meanwhile; scaled by --speed-factor)")
       ->check(CLI::Range(0.0, 86400.0));
+  sub->add_option("--model-size", flags->model_size,
+                  "Size of the model's weights (e.g. 20GiB): loading them takes size / "
+                  "--load-rate more, after --load-time (503 'Loading model' meanwhile)");
+  sub->add_option("--load-rate", flags->load_rate,
+                  "Read rate of the weights with --model-size (e.g. 500MB/s; scaled by "
+                  "--speed-factor)")
+      ->capture_default_str();
   sub->add_option("--wake-time", flags->wake_time,
                   "vllm --sleep-mode: seconds POST /wake_up takes (scaled by --speed-factor)")
       ->check(CLI::Range(0.0, 86400.0));

@@ -13,6 +13,26 @@
 
 namespace switchyard::fleet {
 
+std::vector<std::string> command_words(std::string_view command) {
+  if (auto words = split_plain_command(command, {"${PORT}", "${GPUS}", "${SWITCHYARD}"}))
+    return *words;
+  std::vector<std::string> words;
+  std::size_t i = 0;
+  while (i < command.size()) {
+    const auto start = command.find_first_not_of(" \t\n", i);
+    if (start == std::string_view::npos) break;
+    const auto end = std::min(command.find_first_of(" \t\n", start), command.size());
+    const auto word = command.substr(start, end - start);
+    i = end;
+    const auto eq = word.find('=');
+    const bool assignment = eq != std::string_view::npos && eq > 0 &&
+                            word.substr(0, eq).find_first_of("$'\"") == std::string_view::npos;
+    if (words.empty() && (assignment || word == "exec")) continue;
+    words.emplace_back(word);
+  }
+  return words;
+}
+
 namespace {
 
 // Words after which a simple command's own first word follows.

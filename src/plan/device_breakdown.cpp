@@ -102,11 +102,15 @@ Breakdown device_breakdown(const BreakdownInput& in) {
   cpu.compute = b.compute.host + b.compute.host_output;
 
   const bool row = in.layout == Layout::kTensorParallel;
-  // Cumulative --tensor-split shares: the plan's command gives each card its size in GiB.
+  // Cumulative --tensor-split shares: the given ones, else the plan's command's (each card's size
+  // in GiB).
+  const bool given = in.tensor_split.size() == n_gpu;
   std::vector<double> splits(n_gpu);
   double sum = 0;
   for (uint32_t g = 0; g < n_gpu; ++g) {
-    sum += n_gpu == 1 ? 1.0 : std::max<double>(1.0, static_cast<double>(in.cards[g] >> 30));
+    sum += given        ? in.tensor_split[g]
+           : n_gpu == 1 ? 1.0
+                        : std::max<double>(1.0, static_cast<double>(in.cards[g] >> 30));
     splits[g] = sum;
   }
   for (double& s : splits) s /= sum;

@@ -20,6 +20,12 @@
 
 namespace switchyard::plan {
 
+// llama.cpp has no utilization knob: it allocates weights, the KV cache it is told to and its
+// compute buffers (estimated, compute_buffers.h). Beyond those it is planned with the margin its
+// own --fit leaves free on every device (--fit-target, default 1024 MiB): the GPU runtime's
+// context and what the estimate misses.
+inline constexpr uint64_t kLlamaCppCardMargin = uint64_t{1} << 30;
+
 struct DeviceUse {
   std::string name;          // "CPU" or "GPU0", "GPU1", ... (the instance's cards in order)
   uint32_t layers = 0;       // repeating layers held
@@ -46,6 +52,9 @@ struct BreakdownInput {
   uint32_t n_ubatch = 512;
   double memory_fraction = 1.0;
   uint64_t overhead_per_gpu = 0;
+  // llama.cpp --tensor-split proportions, one per card; empty: each card's size in GiB (what the
+  // plan's own commands pass). All zero but one card = everything on that card (-sm none).
+  std::vector<double> tensor_split;
 };
 
 struct Breakdown {

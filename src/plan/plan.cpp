@@ -26,11 +26,6 @@ namespace {
 // Without --context: the trained context, capped so a 1M-token model is not planned at 1M.
 constexpr uint64_t kDefaultContextCap = 32768;
 constexpr double kVllmDefaultFraction = 0.9;
-// llama.cpp has no utilization knob: it allocates weights, the KV cache it is told to and its
-// compute buffers (estimated, compute_buffers.h). Beyond those it is planned with the margin its
-// own --fit leaves free on every device (--fit-target, default 1024 MiB): the GPU runtime's
-// context and what the estimate misses.
-constexpr uint64_t kLlamaCppDefaultOverhead = uint64_t{1} << 30;
 constexpr uint64_t kMaxUbatch = 65536;
 constexpr uint64_t kMaxConcurrency = 1'000'000;
 constexpr uint64_t kMaxContext = uint64_t{1} << 32;
@@ -116,7 +111,7 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
       r.notes.push_back("--gpu-memory-utilization is a vLLM setting; llama.cpp ignores it");
     }
   }
-  r.request.overhead_per_gpu = r.engine == Engine::kVllm ? 0 : kLlamaCppDefaultOverhead;
+  r.request.overhead_per_gpu = r.engine == Engine::kVllm ? 0 : kLlamaCppCardMargin;
   r.request.even_split = r.engine == Engine::kVllm;
   if (!o.overhead.empty()) {
     auto overhead = parse_byte_size(o.overhead);

@@ -178,10 +178,29 @@ describe('sim faults', () => {
     assert.equal((await fetchJson(`${sim.url}/v1/chat/completions`, { body: exactly(2) })).status, 200);
   });
 
+  test('--model-size / --load-rate: loads for size / rate box seconds, 503 meanwhile', TIMEOUT,
+    async () => {
+      const t0 = Date.now();
+      // 6 GiB at 1 GiB/s = 6 s of the box, 3 s of wall time at speed factor 2.
+      const sim = await startSim({ speedFactor: 2 },
+        ['--model-size', '6GiB', '--load-rate', '1GiB/s']);
+      const health = await fetchJson(`${sim.url}/health`);
+      assert.equal(health.status, 503);
+      assert.equal(health.text, LOADING_BODY);
+      assert.equal((await fetchJson(`${sim.url}/v1/chat/completions`, { body: exactly(2) })).text,
+        LOADING_BODY);
+      await waitUntil(async () => (await fetchJson(`${sim.url}/health`)).status === 200,
+        { timeoutMs: 10000, what: '/health 200' });
+      assert.ok(Date.now() - t0 >= 3000, `ready after ${Date.now() - t0} ms`);
+      assert.equal((await fetchJson(`${sim.url}/v1/chat/completions`, { body: exactly(2) })).status,
+        200);
+    });
+
   test('the flags are validated', TIMEOUT, async () => {
     for (const args of [['--reset-after-tokens', 1, '--stall-after-tokens', 2],
       ['--exit-after-requests', 0], ['--exit-after-tokens', 0], ['--fail-before-first-byte', -1],
-      ['--startup-delay', -1], ['--reset-after-tokens', 'x']]) {
+      ['--startup-delay', -1], ['--reset-after-tokens', 'x'], ['--model-size', 'big'],
+      ['--model-size', '1G', '--load-rate', '2GiB'], ['--load-rate', '0/s']]) {
       const run = await runSwitchyard(['sim', '--port', '0', ...args.map(String)]);
       assert.notEqual(run.code, 0, `${args.join(' ')} rejected: ${run.output}`);
       assert.doesNotMatch(run.output, /listening/);
