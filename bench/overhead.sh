@@ -24,6 +24,9 @@
 #                     one-cpu: nginx, the gateway and wrk all on CPU 0 (taskset),
 #                     which takes cross-CPU wake-ups out of the 1-connection
 #                     latency and leaves the processing cost
+#   --keys N          N static API keys in the gateway's config (default 0: no
+#                     keys); every request presents the last one (issue 32:
+#                     the cost of a request must not grow with the keys)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs, raw results and profiles in DIR
 #                     (default: a temp dir, removed at exit)
@@ -51,6 +54,7 @@ profile="perf,callgrind"
 cg_seconds=20
 wait_load=1.0
 pin=none
+keys=0
 binary="$repo/build/switchyard"
 out=""
 
@@ -66,13 +70,14 @@ while [[ $# -gt 0 ]]; do
     --callgrind-seconds) cg_seconds="$2"; shift 2 ;;
     --wait-load) wait_load="$2"; shift 2 ;;
     --pin) pin="$2"; shift 2 ;;
+    --keys) keys="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for n in "$duration" "$warmup" "$conns" "$rounds" "$wrk_threads" "$cg_seconds"; do
+for n in "$duration" "$warmup" "$conns" "$rounds" "$wrk_threads" "$cg_seconds" "$keys"; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "'$n' is not a whole number"
 done
 (( duration >= 1 && conns >= 1 && rounds >= 1 && wrk_threads >= 1 )) || die "bad option values"
@@ -170,12 +175,19 @@ instances:
     url: http://127.0.0.1:$static_port
     slots: 1000
 EOF
+auth_header=()
+if (( keys > 0 )); then
+  # Static keys: sk-bench-1 .. sk-bench-N; the requests present the last.
+  { echo "api_keys:"; seq -f '  - sk-bench-%.0f' 1 "$keys"; } >>"$work/fleet.yaml"
+  auth_header=(-H "Authorization: Bearer sk-bench-$keys")
+fi
 
 cat >"$work/post.lua" <<EOF
 -- The chat POST; done() prints one machine-readable line (latencies in µs).
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = [[$body]]
+$( (( keys > 0 )) && echo "wrk.headers[\"Authorization\"] = \"Bearer sk-bench-$keys\"")
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
@@ -319,7 +331,7 @@ declare -A url=(
 )
 cases=(direct nginx-proxy switchyard)
 for c in "${cases[@]}"; do  # each path answers the POST with the chat.completion
-  got="$(curl -s --max-time 5 -H 'Content-Type: application/json' -d "$body" "${url[$c]}" || true)"
+  got="$(curl -s --max-time 5 -H 'Content-Type: application/json' "${auth_header[@]}" -d "$body" "${url[$c]}" || true)"
   [[ "$got" == *'"object":"chat.completion"'* ]] || die "$c did not answer the chat request: $got"
 done
 

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gateway/log_target.h"
+
 namespace switchyard::gateway {
 
 const char* to_string(RequestRecord::Outcome outcome) {
@@ -45,12 +47,13 @@ void Accounting::finish(const http::RequestHead& head, const RequestRecord& reco
   // hot path.
   const auto tenths = [](double seconds) { return std::llround(std::max(seconds, 0.0) * 1e4); };
   const long long ttfb = tenths(record.ttfb), ms = tenths(total);
+  std::string target;  // the query's values left out: a value may be a secret
   fmt::memory_buffer line;
   fmt::format_to(
       std::back_inserter(line),
       FMT_COMPILE("access id={} {} {} model={} instance={} status={} in={}B out={}B "
                   "ttfb_ms={}.{} ms={}.{}"),
-      record.id, head.method, head.target,
+      record.id, head.method, log_target(head.target, target),
       record.model.empty() ? std::string_view("-") : std::string_view(record.model),
       record.instance.empty() ? std::string_view("-") : std::string_view(record.instance), status,
       record.bytes_in, record.bytes_out, ttfb / 10, ttfb % 10, ms / 10, ms % 10);

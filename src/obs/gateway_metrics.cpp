@@ -357,7 +357,7 @@ void GatewayMetrics::redis_command(bool ok, double seconds) {
   if (ok) m.redis_seconds->Observe(seconds);
 }
 
-std::string GatewayMetrics::render(const StatusSnapshot& status) const {
+std::string GatewayMetrics::render(const StatusSnapshot& status, bool per_key) const {
   auto& m = *impl_;
   for (const auto& p : status.profiles)
     m.profile_active.Add({{"profile", p.name}}).Set(p.active ? 1 : 0);
@@ -380,7 +380,12 @@ std::string GatewayMetrics::render(const StatusSnapshot& status) const {
     m.finding_series.push_back(
         &m.findings.Add({{"check", f.check}, {"instance", f.instance}, {"severity", f.severity}}));
   for (auto* series : m.finding_series) series->Set(1);
-  return prometheus::TextSerializer().Serialize(m.registry.Collect());
+  auto families = m.registry.Collect();
+  if (!per_key)
+    std::erase_if(families, [](const prometheus::MetricFamily& f) {
+      return f.name.starts_with("switchyard_key_");
+    });
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace switchyard::obs
