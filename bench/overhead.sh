@@ -24,6 +24,9 @@
 #                     one-cpu: nginx, the gateway and wrk all on CPU 0 (taskset),
 #                     which takes cross-CPU wake-ups out of the 1-connection
 #                     latency and leaves the processing cost
+#   --keys N          N static API keys in the gateway's config (default 0: no
+#                     keys); every request presents the last one (issue 32:
+#                     the cost of a request must not grow with the keys)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs, raw results and profiles in DIR
 #                     (default: a temp dir, removed at exit)
@@ -54,6 +57,7 @@ profile="perf,callgrind"
 cg_seconds=20
 wait_load=1.0
 pin=none
+keys=0
 binary="$repo/build/switchyard"
 out=""
 tracing_down=0
@@ -70,6 +74,7 @@ while [[ $# -gt 0 ]]; do
     --callgrind-seconds) cg_seconds="$2"; shift 2 ;;
     --wait-load) wait_load="$2"; shift 2 ;;
     --pin) pin="$2"; shift 2 ;;
+    --keys) keys="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --tracing-down) tracing_down=1; shift ;;
@@ -77,7 +82,7 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for n in "$duration" "$warmup" "$conns" "$rounds" "$wrk_threads" "$cg_seconds"; do
+for n in "$duration" "$warmup" "$conns" "$rounds" "$wrk_threads" "$cg_seconds" "$keys"; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "'$n' is not a whole number"
 done
 (( duration >= 1 && conns >= 1 && rounds >= 1 && wrk_threads >= 1 )) || die "bad option values"
@@ -175,6 +180,12 @@ instances:
     url: http://127.0.0.1:$static_port
     slots: 1000
 EOF
+auth_header=()
+if (( keys > 0 )); then
+  # Static keys: sk-bench-1 .. sk-bench-N; the requests present the last.
+  { echo "api_keys:"; seq -f '  - sk-bench-%.0f' 1 "$keys"; } >>"$work/fleet.yaml"
+  auth_header=(-H "Authorization: Bearer sk-bench-$keys")
+fi
 
 # The same with traces to a collector that is not there: what tracing costs
 # a request when every export fails.
@@ -186,6 +197,7 @@ cat >"$work/post.lua" <<EOF
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = [[$body]]
+$( (( keys > 0 )) && echo "wrk.headers[\"Authorization\"] = \"Bearer sk-bench-$keys\"")
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
@@ -338,7 +350,7 @@ if (( tracing_down )); then
   cases+=(switchyard-traced)
 fi
 for c in "${cases[@]}"; do  # each path answers the POST with the chat.completion
-  got="$(curl -s --max-time 5 -H 'Content-Type: application/json' -d "$body" "${url[$c]}" || true)"
+  got="$(curl -s --max-time 5 -H 'Content-Type: application/json' "${auth_header[@]}" -d "$body" "${url[$c]}" || true)"
   [[ "$got" == *'"object":"chat.completion"'* ]] || die "$c did not answer the chat request: $got"
 done
 

@@ -101,6 +101,9 @@ int run_admin(const AdminFlags& f) {
   } else if (action == "drain" || action == "enable") {
     req.method = "POST";
     req.url = base + "/admin/instances/" + f.words[1] + "/" + action;
+    // The admin routes take changes as JSON only (gateway/admin_access.h).
+    req.body = "{}";
+    req.headers.emplace_back("Content-Type", "application/json");
   } else if (action == "load" || action == "unload") {
     req.method = "POST";
     req.url = base + "/models/" + action;

@@ -143,7 +143,7 @@ enum class Verb { create, list, set, revoke };
 // which a gateway using that file publishes when it sees it.
 class RedisRecords {
  public:
-  explicit RedisRecords(const fleet::FleetConfig& config) {
+  explicit RedisRecords(const fleet::FleetConfig& config) : secret_(config.redis_secret) {
     if (!config.redis) return;
     address_ = fmt::format("{}:{}", config.redis->host, config.redis->port);
     auto redis = tenancy::BlockingRedis::connect(*config.redis, std::chrono::seconds(1));
@@ -164,7 +164,8 @@ class RedisRecords {
       return out;
     }
     for (std::size_t i = 0; i + 1 < reply->elements.size(); i += 2)
-      if (auto r = tenancy::decode_record(reply->elements[i].str, reply->elements[i + 1].str))
+      if (auto r =
+              tenancy::decode_record(reply->elements[i].str, reply->elements[i + 1].str, secret_))
         out.push_back(std::move(*r));
     return out;
   }
@@ -177,7 +178,7 @@ class RedisRecords {
       return;
     }
     if (reply->type != tenancy::RedisReply::Type::string) return;
-    auto record = tenancy::decode_record(name, reply->str);
+    auto record = tenancy::decode_record(name, reply->str, secret_);
     if (!record) {
       warn(fmt::format("its record of '{}' is unreadable: {}", name, record.error().message));
       return;
@@ -189,7 +190,7 @@ class RedisRecords {
     if (!redis_) return;
     auto record = store.find(name);
     if (!record) return warn(record.error().message);
-    auto reply = redis_->command(tenancy::put_record_command(*record));
+    auto reply = redis_->command(tenancy::put_record_command(*record, secret_));
     if (!reply || reply->is_error()) return warn(reply ? reply->str : reply.error().message);
     if (reply->integer != 1)
       return warn(fmt::format("it holds a newer version of '{}' (changed meanwhile)", name));
@@ -207,6 +208,7 @@ class RedisRecords {
         "publishes it to redis)\n",
         address_, why);
   }
+  std::string secret_;  // redis_secret: records signed and checked
   std::optional<tenancy::BlockingRedis> redis_;
   std::string address_;
   bool warned_ = false;

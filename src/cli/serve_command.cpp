@@ -23,6 +23,7 @@
 #include "fleet/config_check.h"
 #include "fleet/fleet.h"
 #include "fleet/fleet_config.h"
+#include "gateway/admin_access.h"
 #include "gateway/gateway.h"
 #include "http/server.h"
 #include "obs/gateway_metrics.h"
@@ -126,9 +127,13 @@ int run_serve(const ServeFlags& flags) {
   }
   config->memory_estimates = handover(*memory);
 
-  // The keys and the usage ledger: created or upgraded before the first request.
-  if (auto state = tenancy::open_state_db(config->state_db); !state) {
-    std::cerr << "switchyard serve: state_db: " << state.error().message << "\n";
+  // The keys and the usage ledger: created or upgraded before the first
+  // request, and the keys read whole. A key store that cannot be read stops
+  // the gateway: serving without its keys would serve everyone.
+  auto stored_keys = tenancy::load_stored_keys(config->state_db);
+  if (!stored_keys) {
+    std::cerr << "switchyard serve: state_db: " << stored_keys.error().message
+              << " (the API keys cannot be read; refusing to start without them)\n";
     return 2;
   }
 
@@ -159,7 +164,7 @@ int run_serve(const ServeFlags& flags) {
   if (batch_log) flush_log_periodically();
   obs::GatewayMetrics metrics;
   fleet::Fleet fleet(io.get_executor(), *config, self_path("switchyard"));
-  gateway::Gateway gateway(io.get_executor(), *config, fleet, metrics);
+  gateway::Gateway gateway(io.get_executor(), *config, std::move(*stored_keys), fleet, metrics);
 
   http::ServerOptions options;
   options.address = listen->first;
@@ -185,6 +190,12 @@ int run_serve(const ServeFlags& flags) {
     spdlog::warn(
         "listening on every network interface ({}): other hosts can reach the "
         "gateway; use 127.0.0.1:PORT to keep it local",
+        options.address);
+  if (config->admin_key.empty() && !gateway::is_loopback(options.address + ":0"))
+    spdlog::warn(
+        "no admin_key while listening on {}: the admin API and dashboard trust the client's "
+        "address alone (loopback clients, no key), so a reverse proxy or tunnel on this host "
+        "opens them to whoever reaches it; set admin_key in the fleet config",
         options.address);
   fleet.start();
   server.start();

@@ -41,7 +41,13 @@ int fail(const std::string& message) {
   return 2;
 }
 
-std::string csv_field(const std::string& s) {
+// A text cell: quoted when it must be, and one a spreadsheet would take for
+// a formula (a client's session id or a model name may start with '=')
+// prefixed with an apostrophe (OWASP's advice for CSV injection).
+std::string csv_field(const std::string& text) {
+  const bool formula =
+      !text.empty() && std::string_view("=+-@\t\r").find(text[0]) != std::string_view::npos;
+  const std::string s = formula ? "'" + text : text;
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);

@@ -300,7 +300,12 @@ void parse_api_keys(const YAML::Node& node, FleetConfig& c) {
                   "max_sessions", "session_idle", "priority", "weight"});
       if (!entry["key"]) fail(entry, where + ".key: required (the secret clients send)");
       k.key = non_empty(entry["key"], where + ".key");
-      if (entry["name"]) k.name = non_empty(entry["name"], where + ".name");
+      if (entry["name"]) {
+        k.name = non_empty(entry["name"], where + ".name");
+        if (!valid_key_name(k.name))
+          fail(entry["name"],
+               fmt::format("{}.name: '{}' is not a key name: {}", where, k.name, key_name_rule));
+      }
       k.limits = parse_key_limits(entry, where);
     } else {
       k.key = non_empty(entry, where);
@@ -343,11 +348,15 @@ void parse_redis(const YAML::Node& root, FleetConfig& c) {
     if (c.redis_poll < std::chrono::milliseconds(10))
       fail(node, "redis_poll: must be at least 10ms");
   }
-  if (!c.redis && (root["redis_down"] || root["redis_lease_ttl"] || root["redis_poll"]))
+  if (const auto node = root["redis_secret"]) c.redis_secret = non_empty(node, "redis_secret");
+  if (!c.redis &&
+      (root["redis_down"] || root["redis_lease_ttl"] || root["redis_poll"] || root["redis_secret"]))
     fail(root["redis_down"]        ? root["redis_down"]
          : root["redis_lease_ttl"] ? root["redis_lease_ttl"]
-                                   : root["redis_poll"],
-         "redis_down, redis_lease_ttl and redis_poll need redis: redis://host:port/db");
+         : root["redis_poll"]      ? root["redis_poll"]
+                                   : root["redis_secret"],
+         "redis_down, redis_lease_ttl, redis_poll and redis_secret need redis: "
+         "redis://host:port/db");
 }
 
 // profiles: {name: [instance, ...], ...}, in the file's order (the first is
@@ -744,8 +753,8 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
         {"listen",     "models",          "instances",  "api_keys",     "admin_key",     "routing",
          "body_limit", "max_connections", "attempts",   "retry_budget", "health_detail", "timeouts",
          "health",     "queue",           "state_db",   "profiles",     "switching",     "redis",
-         "redis_down", "redis_lease_ttl", "redis_poll", "gpus",         "swapping",      "tracing",
-         "log"});
+         "redis_down", "redis_lease_ttl", "redis_poll", "redis_secret", "admin_hosts",  "gpus",
+         "swapping",   "tracing",         "log"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {
       if (!models.IsSequence()) fail(models, "models: expected a list");
@@ -767,6 +776,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
     if (const auto keys = root["api_keys"]) parse_api_keys(keys, c);
     parse_state_db(root, c);
     if (const auto admin = root["admin_key"]) c.admin_key = non_empty(admin, "admin_key");
+    if (const auto hosts = root["admin_hosts"]) c.admin_hosts = string_list(hosts, "admin_hosts");
     parse_redis(root, c);
     if (const auto routing = root["routing"]) parse_routing(routing, c.routing);
     if (const auto limit = root["body_limit"]) {
@@ -837,6 +847,8 @@ void each_restart_only(From& from, To& to, Visit visit) {
   visit("redis_down", from.redis_down, to.redis_down);
   visit("redis_lease_ttl", from.redis_lease_ttl, to.redis_lease_ttl);
   visit("redis_poll", from.redis_poll, to.redis_poll);
+  visit("redis_secret", from.redis_secret, to.redis_secret);
+  visit("admin_hosts", from.admin_hosts, to.admin_hosts);
   visit("profiles", from.profiles, to.profiles);
   visit("switching", from.switching, to.switching);
   visit("gpus", from.gpus, to.gpus);
@@ -867,6 +879,13 @@ std::size_t default_max_connections(std::uint64_t fd_limit, const FleetConfig& c
     reserve += std::max<std::uint64_t>(32, static_cast<std::uint64_t>(inst.slots.value_or(1))) + 2;
   const std::uint64_t cap = fd_limit > reserve ? (fd_limit - reserve) / 2 : 0;
   return static_cast<std::size_t>(std::max<std::uint64_t>(cap, 16));
+}
+
+bool valid_key_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (unsigned char c : name)
+    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.' && c != '@') return false;
+  return true;
 }
 
 std::string redact_url(std::string_view url) {

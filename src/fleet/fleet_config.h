@@ -292,6 +292,9 @@ struct FleetConfig {
   std::string state_db;
   // The admin routes' key (gateway/admin_access.h); empty: loopback clients only.
   std::string admin_key;
+  // Host names the admin routes and /ui answer besides the listen address,
+  // localhost and the loopback addresses (a guard against DNS rebinding).
+  std::vector<std::string> admin_hosts;
   // Shared limits (docs/keys.md, "Several gateways"): every gateway with the
   // same `redis:` enforces each key's limits together. Unset: each gateway
   // counts on its own.
@@ -308,6 +311,10 @@ struct FleetConfig {
   // asks Redis again at least this often; a release on any gateway wakes it
   // at once (published), so this only covers a lost message.
   std::chrono::milliseconds redis_poll{500};
+  // Signs the key records shared through Redis (tenancy/key_records.h): the
+  // same on every gateway. Empty: records are not signed, and whoever can
+  // write to Redis can add keys.
+  std::string redis_secret;
   RoutingOptions routing;
   std::uint64_t body_limit = 32ull << 20;
   // Open client connections at most (http::ServerOptions::max_connections).
@@ -361,6 +368,11 @@ FleetConfig keep_restart_only_settings(const FleetConfig& running, FleetConfig n
 // config and /proc reads) plus, per instance, its idle pool (max(32, slots))
 // and 2 (the engine's output pipe and the health probe). At least 16.
 std::size_t default_max_connections(std::uint64_t fd_limit, const FleetConfig& config);
+
+// A key name (static or stored): 1 to 64 letters, digits, '-', '_', '.' or
+// '@', so that it is safe in logs, metrics labels and the dashboard.
+bool valid_key_name(std::string_view name);
+inline constexpr const char* key_name_rule = "use 1 to 64 letters, digits, '-', '_', '.' or '@'";
 
 // `url` with any user:password@ replaced by "***@", for logs and messages.
 std::string redact_url(std::string_view url);

@@ -8,6 +8,7 @@
 
 #include "common/json_text.h"
 #include "gateway/request_tracing.h"
+#include "gateway/log_target.h"
 
 namespace switchyard::gateway {
 
@@ -67,12 +68,13 @@ void Accounting::log_line(const RequestContext& ctx, const std::string& trace_id
   // hot path.
   const auto tenths = [](double seconds) { return std::llround(std::max(seconds, 0.0) * 1e4); };
   const long long ttfb = tenths(record.ttfb), ms = tenths(total);
+  std::string target;  // the query's values left out: a value may be a secret
   fmt::memory_buffer line;
   fmt::format_to(
       std::back_inserter(line),
       FMT_COMPILE("access id={} {} {} model={} instance={} status={} in={}B out={}B "
                   "ttfb_ms={}.{} ms={}.{}"),
-      record.id, head.method, head.target,
+      record.id, head.method, log_target(head.target, target),
       record.model.empty() ? std::string_view("-") : std::string_view(record.model),
       record.instance.empty() ? std::string_view("-") : std::string_view(record.instance), status,
       record.bytes_in, record.bytes_out, ttfb / 10, ttfb % 10, ms / 10, ms % 10);
@@ -103,11 +105,12 @@ void Accounting::log_json(const RequestContext& ctx, const std::string& trace_id
   const auto& r = ctx.record;
   const auto& head = ctx.request.head;
   const auto ms = [](double seconds) { return std::llround(std::max(seconds, 0.0) * 1e4) / 10.0; };
+  std::string target;  // the query's values left out: a value may be a secret
   std::string line = fmt::format(
       FMT_COMPILE("{{\"event\":\"access\",\"id\":{},\"method\":{},\"target\":{},\"model\":{},"
                   "\"instance\":{},\"status\":{},\"in\":{},\"out\":{},\"ttfb_ms\":{},\"ms\":{},"
                   "\"outcome\":\"{}\""),
-      json_quote(r.id), json_quote(head.method), json_quote(head.target),
+      json_quote(r.id), json_quote(head.method), json_quote(log_target(head.target, target)),
       r.model.empty() ? std::string("null") : json_quote(r.model),
       r.instance.empty() ? std::string("null") : json_quote(r.instance), r.logged_status(),
       r.bytes_in, r.bytes_out, r.ttfb < 0 ? -1.0 : ms(r.ttfb), ms(r.seconds_since_start()),
@@ -128,15 +131,17 @@ void Accounting::log_json(const RequestContext& ctx, const std::string& trace_id
 }
 
 void Accounting::refused(const http::RequestHead& head, std::string_view id, int status) const {
+  std::string scratch;
+  const std::string_view target = log_target(head.target, scratch);
   if (!json_log_) {
-    spdlog::info("access id={} {} {} status={} refused before the body", id, head.method,
-                 head.target, status);
+    spdlog::info("access id={} {} {} status={} refused before the body", id, head.method, target,
+                 status);
     return;
   }
   spdlog::info(
       "{{\"event\":\"access\",\"id\":{},\"method\":{},\"target\":{},\"status\":{},"
       "\"outcome\":\"refused_before_body\",\"trace_id\":null}}",
-      json_quote(id), json_quote(head.method), json_quote(head.target), status);
+      json_quote(id), json_quote(head.method), json_quote(target), status);
 }
 
 }  // namespace switchyard::gateway

@@ -2,25 +2,29 @@
 
 #include <fmt/format.h>
 
-#include "common/constant_time.h"
 #include "http/message.h"
 
 namespace switchyard::gateway {
 
-ApiKeys::ApiKeys(const std::vector<std::string>& keys) {
+namespace {
+
+std::vector<fleet::StaticKey> named(const std::vector<std::string>& keys) {
+  std::vector<fleet::StaticKey> out;
   for (std::size_t i = 0; i < keys.size(); ++i)
-    entries_.push_back({fmt::format("api_keys[{}]", i), tenancy::sha256(keys[i]), {}, false});
-  enabled_ = !entries_.empty();
+    out.push_back({fmt::format("api_keys[{}]", i), keys[i], {}});
+  return out;
 }
 
+}  // namespace
+
+ApiKeys::ApiKeys(const std::vector<std::string>& keys)
+    : table_(std::make_shared<const tenancy::KeyTable>(
+          named(keys), std::vector<tenancy::KeyRecord>{}, !keys.empty())) {}
+
 ApiKeys::ApiKeys(const std::vector<fleet::StaticKey>& statics,
-                 const std::vector<tenancy::KeyRecord>& stored, bool stored_ever) {
-  for (const auto& k : statics)
-    entries_.push_back({k.name, tenancy::sha256(k.key), k.limits, false});
-  for (const auto& r : stored)
-    entries_.push_back({r.name, r.hash, r.limits, r.revoked.has_value()});
-  enabled_ = !statics.empty() || stored_ever;
-}
+                 const std::vector<tenancy::KeyRecord>& stored, bool stored_ever)
+    : table_(std::make_shared<const tenancy::KeyTable>(statics, stored,
+                                                       !statics.empty() || stored_ever)) {}
 
 std::optional<std::string_view> ApiKeys::presented(const http::Headers& headers) {
   if (auto authorization = headers.find("authorization")) {
@@ -35,21 +39,7 @@ std::optional<std::string_view> ApiKeys::presented(const http::Headers& headers)
 
 const KeyEntry* ApiKeys::find(const http::Headers& headers) const {
   const auto key = presented(headers);
-  if (!key || key->empty()) return nullptr;
-  const tenancy::Digest digest = tenancy::sha256(*key);
-  const std::string_view wanted(reinterpret_cast<const char*>(digest.data()), digest.size());
-  const KeyEntry* found = nullptr;
-  for (const auto& e : entries_) {  // no early exit
-    const std::string_view have(reinterpret_cast<const char*>(e.hash.data()), e.hash.size());
-    if (constant_time_equal(wanted, have) && !found) found = &e;
-  }
-  return found && !found->revoked ? found : nullptr;
-}
-
-const KeyEntry* ApiKeys::by_name(std::string_view name) const {
-  for (const auto& e : entries_)
-    if (e.name == name) return e.revoked ? nullptr : &e;
-  return nullptr;
+  return key ? table_->find(*key) : nullptr;
 }
 
 }  // namespace switchyard::gateway

@@ -1,9 +1,9 @@
-// Who may use the gateway: the config's static api_keys and the keys of the
-// state database (tenancy::KeyStore), as one table swapped whole when either
-// changes. Keys are held as SHA-256 digests and compared in constant time;
-// logs and metrics name a key by its name only.
+// Who may use the gateway: the key table in force (tenancy::KeyTable, which
+// tenancy::KeyRegistry publishes whole for every change), read from a
+// request's headers.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,19 +12,15 @@
 #include "fleet/fleet_config.h"
 #include "http/message.h"
 #include "tenancy/key_store.h"
-#include "tenancy/sha256.h"
+#include "tenancy/key_table.h"
 
 namespace switchyard::gateway {
 
-struct KeyEntry {
-  std::string name;
-  tenancy::Digest hash{};
-  fleet::KeyLimits limits;
-  bool revoked = false;  // kept so a revoked key is told apart from an unknown one
-};
+using KeyEntry = tenancy::KeyEntry;
 
 class ApiKeys {
  public:
+  explicit ApiKeys(std::shared_ptr<const tenancy::KeyTable> table) : table_(std::move(table)) {}
   // Static keys only, named api_keys[i].
   explicit ApiKeys(const std::vector<std::string>& keys);
   // `stored` from the state database; `stored_ever` is whether it has ever
@@ -32,22 +28,21 @@ class ApiKeys {
   ApiKeys(const std::vector<fleet::StaticKey>& statics,
           const std::vector<tenancy::KeyRecord>& stored, bool stored_ever);
 
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return table_->enabled(); }
   // The valid key the request presents ("Authorization: Bearer <key>" for
   // OpenAI clients, "x-api-key: <key>" for Anthropic ones); nullptr when
-  // none, unknown or revoked. Every entry is compared, whatever matches.
+  // none, unknown or revoked.
   const KeyEntry* find(const http::Headers& headers) const;
   // The valid key named `name`; nullptr when none or revoked.
-  const KeyEntry* by_name(std::string_view name) const;
-  bool allows(const http::Headers& headers) const { return !enabled_ || find(headers); }
-  const std::vector<KeyEntry>& entries() const { return entries_; }
+  const KeyEntry* by_name(std::string_view name) const { return table_->by_name(name); }
+  bool allows(const http::Headers& headers) const { return !enabled() || find(headers); }
+  const std::vector<KeyEntry>& entries() const { return table_->entries(); }
 
   // The key a request presents, if any.
   static std::optional<std::string_view> presented(const http::Headers& headers);
 
  private:
-  std::vector<KeyEntry> entries_;
-  bool enabled_ = false;
+  std::shared_ptr<const tenancy::KeyTable> table_;
 };
 
 }  // namespace switchyard::gateway

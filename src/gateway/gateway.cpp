@@ -22,6 +22,7 @@
 #include "gateway/info_routes.h"
 #include "gateway/keys_routes.h"
 #include "gateway/ledger_stage.h"
+#include "gateway/log_target.h"
 #include "gateway/model_catalog.h"
 #include "gateway/model_control.h"
 #include "gateway/pipeline.h"
@@ -37,6 +38,7 @@
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
 #include "tenancy/key_records.h"
+#include "tenancy/key_registry.h"
 #include "tenancy/key_watcher.h"
 #include "tenancy/shared_keys.h"
 #include "tenancy/shared_limits.h"
@@ -64,13 +66,13 @@ std::string request_id(const http::Headers& headers, std::mt19937_64& rng) {
 
 struct Gateway::Impl {
   Impl(const fleet::FleetConfig& c, fleet::Fleet& f, obs::GatewayMetrics& m,
-       net::any_io_executor executor)
+       net::any_io_executor executor, tenancy::StoredKeys stored)
       : executor(executor),
         config(c),
         fleet(f),
         metrics(m),
-        stored_keys(load_keys(c.state_db)),
-        keys(c.static_keys, stored_keys, !stored_keys.empty()),
+        key_registry(c.static_keys, std::move(stored.keys)),
+        keys(key_registry.table()),
         catalog(c.models),
         forward_options{c.attempts, c.retry_budget},
         router(fleet.instances(), make_routing_policy(c.routing)),
@@ -105,7 +107,7 @@ struct Gateway::Impl {
         proxy_chain({&accounting, &list_request, &record_usage, &authenticate, &resolve, &admit,
                      &route, &forwarder}),
         local_chain({&accounting, &answer_locally}),
-        key_watcher(c.state_db, stored_version, std::chrono::milliseconds(200),
+        key_watcher(c.state_db, stored.version, std::chrono::milliseconds(200),
                     [this, alive = std::weak_ptr<char>(alive)](tenancy::StoredKeys next) {
                       net::post(this->executor, [this, alive, next = std::move(next)]() mutable {
                         if (alive.lock()) apply_stored_keys(std::move(next.keys));
@@ -174,30 +176,22 @@ struct Gateway::Impl {
       metrics.redis_command(ok, seconds);
       metrics.set_redis_state(shared.up(), shared.gateways());
     });
-    // The key records too: this state_db's published, Redis's followed.
-    shared_keys = std::make_unique<tenancy::SharedKeys>(executor, shared.client());
-    local_keys = stored_keys;
-    shared_keys->set_local(local_keys);
+    // The key records too: those held published, Redis's followed.
+    if (c.redis_secret.empty())
+      spdlog::warn(
+          "keys: no redis_secret: whoever can write to redis at {}:{} can add API keys to every "
+          "gateway on it (docs/keys.md)",
+          c.redis->host, c.redis->port);
+    shared_keys = std::make_unique<tenancy::SharedKeys>(executor, shared.client(), c.redis_secret);
+    shared_keys->set_local(key_registry.records());
     shared_keys->on_records([this](const std::vector<tenancy::KeyRecord>& records) {
-      redis_keys = records;
-      use_keys(tenancy::merge_records(local_keys, redis_keys));
+      if (key_registry.add_shared(records)) keys_changed();
     });
     shared.on_released([this](const std::string& key) { admit.wake(key); });
     shared.listen(std::string(tenancy::key_records::channel),
                   [this](const std::string&) { shared_keys->changed(); });
     shared_limits->start();
     shared_keys->start();
-  }
-  // The keys in the state database, at start-up (the watcher keeps them
-  // current from then on).
-  std::vector<tenancy::KeyRecord> load_keys(const std::string& path) {
-    auto loaded = tenancy::load_stored_keys(path);
-    if (!loaded) {
-      spdlog::error("keys: {}", loaded.error().message);
-      return {};
-    }
-    stored_version = loaded->version;
-    return std::move(loaded->keys);
   }
   // A new key table (static keys or stored ones changed): limits apply at
   // once; requests of a key that is gone or revoked are refused, queued
@@ -215,15 +209,13 @@ struct Gateway::Impl {
   }
   void apply_stored_keys(std::vector<tenancy::KeyRecord> next) {
     spdlog::info("keys: {} stored key(s) loaded from {}", next.size(), config.state_db);
-    if (!shared_keys) return use_keys(std::move(next));
-    local_keys = std::move(next);
-    shared_keys->set_local(local_keys);
-    use_keys(tenancy::merge_records(local_keys, redis_keys));
+    if (key_registry.set_stored(std::move(next))) keys_changed();
   }
-  void use_keys(std::vector<tenancy::KeyRecord> next) {
-    if (next == stored_keys) return;
-    stored_keys = std::move(next);
-    set_keys(ApiKeys(config.static_keys, stored_keys, !stored_keys.empty()));
+  // The registry published a new table: in force now, and what this
+  // gateway holds offered to Redis.
+  void keys_changed() {
+    set_keys(ApiKeys(key_registry.table()));
+    if (shared_keys) shared_keys->set_local(key_registry.records());
   }
   void stop_instance(std::size_t index) {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
@@ -251,9 +243,30 @@ struct Gateway::Impl {
                      [this] { return snapshot(); },
                      [this] { return keys_body(keys_view()); }};
   }
-  KeysView keys_view() { return KeysView{keys, stored_keys, admit, usage_today}; }
+  KeysView keys_view() { return KeysView{keys, key_registry.records(), admit, usage_today}; }
   std::vector<profiles::ModelState> model_states() const {
     return models ? models->residency().models() : std::vector<profiles::ModelState>{};
+  }
+  // Why a request may not use the dashboard or an admin route (where it
+  // comes from, whom it is for, who sent it), or nullopt.
+  std::optional<ApiError> admin_screen(const http::RequestHead& head, const Route& route) const {
+    if (auto refused = host_refusal(head, config.listen, config.admin_hosts)) return refused;
+    // The page holds no data: with an admin key anyone may load it (it asks
+    // for the key).
+    if (route.kind == RouteKind::ui && !config.admin_key.empty()) return std::nullopt;
+    if (auto refused =
+            admin_refusal(head, config.admin_key, &admin_tickets, AdminTickets::Clock::now()))
+      return refused;
+    return cross_origin_refusal(head);
+  }
+  // POST /admin/login (the admin key checked by admin_screen): a ticket in
+  // an HttpOnly cookie, which the dashboard's requests then carry.
+  http::Response login_response() {
+    http::Response reply = http::json_response(200, R"({"ok":true})");
+    if (!config.admin_key.empty())
+      reply.headers.add("Set-Cookie",
+                        admin_tickets.set_cookie(admin_tickets.issue(AdminTickets::Clock::now())));
+    return reply;
   }
   // Whether the request may see instance detail (names, URLs) in /health.
   bool sees_detail(const http::RequestHead& head) const {
@@ -277,12 +290,12 @@ struct Gateway::Impl {
   fleet::FleetConfig config;  // replaced field by field on reload()
   fleet::Fleet& fleet;
   obs::GatewayMetrics& metrics;
-  std::int64_t stored_version = 0;              // set by load_keys()
-  std::vector<tenancy::KeyRecord> stored_keys;  // in force: local_keys and redis_keys merged
-  ApiKeys keys;
+  tenancy::KeyRegistry key_registry;  // YAML, SQLite and Redis keys assembled
+  ApiKeys keys;                       // its table in force
   ModelCatalog catalog;
   ForwardOptions forward_options;
   bool draining = false;
+  AdminTickets admin_tickets;  // the dashboard's logins
   Router router;
   WaitQueue queue;
   std::unique_ptr<RequestTracing> tracing;  // null without tracing:
@@ -308,9 +321,8 @@ struct Gateway::Impl {
   Pipeline proxy_chain;                                  // the API's routes, forwarded to an engine
   Pipeline local_chain;                                  // the routes answered here
   std::shared_ptr<tenancy::SharedLimits> shared_limits;  // null without redis:
-  // With redis: the key records of this state_db and of Redis.
+  // With redis: the key records shared there.
   std::unique_ptr<tenancy::SharedKeys> shared_keys;
-  std::vector<tenancy::KeyRecord> local_keys, redis_keys;
   // Last: its thread posts key changes here until it is joined. Posted
   // changes that run after the gateway is gone find `alive` expired.
   std::shared_ptr<char> alive = std::make_shared<char>();
@@ -318,8 +330,8 @@ struct Gateway::Impl {
 };
 
 Gateway::Gateway(net::any_io_executor executor, const fleet::FleetConfig& config,
-                 fleet::Fleet& fleet, obs::GatewayMetrics& metrics)
-    : impl_(std::make_unique<Impl>(config, fleet, metrics, executor)) {}
+                 tenancy::StoredKeys stored_keys, fleet::Fleet& fleet, obs::GatewayMetrics& metrics)
+    : impl_(std::make_unique<Impl>(config, fleet, metrics, executor, std::move(stored_keys))) {}
 Gateway::~Gateway() = default;
 
 std::string Gateway::reload(const fleet::FleetConfig& next) {
@@ -335,7 +347,7 @@ std::string Gateway::reload(const fleet::FleetConfig& next) {
   g.config.models = next.models;
   g.config.api_keys = next.api_keys;
   g.config.static_keys = next.static_keys;
-  g.set_keys(ApiKeys(next.static_keys, g.stored_keys, !g.stored_keys.empty()));
+  if (g.key_registry.set_statics(next.static_keys)) g.set_keys(ApiKeys(g.key_registry.table()));
   g.config.attempts = next.attempts;
   g.config.retry_budget = next.retry_budget;
   g.config.health_detail_public = next.health_detail_public;
@@ -370,15 +382,9 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
                                    "{} takes {}, not {}", route->path, route->method, head.method)),
                                dialect);
     refusal->headers.add("Allow", std::string(route->method));
-  } else if (route->kind == RouteKind::ui || route->kind == RouteKind::events) {
-    // The page holds no data: with an admin key anyone may load it (it asks
-    // for the key); the events need the key, in the query for EventSource.
-    const bool events = route->kind == RouteKind::events;
-    if (auto e = admin_refusal(head, events ? impl_->config.admin_key : std::string_view(), events);
-        e && (events || impl_->config.admin_key.empty()))
-      refusal = openai::error_response(*e);
-  } else if (route->kind == RouteKind::admin) {
-    if (auto refused = admin_refusal(head, impl_->config.admin_key))
+  } else if (route->kind == RouteKind::ui || route->kind == RouteKind::events ||
+             route->kind == RouteKind::admin) {
+    if (auto refused = impl_->admin_screen(head, *route))
       refusal = openai::error_response(*refused);
   } else if (route->needs_key && !impl_->keys.allows(head.headers)) {
     refusal = openai::error_response(
@@ -441,7 +447,8 @@ awaitable<Verdict> Gateway::Impl::AnswerLocally::run(RequestContext& ctx) {
   http::Response reply;
   if (ctx.route.kind == RouteKind::admin) {
     AdminView view = g_.admin_view();
-    reply = co_await admin_response(view, ctx.request);
+    reply = ctx.route.path == admin_login_path ? g_.login_response()
+                                               : co_await admin_response(view, ctx.request);
   } else {
     reply = g_.local_response(ctx.route, ctx.request.head);
   }
@@ -466,14 +473,19 @@ http::Response Gateway::Impl::local_response(const Route& route,
     case RouteKind::health:
       return health_response(snapshot(), sees_detail(head));
     case RouteKind::metrics: {
-      std::string text = metrics.render(snapshot()) + engine_metrics_text(scraper);
+      // Per-key series name the keys: only to a scrape that presents one.
+      std::string text =
+          metrics.render(snapshot(), keys.allows(head.headers)) + engine_metrics_text(scraper);
       if (tracing) text += tracing->metrics_text();
       http::Response reply = http::json_response(200, std::move(text));
       reply.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
       return reply;
     }
-    case RouteKind::ui:
-      return ui_response(head.path());
+    case RouteKind::ui: {
+      http::Response reply = ui_response(head.path());
+      add_page_headers(reply.headers);
+      return reply;
+    }
     case RouteKind::proxy:
     case RouteKind::events:
     case RouteKind::admin:

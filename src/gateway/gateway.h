@@ -12,15 +12,18 @@
 #include "fleet/fleet_config.h"
 #include "http/exchange.h"
 #include "obs/gateway_metrics.h"
+#include "tenancy/key_watcher.h"
 
 namespace switchyard::gateway {
 
 class Gateway final : public http::Handler {
  public:
   // `fleet` and `metrics` must outlive the gateway. Subscribes to the fleet's
-  // state changes. Runs on `executor` (one thread).
+  // state changes. Runs on `executor` (one thread). `stored_keys`: the
+  // state_db's keys, read whole before (tenancy::load_stored_keys: a gateway
+  // whose key store cannot be read does not start).
   Gateway(boost::asio::any_io_executor executor, const fleet::FleetConfig& config,
-          fleet::Fleet& fleet, obs::GatewayMetrics& metrics);
+          tenancy::StoredKeys stored_keys, fleet::Fleet& fleet, obs::GatewayMetrics& metrics);
   ~Gateway() override;
 
   // Applies a new config (SIGHUP) without dropping a request: models and

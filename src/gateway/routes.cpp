@@ -43,6 +43,7 @@ constexpr Route kRoutes[] = {
     {"/admin/status", "GET", RouteKind::admin, std::nullopt, false},
     {"/admin/keys", "GET", RouteKind::admin, std::nullopt, false},
     {"/admin/profile", "POST", RouteKind::admin, std::nullopt, false},
+    {admin_login_path, "POST", RouteKind::admin, std::nullopt, false},
     {"/admin/instances/", "POST", RouteKind::admin, std::nullopt, false, Dialect::openai, true},
 };
 

@@ -33,6 +33,10 @@ struct Route {
   bool prefix = false;
 };
 
+// The dashboard's login: the admin key once, a cookie for the rest
+// (gateway/admin_access.h).
+inline constexpr std::string_view admin_login_path = "/admin/login";
+
 // The route for a request path, or null.
 const Route* find_route(std::string_view path);
 

@@ -434,7 +434,7 @@ void GatewayMetrics::Impl::seed(const StatusSnapshot& status) {
   if (!status.profiles.empty()) profile_switch_seconds.Add({}, latency_buckets());
 }
 
-std::string GatewayMetrics::render(const StatusSnapshot& status) const {
+std::string GatewayMetrics::render(const StatusSnapshot& status, bool per_key) const {
   auto& m = *impl_;
   m.seed(status);
   for (const auto& p : status.profiles)
@@ -458,7 +458,12 @@ std::string GatewayMetrics::render(const StatusSnapshot& status) const {
     m.finding_series.push_back(
         &m.findings.Add({{"check", f.check}, {"instance", f.instance}, {"severity", f.severity}}));
   for (auto* series : m.finding_series) series->Set(1);
-  return prometheus::TextSerializer().Serialize(m.registry.Collect());
+  auto families = m.registry.Collect();
+  if (!per_key)
+    std::erase_if(families, [](const prometheus::MetricFamily& f) {
+      return f.name.starts_with("switchyard_key_");
+    });
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace switchyard::obs

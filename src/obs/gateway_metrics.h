@@ -72,7 +72,9 @@ class GatewayMetrics {
 
   // Prometheus text exposition format; the instance and queue gauges are
   // taken from `status`, so they describe the instances that exist now.
-  std::string render(const StatusSnapshot& status) const;
+  // `per_key` false leaves the switchyard_key_* series out (their labels name
+  // the keys: not for a scrape that presents none).
+  std::string render(const StatusSnapshot& status, bool per_key = true) const;
 
  private:
   struct Impl;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/constant_time.h"
 #include "tenancy/redis_scripts.h"
 
 namespace switchyard::tenancy {
@@ -37,9 +38,8 @@ Result<Digest> digest(std::string_view hex) {
   return d;
 }
 
-}  // namespace
-
-std::string encode_record(const KeyRecord& r) {
+// The record's fields, one per line.
+std::string encode_fields(const KeyRecord& r) {
   std::string models;
   for (const auto& m : r.limits.models) models += (models.empty() ? "" : ",") + m;
   const auto& l = r.limits;
@@ -53,7 +53,45 @@ std::string encode_record(const KeyRecord& r) {
       optional_text(r.revoked));
 }
 
-Result<KeyRecord> decode_record(std::string_view name, std::string_view text) {
+// What a record's signature covers: its name, then its text.
+std::string signature(std::string_view secret, std::string_view name, std::string_view text) {
+  std::string message;
+  message.reserve(name.size() + 1 + text.size());
+  message.append(name).append("\n").append(text);
+  return to_hex(hmac_sha256(secret, message));
+}
+
+constexpr std::string_view sig_field = "sig=";
+
+// The text without its signature line, after checking that line.
+Result<std::string_view> verified(std::string_view name, std::string_view text,
+                                  std::string_view secret) {
+  const auto at = text.rfind(sig_field);
+  if (at == std::string_view::npos || (at > 0 && text[at - 1] != '\n'))
+    return Error{"sig: missing (redis_secret is set, so every record must be signed)"};
+  std::string_view sig = text.substr(at + sig_field.size());
+  if (sig.ends_with('\n')) sig.remove_suffix(1);
+  const auto body = text.substr(0, at);
+  if (!constant_time_equal(sig, signature(secret, name, body)))
+    return Error{"sig: not valid for this redis_secret"};
+  return body;
+}
+
+}  // namespace
+
+std::string encode_record(const KeyRecord& r, std::string_view secret) {
+  std::string text = encode_fields(r);
+  if (!secret.empty()) text += fmt::format("{}{}\n", sig_field, signature(secret, r.name, text));
+  return text;
+}
+
+Result<KeyRecord> decode_record(std::string_view name, std::string_view text,
+                                std::string_view secret) {
+  if (!secret.empty()) {
+    auto body = verified(name, text, secret);
+    if (!body) return body.error();
+    text = *body;
+  }
   std::map<std::string_view, std::string_view> fields;
   while (!text.empty()) {
     const auto eol = std::min(text.find('\n'), text.size());
@@ -141,7 +179,7 @@ std::vector<KeyRecord> merge_records(const std::vector<KeyRecord>& local,
   return out;
 }
 
-std::vector<std::string> put_record_command(const KeyRecord& r) {
+std::vector<std::string> put_record_command(const KeyRecord& r, std::string_view secret) {
   return {"EVAL",
           std::string(redis_scripts::put_key.text),
           "3",
@@ -150,7 +188,7 @@ std::vector<std::string> put_record_command(const KeyRecord& r) {
           std::string(key_records::version),
           r.name,
           std::to_string(r.version),
-          encode_record(r),
+          encode_record(r, secret),
           std::string(key_records::channel)};
 }
 

@@ -9,6 +9,12 @@
 //
 // A record is only ever replaced by a higher version (redis_scripts::put_key),
 // so a gateway publishing an old copy cannot undo a newer change.
+//
+// Whoever may write to Redis could add a record with a digest of their
+// choosing, which would mint an API key on every gateway. With a
+// `redis_secret` shared by the gateways each record carries an HMAC-SHA256
+// over its name and text (a last line "sig=<hex>"), and a record without a
+// valid one is refused.
 #pragma once
 
 #include <string>
@@ -28,9 +34,13 @@ inline constexpr std::string_view channel = "switchyard:keys";
 }  // namespace key_records
 
 // One record as text (its name is the hash field); last_used stays local.
-std::string encode_record(const KeyRecord& record);
+// Signed when `secret` is not empty.
+std::string encode_record(const KeyRecord& record, std::string_view secret = {});
 // The record `name` from encode_record()'s text; an error names the field.
-Result<KeyRecord> decode_record(std::string_view name, std::string_view text);
+// With a `secret`, a record whose signature is missing or not valid is an
+// error too.
+Result<KeyRecord> decode_record(std::string_view name, std::string_view text,
+                                std::string_view secret = {});
 
 // Each name once, from `local` (this state database) or `remote` (Redis),
 // whichever has the higher version; on a tie Redis's, so every gateway
@@ -40,6 +50,6 @@ std::vector<KeyRecord> merge_records(const std::vector<KeyRecord>& local,
 
 // The EVAL command that stores `record` unless Redis has it at its version
 // or a higher one; its reply is 1 when stored (and published), else 0.
-std::vector<std::string> put_record_command(const KeyRecord& record);
+std::vector<std::string> put_record_command(const KeyRecord& record, std::string_view secret = {});
 
 }  // namespace switchyard::tenancy

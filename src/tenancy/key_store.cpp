@@ -109,13 +109,6 @@ std::string new_secret() {
   return key;
 }
 
-bool valid_name(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (unsigned char c : name)
-    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.' && c != '@') return false;
-  return true;
-}
-
 }  // namespace
 
 Result<Database> open_state_db(const std::string& path) {
@@ -149,9 +142,8 @@ Result<Done> KeyStore::write(Statement& change) {
 
 Result<std::string> KeyStore::create(const std::string& name, const fleet::KeyLimits& limits,
                                      std::int64_t now) {
-  if (!valid_name(name))
-    return Error{fmt::format(
-        "'{}' is not a key name: use 1 to 64 letters, digits, '-', '_', '.' or '@'", name)};
+  if (!fleet::valid_key_name(name))
+    return Error{fmt::format("'{}' is not a key name: {}", name, fleet::key_name_rule)};
   if (auto existing = find(name); existing)
     return Error{fmt::format("a key named '{}' exists already{}", name,
                              existing->revoked ? " (revoked)" : "")};
@@ -216,7 +208,7 @@ Result<Done> KeyStore::revoke(const std::string& name, std::int64_t now) {
 }
 
 Result<bool> KeyStore::put(const KeyRecord& r) {
-  if (!valid_name(r.name)) return Error{fmt::format("'{}' is not a key name", r.name)};
+  if (!fleet::valid_key_name(r.name)) return Error{fmt::format("'{}' is not a key name", r.name)};
   auto existing = find(r.name);
   if (existing && existing->version >= r.version) return false;
   auto upsert = db_.prepare(

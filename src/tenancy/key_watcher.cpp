@@ -35,7 +35,9 @@ void KeyWatcher::run(std::int64_t since) {
   std::optional<KeyStore> store;
   bool failing = false;
   const auto report = [&](const std::string& why) {
-    if (!failing) spdlog::warn("keys: cannot read {}: {}; retrying", path_, why);
+    if (!failing)
+      spdlog::error("keys: cannot read {}: {}; the keys last read stay in force, retrying", path_,
+                    why);
     failing = true;
     store.reset();  // reopened on the next poll
   };

@@ -87,4 +87,21 @@ std::string to_hex(const Digest& digest) {
   return s;
 }
 
+Digest hmac_sha256(std::string_view key, std::string_view message) {
+  constexpr std::size_t block = 64;
+  std::string k(key.size() > block
+                    ? std::string(reinterpret_cast<const char*>(sha256(key).data()), sizeof(Digest))
+                    : std::string(key));
+  k.resize(block, '\0');
+  std::string inner(block, '\0'), outer(block, '\0');
+  for (std::size_t i = 0; i < block; ++i) {
+    inner[i] = static_cast<char>(k[i] ^ 0x36);
+    outer[i] = static_cast<char>(k[i] ^ 0x5c);
+  }
+  inner.append(message);
+  const Digest inner_digest = sha256(inner);
+  outer.append(reinterpret_cast<const char*>(inner_digest.data()), inner_digest.size());
+  return sha256(outer);
+}
+
 }  // namespace switchyard::tenancy

@@ -15,9 +15,13 @@ namespace switchyard::tenancy {
 namespace net = boost::asio;
 using net::awaitable;
 
-SharedKeys::SharedKeys(net::any_io_executor executor, RedisClient& redis,
+SharedKeys::SharedKeys(net::any_io_executor executor, RedisClient& redis, std::string secret,
                        std::chrono::milliseconds check_interval)
-    : executor_(executor), redis_(redis), check_interval_(check_interval), wake_(executor) {}
+    : executor_(executor),
+      redis_(redis),
+      secret_(std::move(secret)),
+      check_interval_(check_interval),
+      wake_(executor) {}
 
 SharedKeys::~SharedKeys() {
   stop();
@@ -52,16 +56,17 @@ awaitable<void> SharedKeys::run() {
   while (alive.lock() && !stopped_) {
     bool answered = false;
     if (redis_.up()) {
-      answered = true;
-      if (publish_pending_) {
-        publish_pending_ = false;
+      check_pending_ = false;
+      answered = co_await check();
+      if (!alive.lock() || stopped_) co_return;
+      // Only when something changed: a record Redis refuses (it holds a
+      // higher version) is not offered again and again.
+      if (answered && (publish_pending_ || remote_changed_)) {
+        publish_pending_ = remote_changed_ = false;
         answered = co_await publish();
         if (!alive.lock() || stopped_) co_return;
         publish_pending_ = !answered;
       }
-      check_pending_ = false;
-      if (answered) answered = co_await check();
-      if (!alive.lock() || stopped_) co_return;
       if (answered) down_logged_ = false;
     }
     if (!redis_.up() && seen_version_ && !down_logged_) {
@@ -73,7 +78,7 @@ awaitable<void> SharedKeys::run() {
     }
     // A change came while this checked: again at once (not after a failure,
     // which would only fail again until the connection is back).
-    if (answered && (check_pending_ || publish_pending_)) continue;
+    if (answered && check_pending_) continue;
     wake_.expires_after(check_interval_);
     waiting_ = true;
     co_await wake_.async_wait(net::as_tuple(net::use_awaitable));
@@ -84,10 +89,14 @@ awaitable<void> SharedKeys::run() {
 
 awaitable<bool> SharedKeys::publish() {
   const std::weak_ptr<char> alive = alive_;
-  const auto local = local_;  // set_local() may replace it meanwhile
+  std::vector<KeyRecord> lacking;  // set_local() may replace local_ meanwhile
+  for (const auto& record : local_) {
+    const auto it = remote_versions_.find(record.name);
+    if (it == remote_versions_.end() || it->second < record.version) lacking.push_back(record);
+  }
   int published = 0;
-  for (const auto& record : local) {
-    auto put = put_record_command(record);  // GCC 12: await named locals only
+  for (const auto& record : lacking) {
+    auto put = put_record_command(record, secret_);  // GCC 12: await named locals only
     auto reply = co_await redis_.command(std::move(put));
     if (!alive.lock()) co_return false;
     if (!reply) co_return false;
@@ -98,9 +107,28 @@ awaitable<bool> SharedKeys::publish() {
     if (reply->integer == 1) ++published;
   }
   if (published > 0)
-    spdlog::info("keys: {} key record(s) of this state_db published to redis (newer than its)",
-                 published);
+    spdlog::info(
+        "keys: {} key record(s) this gateway holds published to redis (it lacked them "
+        "or held older versions)",
+        published);
   co_return true;
+}
+
+std::vector<KeyRecord> SharedKeys::decode_all(const RedisReply& all) {
+  std::vector<KeyRecord> records;
+  for (std::size_t i = 0; i + 1 < all.elements.size(); i += 2) {
+    const auto& name = all.elements[i].str;
+    auto record = decode_record(name, all.elements[i + 1].str, secret_);
+    if (!record) {
+      spdlog::warn("keys: the record of '{}' in redis is refused ({}); ignored", name,
+                   record.error().message);
+      continue;
+    }
+    records.push_back(std::move(*record));
+  }
+  std::sort(records.begin(), records.end(),
+            [](const KeyRecord& a, const KeyRecord& b) { return a.name < b.name; });
+  return records;
 }
 
 awaitable<bool> SharedKeys::check() {
@@ -116,23 +144,14 @@ awaitable<bool> SharedKeys::check() {
   auto all = co_await redis_.command(std::move(hgetall));
   if (!alive.lock() || !all) co_return false;
   if (all->type != RedisReply::Type::array) co_return true;
-  std::vector<KeyRecord> records;
-  for (std::size_t i = 0; i + 1 < all->elements.size(); i += 2) {
-    const auto& name = all->elements[i].str;
-    auto record = decode_record(name, all->elements[i + 1].str);
-    if (!record) {
-      spdlog::warn("keys: the record of '{}' in redis is unreadable ({}); ignored", name,
-                   record.error().message);
-      continue;
-    }
-    records.push_back(std::move(*record));
-  }
-  std::sort(records.begin(), records.end(),
-            [](const KeyRecord& a, const KeyRecord& b) { return a.name < b.name; });
+  const auto records = decode_all(*all);
   if (!seen_version_ || remote_count_ != records.size())
     spdlog::info("keys: {} key record(s) read from redis at {}", records.size(), redis_.address());
   seen_version_ = now;
   remote_count_ = records.size();
+  remote_versions_.clear();
+  for (const auto& r : records) remote_versions_[r.name] = r.version;
+  remote_changed_ = true;
   if (on_records_) on_records_(records);
   co_return true;
 }

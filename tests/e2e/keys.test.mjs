@@ -151,7 +151,11 @@ describe('keys CLI and limits', () => {
     assert.equal(answers[1].status, 200);
     expectError(assert, await chat(gw.url, key), 429, { code: 'rate_limit_exceeded' });
     const sum = (f) => answers.reduce((n, r) => n + f(r.body.usage), 0);
-    const text = (await fetchJson(`${gw.url}/metrics`)).text;
+    // The per-key series name the keys: a scrape presents a key to see them.
+    const text = (await fetchJson(`${gw.url}/metrics`, { headers: bearer(STATIC) })).text;
+    const anonymous = (await fetchJson(`${gw.url}/metrics`)).text;
+    assert.doesNotMatch(anonymous, /switchyard_key_|metered/, 'no key names for a scrape without a key');
+    assert.match(anonymous, /switchyard_requests_total/, 'the rest is there');
     const value = (name, labels) => metricValue(text, name, { key: 'metered', ...labels });
     assert.equal(value('switchyard_key_requests_total', { outcome: 'ok' }), 2);
     assert.equal(value('switchyard_key_requests_total', { outcome: 'error' }), 1);
@@ -161,7 +165,8 @@ describe('keys CLI and limits', () => {
     assert.equal(value('switchyard_key_tokens_total', { kind: 'cached' }), sum((u) => u.prompt_tokens_details?.cached_tokens ?? 0));
     const other = await createKey(gw, 'metered-models', ['--models', 'some-other-model']);
     await waitUntil(async () => (await chat(gw.url, other)).status === 403, { timeoutMs: 2000, what: 'the key known' });
-    assert.ok(await scrapeMetric(gw.url, 'switchyard_key_rejections_total', { key: 'metered-models', reason: 'model_not_allowed' }) >= 1);
+    const scraped = (await fetchJson(`${gw.url}/metrics`, { headers: bearer(STATIC) })).text;
+    assert.ok(metricValue(scraped, 'switchyard_key_rejections_total', { key: 'metered-models', reason: 'model_not_allowed' }) >= 1);
     assert.ok(!text.includes(key), 'the key itself is never a label');
   });
 
@@ -220,6 +225,16 @@ describe('fair queue and ledger', () => {
     const byKey = await runSwitchyard(['usage', '-c', gw.configFile, '--by', 'key', '--csv']);
     assert.match(byKey.output, /^key,requests,errors,prompt_tokens/);
     assert.match(byKey.output, /^flood,50,0,/m);
+    // A session id is the client's: one a spreadsheet would run as a formula
+    // is written as text (a leading apostrophe).
+    const injected = await chat(gw.url, 'sk-lone', { headers: { 'x-session-id': '@SUM(1+1)' } });
+    assert.equal(injected.status, 200, injected.text);
+    const bySession = await waitUntil(async () => {
+      const r = await runSwitchyard(['usage', '-c', gw.configFile, '--by', 'session', '--csv']);
+      return r.output.includes('SUM(1+1)') && r.output;
+    }, { what: 'the session row' });
+    assert.match(bySession, /^'@SUM\(1\+1\),1,/m);
+    assert.doesNotMatch(bySession, /^[=+\-@]/m, 'no cell starts a formula');
     const trace = await runSwitchyard(['usage', '-c', gw.configFile, '--trace']);
     const lines = trace.output.trim().split('\n').map((l) => JSON.parse(l));
     const mine = lines.filter((l) => l.session === 'ledger-session');

@@ -8,7 +8,8 @@
 // revoked through either within a second.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -234,7 +235,7 @@ describe('key records shared through Redis (separate state_db files)', { skip },
     a = await startGateway(config(dirs[0]));
     b = await startGateway(config(dirs[1]));
     await waitUntil(async () => (await chat(b.url, early)).status === 200, { timeoutMs: 5000, what: 'early key on B' });
-    assert.match(a.output(), /1 key record\(s\) of this state_db published to redis/);
+    assert.match(a.output(), /1 key record\(s\) this gateway holds published to redis/);
     assert.ok((await keysOf(b)).some((k) => k.name === 'early'), 'B lists it');
   });
 
@@ -290,5 +291,61 @@ describe('a slot freed on one gateway wakes the waiter on the other (published)'
     assert.equal(served.status, 200, served.text);
     // Without the wake it would be served at the 20 s bound (the poll is 60 s).
     assert.ok(Date.now() - t0 < 10_000, `served after ${Date.now() - t0} ms, well before the 20 s bound`);
+  });
+});
+
+// redis-cli against the test's server: one command, its reply text.
+const redisCli = (port, ...args) => execFileSync('/usr/bin/redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).trim();
+
+describe('keys fail closed with Redis: a restart without persistence, an unsigned record', { skip }, () => {
+  let redis, sim, a, b, dirs;
+  before(async () => {
+    redis = await startRedis(await freePort());
+    sim = await startSim({ slots: 8, speedFactor: 50, alias: MODEL });
+    dirs = [0, 1].map(() => fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-redis-doors-')));
+    const config = (dir) => ({
+      ...gatewayConfig(sim, redis.port), api_keys: ['sk-admin'], state_db: path.join(dir, 'state.db'),
+      redis_secret: 'shared-between-the-gateways',
+    });
+    a = await startGateway(config(dirs[0]));
+    b = await startGateway(config(dirs[1]));
+  });
+  after(async () => {
+    await stopAll(); await stopRedises();
+    for (const d of dirs ?? []) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  test('Redis restarted empty: B keeps a key it only learned from Redis and publishes it back', TIMEOUT, async () => {
+    const { key } = await createKey(a.configFile, 'alice');
+    await waitUntil(async () => (await chat(b.url, key, 1)).status === 200, { timeoutMs: 3000, what: 'alice on B' });
+    assert.match(redisCli(redis.port, 'HGET', 'switchyard:{keys}:records', 'alice'), /\nsig=[0-9a-f]{64}$/, 'signed');
+    await a.stop();  // only B can put alice back: it is not in B's state_db
+    await redis.stop();
+    redis = await startRedis(redis.port);
+    assert.equal(redisCli(redis.port, 'HLEN', 'switchyard:{keys}:records'), '0', 'empty');
+    // B sees the empty Redis (it logs what it read), keeps alice, and fills Redis again.
+    await waitUntil(() => redisCli(redis.port, 'HEXISTS', 'switchyard:{keys}:records', 'alice') === '1',
+      { timeoutMs: 10_000, what: 'alice published back to redis by B' });
+    for (let i = 0; i < 3; ++i) assert.equal((await chat(b.url, key, 1)).status, 200, `alice on B, ${i + 1}`);
+    assert.match(b.output(), /key record\(s\) this gateway holds published to redis/);
+  });
+
+  test('a record HSET directly into Redis without a valid signature is ignored and logged', TIMEOUT, async () => {
+    const forged = (name, sig) => [
+      'version=1', `prefix=sy-${name}`, `hash=${crypto.createHash('sha256').update(`sy-${name}-chosen`).digest('hex')}`,
+      'models=', 'rpm=', 'tpm=', 'tokens_per_day=', 'max_concurrency=', 'max_sessions=', 'session_idle_ms=300000',
+      'priority=0', 'weight=1', 'created=1700000000', 'revoked=', ...(sig ? [`sig=${sig}`] : []), ''].join('\n');
+    for (const [name, sig] of [['mallory', null], ['trudy', 'ab'.repeat(32)]]) {
+      redisCli(redis.port, 'HSET', 'switchyard:{keys}:records', name, forged(name, sig));
+      redisCli(redis.port, 'HSET', 'switchyard:{keys}:versions', name, '1');
+      redisCli(redis.port, 'INCR', 'switchyard:{keys}:version');
+      redisCli(redis.port, 'PUBLISH', 'switchyard:keys', name);
+    }
+    await waitUntil(() => /the record of 'mallory' in redis is refused \(sig: missing/.test(b.output()) &&
+      /the record of 'trudy' in redis is refused \(sig: not valid/.test(b.output()),
+    { timeoutMs: 5000, what: 'both forged records refused' });
+    for (const name of ['mallory', 'trudy']) expectError(assert, await chat(b.url, `sy-${name}-chosen`), 401);
+    const listed = (await fetchJson(`${b.url}/admin/keys`, { headers: bearer('sk-admin') })).body.keys.map((k) => k.name);
+    assert.ok(!listed.includes('mallory') && !listed.includes('trudy'), listed.join(','));
   });
 });

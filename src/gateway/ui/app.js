@@ -2,7 +2,6 @@
 // gateway each second), rendered into cards, tables and uPlot charts.
 'use strict';
 
-const KEY_STORE = 'switchyard-admin-key';
 const HISTORY = 900; // points kept, one a second: 15 minutes
 const BAD_STATES = new Set(['ejected', 'restarting', 'crash-looping', 'down', 'removed', 'stopped']);
 
@@ -166,8 +165,8 @@ async function requestSwitch(name) {
   switching = name;
   profilesShown = '';
   $('switch-error').textContent = '';
-  const key = sessionStorage.getItem(KEY_STORE) || '';
-  const headers = { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
+  // The login cookie (if any) goes along: same origin.
+  const headers = { 'content-type': 'application/json' };
   try {
     const res = await fetch('/admin/profile', { method: 'POST', headers, body: JSON.stringify({ profile: name }) });
     if (!res.ok) {
@@ -279,12 +278,22 @@ function askForKey(message) {
   $('key-input').focus();
 }
 
+// The admin key, once: the gateway answers with an HttpOnly cookie that the
+// page's requests carry from then on (the key is kept nowhere, nor put in a URL).
+async function login(key) {
+  const res = await fetch('/admin/login', {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: '{}',
+  });
+  if (res.ok) return { ok: true };
+  const body = await res.json().catch(() => ({}));
+  return { ok: false, status: res.status, message: body.error?.message ?? res.statusText };
+}
+
 // Whether the events answer: 200, or why not (401 asks for the key).
-async function probe(key) {
+async function probe() {
   const controller = new AbortController();
-  const headers = key ? { authorization: `Bearer ${key}` } : {};
   try {
-    const res = await fetch('/admin/events', { headers, signal: controller.signal });
+    const res = await fetch('/admin/events', { signal: controller.signal });
     if (res.ok) return { ok: true };
     const body = await res.json().catch(() => ({}));
     return { ok: false, status: res.status, message: body.error?.message ?? res.statusText };
@@ -294,19 +303,15 @@ async function probe(key) {
 }
 
 async function connect() {
-  const key = sessionStorage.getItem(KEY_STORE) || '';
-  const answer = await probe(key).catch((e) => ({ ok: false, message: e.message }));
+  const answer = await probe().catch((e) => ({ ok: false, message: e.message }));
   if (!answer.ok) {
-    if (answer.status === 401) {
-      sessionStorage.removeItem(KEY_STORE);
-      return askForKey(key ? 'That key is not valid.' : '');
-    }
+    if (answer.status === 401) return askForKey('');
     $('connection').textContent = answer.message || 'unreachable';
     $('connection').className = 'pill lost';
     return setTimeout(connect, 3000);
   }
   $('key-prompt').hidden = true;
-  const source = new EventSource(`/admin/events${key ? `?key=${encodeURIComponent(key)}` : ''}`);
+  const source = new EventSource('/admin/events');
   source.onopen = () => {
     $('connection').textContent = 'live';
     $('connection').className = 'pill live';
@@ -315,12 +320,16 @@ async function connect() {
   source.onerror = () => {
     $('connection').textContent = 'reconnecting…';
     $('connection').className = 'pill lost';
+    // Refused (the login expired, the gateway restarted): ask again.
+    if (source.readyState === EventSource.CLOSED) setTimeout(connect, 1000);
   };
 }
 
-$('key-form').addEventListener('submit', (event) => {
+$('key-form').addEventListener('submit', async (event) => {
   event.preventDefault();
-  sessionStorage.setItem(KEY_STORE, $('key-input').value);
+  const answer = await login($('key-input').value).catch((e) => ({ ok: false, message: e.message }));
+  $('key-input').value = '';
+  if (!answer.ok) return askForKey(answer.status === 401 ? 'That key is not valid.' : answer.message);
   connect();
 });
 

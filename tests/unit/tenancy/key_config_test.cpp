@@ -80,5 +80,27 @@ TEST(KeyConfig, RedisPollDefaultsAndBounds) {
   EXPECT_NE(alone.error().message.find("need redis:"), std::string::npos);
 }
 
+TEST(KeyConfig, StaticKeyNamesFollowTheCliRule) {
+  // The CLI refuses such names; the config did not (HTML in the dashboard).
+  auto html = parse("api_keys: [{key: a, name: \"<img src=x onerror=alert(1)>\"}]\n");
+  ASSERT_FALSE(html);
+  EXPECT_NE(html.error().message.find("api_keys[0].name"), std::string::npos);
+  EXPECT_NE(html.error().message.find("letters, digits"), std::string::npos);
+  EXPECT_FALSE(parse("api_keys: [{key: a, name: \"has space\"}]\n"));
+  EXPECT_FALSE(parse("api_keys: [{key: a, name: " + std::string(65, 'x') + "}]\n"));
+  EXPECT_TRUE(parse("api_keys: [{key: a, name: ci-bot_2.prod@team}]\n"));
+}
+
+TEST(KeyConfig, RedisSecretAndAdminHosts) {
+  auto c = parse(
+      "redis: redis://127.0.0.1\nredis_secret: s3cret\nadmin_hosts: [gpu-box.lan, gw.example]\n");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->redis_secret, "s3cret");
+  EXPECT_EQ(c->admin_hosts, (std::vector<std::string>{"gpu-box.lan", "gw.example"}));
+  auto alone = parse("redis_secret: s3cret\n");
+  ASSERT_FALSE(alone);
+  EXPECT_NE(alone.error().message.find("need redis:"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace switchyard::fleet
