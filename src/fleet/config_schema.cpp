@@ -47,6 +47,11 @@ json::object duration(std::string_view description) {
       description);
 }
 
+// A byte size: bytes, or 24GiB, 512MiB, ...
+json::object size(std::string_view description) {
+  return described({{"type", json::array{"string", "integer"}}}, description);
+}
+
 json::object string_list(std::string_view description) {
   return described(
       {{"type", "array"}, {"items", json::object{{"type", "string"}, {"minLength", 1}}}},
@@ -85,7 +90,10 @@ json::object instance() {
        {"api_key", string("Sent to the engine as Authorization: Bearer")},
        {"served_model", string("The model name the engine expects (default: model)")},
        {"sleep", boolean("vLLM sleep mode: the instance sleeps when its profile is inactive")},
-       {"prestart", boolean("Start at launch even when its profile is inactive")}},
+       {"prestart", boolean("Start at launch even when its profile is inactive")},
+       {"load", one_of({"always", "on-demand"}, "on-demand: started when a request needs it")},
+       {"ttl", duration("on-demand: unloaded after this long with nothing in flight or queued")},
+       {"memory", size("Memory per GPU (default: plan's estimate from the command)")}},
       {"model"}, "One engine");
   o["oneOf"] = json::array{json::object{{"required", json::array{"url"}}},
                            json::object{{"required", json::array{"command"}}}};
@@ -179,6 +187,20 @@ json::object top_level() {
   p["redis_down"] = one_of({"reject", "local"}, "While Redis is unreachable");
   p["redis_lease_ttl"] = duration("A held lease in Redis lasts this long unless renewed");
   p["redis_poll"] = duration("A waiting request asks Redis again at least this often");
+  p["redis_secret"] = string("Shared by the gateways: key records in Redis are signed with it");
+  p["admin_hosts"] = string_list("Host names the admin API and /ui answer besides the listen "
+                                 "address and localhost");
+  p["gpus"] = described(
+      {{"type", "array"},
+       {"items", mapping({{"id", described({{"type", json::array{"string", "integer"}}},
+                                           "As instances name it in their gpus")},
+                          {"memory", size("The card's memory")}},
+                         {"id", "memory"})}},
+      "The box's cards, for on-demand models' memory (docs/models.md)");
+  p["swapping"] = mapping({{"policy", one_of({"batch", "fifo"}, "Which model loads next")},
+                           {"max_wait", duration("No request waits longer behind other models")},
+                           {"min_resident", duration("A loaded model with work stays this long")}},
+                          {}, "How on-demand models take turns (docs/models.md)");
   p["tracing"] =
       mapping({{"endpoint", described({{"type", "string"}, {"pattern", "^http://"}},
                                       "OTLP/HTTP collector, http://host:4318")},

@@ -73,6 +73,8 @@ TEST(ConfigSchema, NamesExactlyTheFieldsTheLoaderAcceptsAtEveryLevel) {
        i + "switching: {estimates: {x: {zz: 1}}}\n"},
       {"/properties/tracing", i + "tracing: {endpoint: 'http://127.0.0.1:4318', zz: 1}\n"},
       {"/properties/log", i + "log: {zz: 1}\n"},
+      {"/properties/gpus/items", i + "gpus: [{id: 0, memory: 24GiB, zz: 1}]\n"},
+      {"/properties/swapping", i + "swapping: {zz: 1}\n"},
   };
   std::map<std::string, std::set<std::string>> schema;
   closed_mappings(fleet_config_schema(), "", schema);
