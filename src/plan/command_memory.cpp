@@ -88,13 +88,17 @@ Result<CommandMemory> vllm_memory(const Argv& argv, const std::vector<uint64_t>&
 }
 
 // -ctk / -ctv: the KV cache's element type. bf16 takes f16's two bytes.
-Result<KvType> cache_type(const Argv& argv, std::initializer_list<std::string_view> names) {
+Result<KvType> cache_type(const Argv& argv, std::initializer_list<std::string_view> names,
+                          const ModelFacts& model) {
   const std::string text = flag_value(argv, names).value_or("f16");
   if (text == "bf16") return KvType::kF16;
   const auto type = parse_kv_type(text);
   if (!type || *type == KvType::kFp8) {
     return Error{fmt::format("{}: cache type '{}' is not modelled by plan (f16, bf16, q8_0, q4_0)",
                              *names.begin(), text)};
+  }
+  if (auto refusal = llama_cache_refusal(model, *type)) {
+    return Error{fmt::format("{}: {}", *names.begin(), *refusal)};
   }
   return *type;
 }
@@ -181,9 +185,9 @@ Result<LlamaFlags> read_llama_flags(const Argv& argv, const std::vector<uint64_t
       return Error{fmt::format("-np: {} slots for -c {}", *np, f.context)};
     f.slots = *n;
   }
-  auto k = cache_type(argv, {"-ctk", "--cache-type-k"});
+  auto k = cache_type(argv, {"-ctk", "--cache-type-k"}, f.model);
   if (!k) return k.error();
-  auto v = cache_type(argv, {"-ctv", "--cache-type-v"});
+  auto v = cache_type(argv, {"-ctv", "--cache-type-v"}, f.model);
   if (!v) return v.error();
   // One type for both: the larger, so a mixed cache is never under-counted.
   f.kv = kv_bytes_per_element(*k) >= kv_bytes_per_element(*v) ? *k : *v;

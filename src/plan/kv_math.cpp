@@ -4,6 +4,18 @@
 
 namespace switchyard::plan {
 
+std::optional<std::string> llama_cache_refusal(const ModelFacts& model, KvType type) {
+  if (type != KvType::kQ8_0 && type != KvType::kQ4_0) return std::nullopt;
+  const bool attention =
+      model.count(LayerKind::kFullAttention) + model.count(LayerKind::kSlidingAttention) > 0;
+  const uint32_t width = model.mla ? model.kv_lora_rank + model.rope_dim
+                                   : std::min(model.key_length, model.value_length);
+  if (!attention || width % 32 == 0) return std::nullopt;
+  return std::string(kv_type_name(type)) +
+         " needs head dimensions that are multiples of 32; this model's are " +
+         std::to_string(width);
+}
+
 std::optional<KvType> parse_kv_type(std::string_view text) {
   if (text == "f16") return KvType::kF16;
   if (text == "q8_0") return KvType::kQ8_0;

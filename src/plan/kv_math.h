@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "plan/model_facts.h"
@@ -19,6 +20,9 @@ std::string_view kv_type_name(KvType type);
 // Bytes per cached element: f16 2, q8_0 34/32 = 1.0625, q4_0 18/32 = 0.5625 (ggml block sizes),
 // fp8 1.
 double kv_bytes_per_element(KvType type);
+// Why llama.cpp cannot hold this model's cache in `type`, if it cannot: it quantizes the cache in
+// rows of 32-element blocks per head, so q8_0 and q4_0 need head widths that are multiples of 32.
+std::optional<std::string> llama_cache_refusal(const ModelFacts& model, KvType type);
 
 // What one sequence costs. Recurrent state is f32 whatever the KV type (llama.cpp keeps r/s
 // states in f32; vLLM's default mamba state dtype for these models is no larger).

@@ -190,18 +190,8 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
     r.notes.push_back("the model does not state its trained context: planned at 32768 tokens");
   }
 
-  // llama.cpp quantizes the cache in rows of 32-element blocks per head.
-  if (r.engine == Engine::kLlamaCpp && (r.kv_type == KvType::kQ8_0 || r.kv_type == KvType::kQ4_0)) {
-    const bool attention =
-        r.model.count(LayerKind::kFullAttention) + r.model.count(LayerKind::kSlidingAttention) > 0;
-    const uint32_t width = r.model.mla ? r.model.kv_lora_rank + r.model.rope_dim
-                                       : std::min(r.model.key_length, r.model.value_length);
-    if (attention && width % 32 != 0) {
-      return BadInput{"--kv-type", std::string(kv_type_name(r.kv_type)) +
-                                       " needs head dimensions that are multiples of 32; this "
-                                       "model's are " +
-                                       std::to_string(width)};
-    }
+  if (r.engine == Engine::kLlamaCpp) {
+    if (auto refusal = llama_cache_refusal(r.model, r.kv_type)) return BadInput{"--kv-type", *refusal};
   }
   return r;
 }

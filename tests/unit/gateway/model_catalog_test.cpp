@@ -43,7 +43,7 @@ TEST(ApiKeys, BearerOrXApiKey) {
   EXPECT_FALSE(keys.allows(with("x-api-key", "")));
   EXPECT_FALSE(keys.allows(with("x-api-key", "sk-three")));
   EXPECT_FALSE(keys.allows({}));
-  EXPECT_TRUE(ApiKeys({}).allows({}));
+  EXPECT_TRUE(ApiKeys(std::vector<std::string>{}).allows({}));
 }
 
 }  // namespace

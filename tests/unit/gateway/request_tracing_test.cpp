@@ -75,10 +75,11 @@ struct RequestTracingTest : testing::Test {
     tracing = RequestTracing(1.0, nullptr);
     std::map<std::string, std::vector<json::object>> by_trace;
     std::lock_guard lock(*mutex);
-    for (const auto& body : *bodies)
-      for (const auto& s :
-           json::parse(body).at_pointer("/resourceSpans/0/scopeSpans/0/spans").as_array())
+    for (const auto& body : *bodies) {
+      const json::value parsed = json::parse(body);
+      for (const auto& s : parsed.at_pointer("/resourceSpans/0/scopeSpans/0/spans").as_array())
         by_trace[std::string(s.at("traceId").as_string())].push_back(s.as_object());
+    }
     return by_trace;
   }
 

@@ -11,6 +11,7 @@
 #include "plan/command_memory.h"
 #include "plan/device_breakdown.h"
 #include "plan/plan.h"
+#include "gguf_test_writer.h"
 
 namespace switchyard::plan {
 namespace {
@@ -38,8 +39,8 @@ std::string failure(const std::string& line, std::vector<uint64_t> cards = {24 *
 }
 
 // The first card's weights + KV + compute as `switchyard plan --json` reports them.
-uint64_t plan_card_bytes(PlanOptions o) {
-  o.model = kStories;
+uint64_t plan_card_bytes(PlanOptions o, const std::string& model = kStories) {
+  o.model = model;
   o.gpus = "24G";
   o.json = true;
   std::ostringstream out, err;
@@ -69,20 +70,50 @@ TEST(CommandMemory, LlamaServerMatchesPlanForTheSameContextAndSlots) {
   EXPECT_NE(m.source.find("-c 2048 over 2 slot(s)"), std::string::npos) << m.source;
 }
 
+// stories260K's heads are 8 wide, too narrow for a quantized cache: a model with heads of 64
+// (256 wide, 4 query heads, 2 KV heads), 4 layers.
+std::string write_wide_heads_model(const testing::TempDir& dir) {
+  testing::GgufWriter w;
+  w.str("general.architecture", "llama")
+      .u32("llama.block_count", 4)
+      .u32("llama.context_length", 4096)
+      .u32("llama.embedding_length", 256)
+      .u32("llama.feed_forward_length", 512)
+      .u32("llama.attention.head_count", 4)
+      .u32("llama.attention.head_count_kv", 2)
+      .tensor("token_embd.weight", {256, 1000}, testing::kTypeF32);
+  for (int i = 0; i < 4; ++i) {
+    w.tensor("blk." + std::to_string(i) + ".attn_q.weight", {256, 256}, testing::kTypeF32);
+  }
+  w.tensor("output.weight", {256, 1000}, testing::kTypeF32);
+  const auto path = (dir / "wide.gguf").string();
+  w.write(path);
+  return path;
+}
+
 TEST(CommandMemory, KvCacheTypeAndPartialOffloadFollowPlan) {
+  testing::TempDir dir;
+  const std::string model = write_wide_heads_model(dir);
   PlanOptions o;
   o.context = 4096;
   o.kv_type = "q8_0";
   o.gpu_layers = 3;
-  const auto m = estimate("/opt/llama/llama-server --model=" + kStories +
+  const auto m = estimate("/opt/llama/llama-server --model=" + model +
                           " --ctx-size=4096 -ctk q8_0 --cache-type-v q8_0 -ngl 3");
-  expect_near_bytes(m.per_gpu.at(0), plan_card_bytes(o) + kLlamaCppCardMargin);
+  expect_near_bytes(m.per_gpu.at(0), plan_card_bytes(o, model) + kLlamaCppCardMargin);
   // A mixed cache is counted at its larger type: here the f16 figure.
   PlanOptions f16 = o;
   f16.kv_type = "f16";
-  const auto mixed = estimate("llama-server -m " + kStories + " -c 4096 -ctk q8_0 -ctv f16 -ngl 3");
-  expect_near_bytes(mixed.per_gpu.at(0), plan_card_bytes(f16) + kLlamaCppCardMargin);
+  const auto mixed = estimate("llama-server -m " + model + " -c 4096 -ctk q8_0 -ctv f16 -ngl 3");
+  expect_near_bytes(mixed.per_gpu.at(0), plan_card_bytes(f16, model) + kLlamaCppCardMargin);
   EXPECT_GT(mixed.per_gpu[0], m.per_gpu[0]);
+}
+
+TEST(CommandMemory, AQuantizedCacheTooNarrowForTheHeadsIsRefusedAsPlanRefusesIt) {
+  EXPECT_EQ(failure("llama-server -m " + kStories + " -ctk q4_0"),
+            "-ctk: q4_0 needs head dimensions that are multiples of 32; this model's are 8");
+  EXPECT_EQ(failure("llama-server -m " + kStories + " --cache-type-v q8_0"),
+            "-ctv: q8_0 needs head dimensions that are multiples of 32; this model's are 8");
 }
 
 TEST(CommandMemory, ContextDefaultsToTheModelsTrainedContext) {
