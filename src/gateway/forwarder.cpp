@@ -266,9 +266,11 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       if (broke) {
         if (record.client_gone) co_return Attempt{};
         if (!started) co_return failed(*broke);
+        std::string tail;
+        rewriter.finish_stream(tail);
         if (cutoff_.cut()) {
           record.shut_down = true;
-          const std::string tail = openai::stream_error_events(cutoff_.error(), ctx.route.dialect);
+          tail += openai::stream_error_events(cutoff_.error(), ctx.route.dialect);
           if (co_await send(tail)) co_await exchange.end_stream();
           co_return Attempt{};
         }
@@ -279,7 +281,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
         record.upstream_failed = true;
         const ApiError error = ApiError::upstream_failed(
             fmt::format("instance {} failed mid-stream: {}", inst.name(), broke->message));
-        const std::string tail = openai::stream_error_events(error, ctx.route.dialect);
+        tail += openai::stream_error_events(error, ctx.route.dialect);
         if (co_await send(tail)) co_await exchange.end_stream();
         co_return Attempt{};
       }
@@ -297,8 +299,11 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       }
       delivered += outputs;
     }
-    // Bytes after the last blank line go out as they came.
-    if ((!splitter.pending().empty() || !started) && !co_await send(splitter.pending())) {
+    // A held-back finish chunk, then bytes after the last blank line as they came.
+    std::string rest;
+    rewriter.finish_stream(rest);
+    rest.append(splitter.pending());
+    if ((!rest.empty() || !started) && !co_await send(rest)) {
       record.client_gone = true;
       co_return Attempt{};
     }

@@ -376,7 +376,7 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   if (!route) {
     refusal = openai::error_response(ApiError::not_found(
         fmt::format("no route for {} {}", head.method, head.path()), "unknown_url"));
-  } else if (head.method != route->method) {
+  } else if (head.method != route->method && !(route->head_too && head.method == "HEAD")) {
     refusal =
         openai::error_response(ApiError::method_not_allowed(fmt::format(
                                    "{} takes {}, not {}", route->path, route->method, head.method)),
@@ -447,8 +447,12 @@ awaitable<Verdict> Gateway::Impl::AnswerLocally::run(RequestContext& ctx) {
   http::Response reply;
   if (ctx.route.kind == RouteKind::admin) {
     AdminView view = g_.admin_view();
-    reply = ctx.route.path == admin_login_path ? g_.login_response()
-                                               : co_await admin_response(view, ctx.request);
+    // Not a conditional expression: GCC 12 destroys a co_await's result
+    // inside ?: a second time at the coroutine's end.
+    if (ctx.route.path == admin_login_path)
+      reply = g_.login_response();
+    else
+      reply = co_await admin_response(view, ctx.request);
   } else {
     reply = g_.local_response(ctx.route, ctx.request.head);
   }
@@ -486,6 +490,8 @@ http::Response Gateway::Impl::local_response(const Route& route,
       add_page_headers(reply.headers);
       return reply;
     }
+    case RouteKind::root:
+      return root_response(head.method == "HEAD");
     case RouteKind::proxy:
     case RouteKind::events:
     case RouteKind::admin:

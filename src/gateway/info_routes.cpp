@@ -105,6 +105,13 @@ http::Response model_response(std::string_view id, const ModelCatalog& catalog,
   return http::json_response(200, to_json_text(body));
 }
 
+http::Response root_response(bool head) {
+  if (head) return http::json_response(200, {});
+  return http::json_response(
+      200, R"({"service":"switchyard","api":"/v1","models":"/v1/models","health":"/health",)"
+           R"("dashboard":"/ui"})");
+}
+
 http::Response health_response(const obs::StatusSnapshot& status, bool detail) {
   bool any = false;
   boost::json::array instances;

@@ -1,4 +1,5 @@
-// The routes the gateway answers itself: models, one model, health.
+// The routes the gateway answers itself: models, one model, health, and the
+// root that clients probe.
 #pragma once
 
 #include <string_view>
@@ -26,5 +27,8 @@ http::Response model_response(std::string_view id, const ModelCatalog& catalog,
 // when a request needs it), else 503; each
 // instance's state only with `detail`.
 http::Response health_response(const obs::StatusSnapshot& status, bool detail);
+// GET and HEAD /: 200 (agents probe the base URL before their first
+// request) with where things are; no body for HEAD.
+http::Response root_response(bool head);
 
 }  // namespace switchyard::gateway

@@ -40,6 +40,7 @@ std::string_view genai_operation(openai::Endpoint endpoint) {
   switch (endpoint) {
     case Endpoint::chat_completions:
     case Endpoint::messages:
+    case Endpoint::responses:
       return "chat";
     case Endpoint::completions:
     case Endpoint::native_completion:
@@ -57,6 +58,8 @@ std::string_view genai_operation(openai::Endpoint endpoint) {
     case Endpoint::apply_template:
       return "apply_template";
     case Endpoint::count_tokens:
+    case Endpoint::responses_input_tokens:
+    case Endpoint::chat_input_tokens:
       return "count_tokens";
   }
   return "unknown";

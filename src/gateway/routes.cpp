@@ -16,6 +16,13 @@ constexpr Route kRoutes[] = {
     {"/v1/messages", "POST", RouteKind::proxy, Endpoint::messages, true, Dialect::anthropic},
     {"/v1/messages/count_tokens", "POST", RouteKind::proxy, Endpoint::count_tokens, true,
      Dialect::anthropic},
+    {"/v1/responses", "POST", RouteKind::proxy, Endpoint::responses, true, Dialect::responses},
+    {"/responses", "POST", RouteKind::proxy, Endpoint::responses, true, Dialect::responses},
+    {"/v1/responses/input_tokens", "POST", RouteKind::proxy, Endpoint::responses_input_tokens,
+     true},
+    {"/responses/input_tokens", "POST", RouteKind::proxy, Endpoint::responses_input_tokens, true},
+    {"/v1/chat/completions/input_tokens", "POST", RouteKind::proxy, Endpoint::chat_input_tokens,
+     true},
     {"/v1/rerank", "POST", RouteKind::proxy, Endpoint::rerank, true},
     {"/completion", "POST", RouteKind::proxy, Endpoint::native_completion, true},
     {"/infill", "POST", RouteKind::proxy, Endpoint::infill, true},
@@ -33,6 +40,7 @@ constexpr Route kRoutes[] = {
     // POST /models/load|unload are admin routes: the admin key opens them.
     {"/models/load", "POST", RouteKind::admin, std::nullopt, false},
     {"/models/unload", "POST", RouteKind::admin, std::nullopt, false},
+    {"/", "GET", RouteKind::root, std::nullopt, false, Dialect::openai, false, true},
     {"/health", "GET", RouteKind::health, std::nullopt, false},
     {"/metrics", "GET", RouteKind::metrics, std::nullopt, false},
     // The console: admin access is checked in Gateway::screen.

@@ -21,6 +21,7 @@ enum class RouteKind {
   events,   // GET /admin/events: the dashboard's live status (SSE)
   admin,    // /admin/... (gateway/admin_routes.h), behind gateway/admin_access.h
   sse,      // GET /models/sse: model status events (gateway/model_control.h)
+  root,     // GET and HEAD /: what clients probe before they start
 };
 
 struct Route {
@@ -31,6 +32,7 @@ struct Route {
   bool needs_key;                            // when API keys are configured
   openai::Dialect dialect = openai::Dialect::openai;
   bool prefix = false;
+  bool head_too = false;  // HEAD is answered as well, without a body
 };
 
 // The dashboard's login: the admin key once, a cookie for the rest

@@ -87,6 +87,14 @@ http::Response error_response(const ApiError& e, Dialect dialect) {
 std::string stream_error_events(const ApiError& e, Dialect dialect) {
   if (dialect == Dialect::anthropic)
     return "event: error\ndata: " + error_body(e, dialect) + "\n\n";
+  if (dialect == Dialect::responses) {
+    const std::string code = json_quote(e.code.empty() ? e.type : e.code);
+    const std::string message = json_quote(e.message);
+    return "event: error\ndata: {\"type\":\"error\",\"code\":" + code + ",\"message\":" + message +
+           ",\"param\":null}\n\nevent: response.failed\ndata: {\"type\":\"response.failed\","
+           "\"response\":{\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":" +
+           code + ",\"message\":" + message + "}}}\n\n";
+  }
   return "data: " + error_body(e, dialect) + "\n\ndata: [DONE]\n\n";
 }
 

@@ -31,15 +31,17 @@ struct ApiError {
   static ApiError internal(std::string message);
 };
 
-// Which API's error shapes a route speaks.
-enum class Dialect { openai, anthropic };
+// Which API's error shapes a route speaks. The Responses API's errors are
+// OpenAI's; a stream of its events ends with its own failure events.
+enum class Dialect { openai, anthropic, responses };
 
 // The JSON body alone.
 std::string error_body(const ApiError& error, Dialect dialect = Dialect::openai);
 // A complete response; 429s and 503s carry Retry-After.
 http::Response error_response(const ApiError& error, Dialect dialect = Dialect::openai);
 // The events that end a stream which failed after it started: OpenAI's
-// error chunk and [DONE], or Anthropic's `event: error`.
+// error chunk and [DONE], Anthropic's `event: error`, or the Responses API's
+// `error` and `response.failed` events.
 std::string stream_error_events(const ApiError& error, Dialect dialect);
 
 }  // namespace switchyard::openai

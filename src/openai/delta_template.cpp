@@ -11,6 +11,8 @@ namespace {
 
 const ByteSearch content_key("content\":");
 const ByteSearch text_key("\"text\":");
+const ByteSearch delta_key("\"delta\":");
+constexpr std::string_view kResponsesEvent = "event: response.";
 
 // The first unescaped quote at or after `from`.
 std::optional<std::size_t> closing_quote(std::string_view s, std::size_t from) {
@@ -24,18 +26,31 @@ std::optional<std::size_t> closing_quote(std::string_view s, std::size_t from) {
   return std::nullopt;
 }
 
+// The first non-empty string value after `key` in `event`.
+std::optional<TextSpan> string_after(std::string_view event, const ByteSearch& key) {
+  for (auto at = key.find(event); at; at = key.find(event, *at + 1)) {
+    std::size_t begin = *at + key.size();
+    while (begin < event.size() && event[begin] == ' ') ++begin;
+    if (begin + 1 >= event.size() || event[begin] != '"' || event[begin + 1] == '"') continue;
+    ++begin;
+    if (auto end = closing_quote(event, begin)) return TextSpan{begin, *end};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<TextSpan> delta_text(std::string_view event) {
-  for (const ByteSearch* key : {&content_key, &text_key}) {
-    for (auto at = key->find(event); at; at = key->find(event, *at + 1)) {
-      std::size_t begin = *at + key->size();
-      while (begin < event.size() && event[begin] == ' ') ++begin;
-      if (begin + 1 >= event.size() || event[begin] != '"' || event[begin + 1] == '"') continue;
-      ++begin;
-      if (auto end = closing_quote(event, begin)) return TextSpan{begin, *end};
-    }
+  // The Responses API names its events: only a *.delta one carries new
+  // text (as `"delta":"..."`); the *.done ones and response.completed
+  // repeat the whole text.
+  if (event.starts_with(kResponsesEvent)) {
+    const std::string_view name = event.substr(0, event.find('\n'));
+    if (!name.ends_with(".delta")) return std::nullopt;
+    return string_after(event, delta_key);
   }
+  for (const ByteSearch* key : {&content_key, &text_key})
+    if (auto span = string_after(event, *key)) return span;
   return std::nullopt;
 }
 

@@ -12,7 +12,8 @@
 namespace switchyard::openai {
 
 // The bytes of an event's generated text between its quotes: the first
-// non-empty `content` (`reasoning_content` too) or `text` string.
+// non-empty `content` (`reasoning_content` too) or `text` string; in the
+// Responses API's named events, the `delta` string of a *.delta event.
 struct TextSpan {
   std::size_t begin = 0;
   std::size_t end = 0;

@@ -62,7 +62,11 @@ std::optional<Required> required_field(Endpoint endpoint) {
     case Endpoint::apply_template:
     case Endpoint::messages:
     case Endpoint::count_tokens:
+    case Endpoint::chat_input_tokens:
       return Required{"messages", {}, S::array};
+    case Endpoint::responses:
+    case Endpoint::responses_input_tokens:
+      return Required{"input", {}, S::string_or_array};
     case Endpoint::completions:
     case Endpoint::native_completion:
       return Required{"prompt", {}, S::string_or_array};
@@ -168,13 +172,21 @@ void hash_element(std::uint64_t& h, simdjson::dom::element e) {
   }
 }
 
-// The conversation hash over `system` (Anthropic's top-level field, or
-// null) and the messages up to and including the first user message.
+// The conversation hash over `system` (Anthropic's top-level field, the
+// Responses API's `instructions`, or null) and the messages up to and
+// including the first user message; a Responses `input` string is that
+// message alone.
 std::uint64_t conversation_hash(std::optional<simdjson::dom::element> system,
-                                simdjson::dom::array messages) {
+                                simdjson::dom::element messages) {
   std::uint64_t h = fnv_basis;
   if (system && !system->is_null()) hash_element(h, *system);
-  for (auto message : messages) {
+  if (!messages.is_array()) {
+    hash_element(h, messages);
+    return h;
+  }
+  // Named: a range over value_unsafe() of a temporary result dangles.
+  const simdjson::dom::array items = messages.get_array().value_unsafe();
+  for (auto message : items) {
     hash_element(h, message);
     std::string_view role;
     if (!message["role"].get(role) && role == "user") break;
@@ -186,7 +198,8 @@ std::uint64_t conversation_hash(std::optional<simdjson::dom::element> system,
 
 bool takes_slot(Endpoint endpoint) {
   return endpoint != Endpoint::tokenize && endpoint != Endpoint::detokenize &&
-         endpoint != Endpoint::apply_template && endpoint != Endpoint::count_tokens;
+         endpoint != Endpoint::apply_template && endpoint != Endpoint::count_tokens &&
+         endpoint != Endpoint::responses_input_tokens && endpoint != Endpoint::chat_input_tokens;
 }
 
 struct RequestInspector::Impl {
@@ -214,27 +227,29 @@ std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::stri
 
   RequestFacts facts;
   const auto required = required_field(endpoint);
+  const bool responses_api =
+      endpoint == Endpoint::responses || endpoint == Endpoint::responses_input_tokens;
   bool has_required = false;
   bool seen_model = false;
   bool seen_stream_options = false;
   int max_tokens_rank =
       3;  // of facts.max_tokens: 0 max_tokens, 1 max_completion_tokens, 2 n_predict
   std::optional<simdjson::dom::element> system;
-  simdjson::dom::array messages;
-  bool has_messages = false;
+  std::optional<simdjson::dom::element> messages;  // or the Responses API's input
   for (auto [key, value] : obj) {
     if (required && (key == required->name ||
                      (!required->alternative.empty() && key == required->alternative))) {
       has_required = true;
       if (auto e = check_shape(key, *required, value)) return *e;
-      if (required->name == "messages") {
-        if (value.get_array().size() == 0)
-          return FieldError{"'messages' must not be empty", "messages"};
-        messages = value.get_array().value_unsafe();
-        has_messages = true;
-      }
-    } else if (key == "system") {
+      if (required->name == "messages" && value.get_array().size() == 0)
+        return FieldError{"'messages' must not be empty", "messages"};
+      if (required->name == "messages" || responses_api) messages = value;
+    } else if (key == "system" || (key == "instructions" && responses_api)) {
+      if (key == "instructions" && !value.is_string() && !value.is_null())
+        return wrong_type(key, "a string", value);
       system = value;
+    } else if (key == "previous_response_id") {
+      if (!value.is_string() && !value.is_null()) return wrong_type(key, "a string", value);
     } else if (key == "model") {
       // The gateway routes by it and rewrites it: one meaning only.
       if (seen_model) return FieldError{"'model' appears more than once", "model"};
@@ -260,10 +275,10 @@ std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::stri
           return wrong_type("stream_options.include_usage", "a boolean", include.value_unsafe());
         facts.include_usage = include.is_bool() && include.get_bool().value_unsafe();
       }
-    } else if (key == "max_tokens" || key == "max_completion_tokens" || key == "n" ||
-               key == "n_predict") {
+    } else if (key == "max_tokens" || key == "max_output_tokens" ||
+               key == "max_completion_tokens" || key == "n" || key == "n_predict") {
       if (!is_integer(value) && !value.is_null()) return wrong_type(key, "an integer", value);
-      const int rank = key == "max_tokens"              ? 0
+      const int rank = key == "max_tokens" || key == "max_output_tokens" ? 0
                        : key == "max_completion_tokens" ? 1
                        : key == "n_predict"             ? 2
                                                         : 3;
@@ -295,14 +310,15 @@ std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::stri
     if (auto e = check_messages_body(obj, endpoint == Endpoint::messages)) return *e;
   }
 
-  if (has_messages) facts.conversation = conversation_hash(system, messages);
+  if (messages) facts.conversation = conversation_hash(system, *messages);
 
   // Spans for in-place rewrites and prefix matching, in one scan. The body
   // is known to be valid JSON now, which is what the scan needs to be exact.
   // The scan compares keys as written: a key spelled with escapes
   // ("mod\u0065l") would be routed by its decoded name but not rewritten,
   // so it is refused.
-  const bool has_prompt = required && (required->name == "messages" || required->name == "prompt");
+  const bool has_prompt = required && (required->name == "messages" || required->name == "prompt" ||
+                                        endpoint == Endpoint::responses);
   const std::string_view keys[] = {"model", has_prompt ? required->name : std::string_view{}};
   std::optional<std::string_view> found[2];
   member_texts(body, std::span(keys, has_prompt ? 2 : 1), std::span(found, has_prompt ? 2 : 1));

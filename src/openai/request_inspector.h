@@ -28,6 +28,9 @@ enum class Endpoint {
   rerank,             // POST /v1/rerank, /reranking
   messages,           // POST /v1/messages (Anthropic)
   count_tokens,       // POST /v1/messages/count_tokens (Anthropic)
+  responses,          // POST /v1/responses (OpenAI's Responses API)
+  responses_input_tokens,  // POST /v1/responses/input_tokens
+  chat_input_tokens,       // POST /v1/chat/completions/input_tokens
 };
 
 // Whether a request to `endpoint` runs on an engine slot (generation,
@@ -47,15 +50,17 @@ struct RequestFacts {
   bool include_usage = false;  // stream_options.include_usage
   Span stream_options;         // the value of stream_options, when present
   Span include_usage_value;    // the value of stream_options.include_usage, when present
-  // The prompt as sent: the value of "messages" or "prompt" (where a
-  // routing policy finds shared prefixes).
+  // The prompt as sent: the value of "messages", "prompt" or the Responses
+  // API's "input" (where a routing policy finds shared prefixes).
   Span prompt;
   // What identifies a conversation across its turns (an agent re-sends it
-  // every turn): a hash of the system prompt and the messages up to the
-  // first user message. 0 when the body has no messages.
+  // every turn): a hash of the system prompt (the Responses API's
+  // `instructions`) and the messages (input items) up to the first user
+  // message. 0 when the body has no messages.
   std::uint64_t conversation = 0;
-  // The output asked for: max_tokens, else max_completion_tokens, else
-  // n_predict (llama.cpp), the first given as a whole number >= 0.
+  // The output asked for: max_tokens (the Responses API's
+  // max_output_tokens), else max_completion_tokens, else n_predict
+  // (llama.cpp), the first given as a whole number >= 0.
   std::optional<std::int64_t> max_tokens;
 };
 

@@ -53,22 +53,20 @@ bool common_member(std::string_view key) {
   return false;
 }
 
-// A usage chunk as the client gets it when it did not ask for usage: the
-// event without `usage` when the engine put more in it (llama.cpp's
-// `timings`, which its web UI shows speeds from), else empty (dropped).
-std::string without_usage(std::string_view json) {
-  const auto all = members(json);
-  if (std::all_of(all.begin(), all.end(), [](const Member& m) { return common_member(m.key); }))
-    return {};
-  std::string out = "data: {";
-  for (const Member& m : all) {
-    if (m.key == "usage") continue;
-    if (out.back() != '{') out.push_back(',');
+// What a usage chunk carries besides the members every chunk has and
+// `usage` (llama.cpp's `timings`, which its web UI shows speeds from), as
+// `,"key":value` text.
+std::string extra_members(std::string_view json) {
+  std::string out;
+  for (const Member& m : members(json)) {
+    if (common_member(m.key)) continue;
+    out.push_back(',');
     out.append(m.text);
   }
-  out.append("}\n\n");
   return out;
 }
+
+const ByteSearch finish_searcher("\"finish_reason\":\"");
 
 }  // namespace
 
@@ -113,10 +111,12 @@ std::optional<std::string_view> ResponseRewriter::model_to_replace(std::string_v
   }
   // "model" comes early in engines' JSON: a scan for it alone stops there.
   std::optional<std::string_view> token = member_text(json, "model");
-  // Anthropic's message_start names the model inside `message`.
-  if (!token) {
-    if (auto message = member_text(json, "message"); message && message->starts_with('{'))
-      token = member_text(*message, "model");
+  // Anthropic's message_start names the model inside `message`, the
+  // Responses API's events inside `response`.
+  for (std::string_view wrapper : {"message", "response"}) {
+    if (token) break;
+    if (auto object = member_text(json, wrapper); object && object->starts_with('{'))
+      token = member_text(*object, "model");
   }
   if (!token || !token->starts_with('"')) return std::nullopt;
   // Remembered when the engine wrote the member without spaces.
@@ -153,27 +153,36 @@ void ResponseRewriter::rewrite_body(std::string& json) {
 }
 
 bool ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
-  if (last_delta_.apply(event, out)) return true;
+  if (held_finish_.empty() && last_delta_.apply(event, out)) return true;
   const auto json = event_json(event);
   if (!json) {
+    finish_stream(out);
     out.append(event);
     return false;
   }
   const auto text = delta_text(event);
   // Most chunks carry no usage: a substring search is far cheaper than a scan.
-  auto json_text = *json;
+  const auto json_text = *json;
   const bool has_usage = usage_search(stream_usage_).find(json_text).has_value();
-  std::string kept;  // a stripped usage chunk's other members, as their own event
-  if (has_usage) {
-    note_usage(find_usage(json_text));
-    if (strip_usage_chunk_ && member_text(json_text, "choices") == std::string_view("[]")) {
-      kept = without_usage(json_text);
-      if (kept.empty()) return text.has_value();
-      event = kept;
-      json_text = event.substr(6, event.size() - 8);  // within `data: ` and the blank line
+  if (has_usage) note_usage(find_usage(json_text));
+  if (!held_finish_.empty()) {
+    // A stripped usage chunk's other members go out in the finish chunk, so
+    // a client that did not ask for usage never gets a chunk without choices.
+    if (has_usage && member_text(json_text, "choices") == std::string_view("[]")) {
+      held_finish_.insert(held_finish_.rfind('}'), extra_members(json_text));
+      finish_stream(out);
+      return text.has_value();
     }
+    finish_stream(out);
   }
   const auto token = model_token_.empty() ? std::nullopt : model_to_replace(json_text);
+  if (strip_usage_chunk_ && !text && finish_searcher.find(json_text)) {
+    if (token)
+      splice(event, *token, held_finish_);
+    else
+      held_finish_.assign(event);
+    return false;
+  }
   const std::size_t sent_at = out.size();
   if (token)
     splice(event, *token, out);
@@ -184,6 +193,11 @@ bool ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
         event, *text, std::string_view(out).substr(sent_at),
         token ? static_cast<std::size_t>(token->data() - event.data()) : std::string_view::npos);
   return text.has_value();
+}
+
+void ResponseRewriter::finish_stream(std::string& out) {
+  out.append(held_finish_);
+  held_finish_.clear();
 }
 
 }  // namespace switchyard::openai

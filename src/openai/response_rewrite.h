@@ -39,6 +39,10 @@ class ResponseRewriter {
   // them measures generation as it happens.
   bool rewrite_event(std::string_view event, std::string& out);
 
+  // What is still held back at the end of a stream (a finish chunk whose
+  // usage chunk never came), appended to `out`.
+  void finish_stream(std::string& out);
+
   // Usage seen so far (merged over a stream's events).
   const std::optional<Usage>& usage() const { return usage_; }
 
@@ -52,6 +56,10 @@ class ResponseRewriter {
 
   std::string model_token_;  // the client's model as a JSON string; empty: no rewrite
   bool strip_usage_chunk_;
+  // While stripping: the finish chunk as the client gets it, held until the
+  // next event shows whether a usage chunk with more members (llama.cpp's
+  // `timings`) follows, whose members it then carries.
+  std::string held_finish_;
   UsageMember stream_usage_;
   std::optional<Usage> usage_;
   // The model member as the first scan found it (model_to_replace).

@@ -19,8 +19,10 @@ struct Usage {
 
 // The usage a response body or one stream event's JSON reports, if any:
 // a top-level `usage` object with prompt_tokens/completion_tokens or
-// input_tokens/output_tokens; `message.usage` (Anthropic message_start); or
-// tokens_evaluated/tokens_predicted (llama.cpp /completion).
+// input_tokens/output_tokens (with input_tokens_details: the Responses
+// API's); `message.usage` (Anthropic message_start); `response.usage` (the
+// Responses API's response.completed); or tokens_evaluated/tokens_predicted
+// (llama.cpp /completion).
 std::optional<Usage> find_usage(std::string_view json);
 
 // find_usage() of a `usage` object's text alone.

@@ -22,8 +22,8 @@
 namespace switchyard::sim {
 
 // Which request shape: OpenAI chat, OpenAI text, llama-server's /completion,
-// Anthropic's Messages API.
-enum class Endpoint { chat, text, native, messages };
+// Anthropic's Messages API, OpenAI's Responses API.
+enum class Endpoint { chat, text, native, messages, responses };
 
 struct CompletionJob {
   Endpoint endpoint = Endpoint::chat;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/anthropic_format.h"
+#include "sim/responses_format.h"
 #include "sim/completion.h"
 #include "sim/llamacpp_format.h"
 
@@ -37,6 +38,16 @@ bool bool_field(const json::object& body, std::string_view key) {
   return v && v->is_bool() && v->get_bool();
 }
 
+// The token-counting routes and the request shape each counts.
+std::optional<Endpoint> counted_endpoint(std::string_view path) {
+  if (path == "/v1/messages/count_tokens") return Endpoint::messages;
+  if (path == "/v1/chat/completions/input_tokens" || path == "/chat/completions/input_tokens")
+    return Endpoint::chat;
+  if (path == "/v1/responses/input_tokens" || path == "/responses/input_tokens")
+    return Endpoint::responses;
+  return std::nullopt;
+}
+
 }  // namespace
 
 struct LlamacppApi::Impl {
@@ -61,7 +72,9 @@ struct LlamacppApi::Impl {
   http::Response tokenize(const json::object& body) const;
   http::Response detokenize(const json::object& body) const;
   http::Response apply_template(const json::object& body) const;
-  http::Response count_tokens(const json::object& body) const;
+  http::Response count_tokens(Endpoint endpoint, const json::object& body) const;
+  std::variant<CompletionJob, RequestError> parse_prompt(Endpoint endpoint,
+                                                         const json::object& body) const;
   std::variant<CompletionJob, http::Response> parse_job(Endpoint endpoint,
                                                         const json::object& body) const;
   std::string new_id();
@@ -132,8 +145,9 @@ http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
   if (path == "/completion" || path == "/completions/infill" || path == "/infill")
     endpoint = Endpoint::native;
   if (path == "/v1/messages") endpoint = Endpoint::messages;
+  if (path == "/v1/responses" || path == "/responses") endpoint = Endpoint::responses;
   const bool other = path == "/tokenize" || path == "/detokenize" || path == "/apply-template" ||
-                     path == "/v1/messages/count_tokens" || rerank;
+                     counted_endpoint(path) || rerank;
   if (!endpoint && !other) return error_reply(404, "File Not Found", "not_found_error");
 
   boost::system::error_code ec;
@@ -147,7 +161,7 @@ http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
   if (path == "/tokenize") return tokenize(body);
   if (path == "/detokenize") return detokenize(body);
   if (path == "/apply-template") return apply_template(body);
-  if (path == "/v1/messages/count_tokens") return count_tokens(body);
+  if (const auto counted = counted_endpoint(path)) return count_tokens(*counted, body);
   if (rerank) return llamacpp::rerank(body, engine.tokenizer(), model_name);
   if (path.ends_with("infill")) {
     auto prompt = llamacpp::infill_prompt(body);
@@ -160,11 +174,18 @@ http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
   return {};
 }
 
+std::variant<CompletionJob, RequestError> LlamacppApi::Impl::parse_prompt(
+    Endpoint endpoint, const json::object& body) const {
+  if (endpoint == Endpoint::messages)
+    return anthropic::parse_messages(body, engine.tokenizer(), model_name);
+  if (endpoint == Endpoint::responses)
+    return responses::parse_responses(body, engine.tokenizer(), model_name);
+  return parse_completion(endpoint, body, engine.tokenizer(), model_name);
+}
+
 std::variant<CompletionJob, http::Response> LlamacppApi::Impl::parse_job(
     Endpoint endpoint, const json::object& body) const {
-  auto parsed = endpoint == Endpoint::messages
-                    ? anthropic::parse_messages(body, engine.tokenizer(), model_name)
-                    : parse_completion(endpoint, body, engine.tokenizer(), model_name);
+  auto parsed = parse_prompt(endpoint, body);
   if (auto* error = std::get_if<RequestError>(&parsed)) return request_error(*error);
   auto& job = std::get<CompletionJob>(parsed);
   // llama-server answers with its own name, not the one asked for.
@@ -378,11 +399,15 @@ http::Response LlamacppApi::Impl::detokenize(const json::object& body) const {
   return json_reply(200, json::object{{"content", engine.tokenizer().detokenize(ids)}});
 }
 
-http::Response LlamacppApi::Impl::count_tokens(const json::object& body) const {
-  auto parsed = anthropic::parse_messages(body, engine.tokenizer(), model_name);
+// handle_count_tokens: the prompt a request of `endpoint` would make, counted;
+// the OpenAI shapes name their object.
+http::Response LlamacppApi::Impl::count_tokens(Endpoint endpoint, const json::object& body) const {
+  auto parsed = parse_prompt(endpoint, body);
   if (auto* e = std::get_if<RequestError>(&parsed)) return request_error(*e);
   const int n = static_cast<int>(std::get<CompletionJob>(parsed).prompt.size());
-  return json_reply(200, json::object{{"input_tokens", n}});
+  json::object out{{"input_tokens", n}};
+  if (endpoint != Endpoint::messages) out["object"] = "response.input_tokens";
+  return json_reply(200, out);
 }
 
 http::Response LlamacppApi::Impl::apply_template(const json::object& body) const {

@@ -7,6 +7,7 @@
 
 #include "common/json_text.h"
 #include "sim/anthropic_format.h"
+#include "sim/responses_format.h"
 
 namespace switchyard::sim::llamacpp {
 
@@ -411,6 +412,8 @@ std::unique_ptr<CompletionFormat> make_format(const CompletionJob& job, std::str
       return std::make_unique<TextFormat>(job, std::move(id), created);
     case Endpoint::messages:
       return anthropic::make_format(job, std::move(id), sse_headers(), &json_reply);
+    case Endpoint::responses:
+      return responses::make_format(job, std::move(id), created, sse_headers());
     case Endpoint::native:
       break;
   }

@@ -89,6 +89,56 @@ describe('openai client', () => {
     });
   });
 
+  // OpenAI's Responses API (what the Codex CLI and the Agents SDK speak), as
+  // llama-server serves it behind the gateway.
+  test('responses.create, not streamed', TIMEOUT, async () => {
+    const res = await client.responses.create({
+      model: 'default', instructions: 'Be brief.', input: 'Say something.', max_output_tokens: 7,
+    });
+    assert.equal(res.object, 'response');
+    assert.equal(res.status, 'completed');
+    assert.equal(res.model, 'default', 'the name asked for');
+    assert.equal(res.usage.output_tokens, 7);
+    assert.ok(res.usage.input_tokens > 0);
+    assert.equal(typeof res.output_text, 'string');
+    assert.ok(res.output_text.length > 0);
+  });
+
+  test('responses.create streamed: named events, the model and usage in response.completed', TIMEOUT, async () => {
+    const stream = await client.responses.create({
+      model: 'default', input: [{ role: 'user', content: 'Say something.' }], max_output_tokens: 5, stream: true,
+    });
+    const types = [];
+    let text = '';
+    let completed;
+    for await (const event of stream) {
+      types.push(event.type);
+      if (event.type === 'response.output_text.delta') text += event.delta;
+      if (event.type === 'response.completed') completed = event.response;
+    }
+    assert.equal(types[0], 'response.created');
+    assert.equal(types.at(-1), 'response.completed');
+    assert.equal(types.filter((t) => t === 'response.output_text.delta').length, 5);
+    assert.equal(completed.model, 'default');
+    assert.equal(completed.usage.output_tokens, 5);
+    assert.equal(completed.output[0].content[0].text, text);
+  });
+
+  test('responses.create: a bad input raises BadRequestError naming it', TIMEOUT, async () => {
+    await assert.rejects(client.responses.create({ model: MODEL, input: 5 }), (e) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, `BadRequestError, got ${e?.constructor?.name}: ${e?.message}`);
+      assert.equal(e.param, 'input');
+      assert.match(e.message, /'input'/);
+      return true;
+    });
+    // llama-server keeps no responses: its own 400 passes through.
+    await assert.rejects(client.responses.create({ model: MODEL, input: 'x', previous_response_id: 'resp_1' }), (e) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, `BadRequestError, got ${e?.constructor?.name}: ${e?.message}`);
+      assert.match(e.message, /previous_response_id/);
+      return true;
+    });
+  });
+
   test('a wrong API key raises AuthenticationError', TIMEOUT, async () => {
     const wrong = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sk-wrong', maxRetries: 0, timeout: 5_000 });
     await assert.rejects(wrong.models.list(), (e) => {

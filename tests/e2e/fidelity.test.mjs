@@ -38,6 +38,8 @@ describe('llama.cpp timings survive the stripped usage chunk', () => {
     }
     assert.equal(t.predicted_n, 6);
     assert.equal(timed[0].json.model, MODEL, 'named as the client asked');
+    assert.equal(timed[0].json.choices[0].finish_reason, 'length', 'in the finish chunk: every chunk has a choice');
+    assert.ok(plain.every((e) => e.json === undefined || e.json.choices.length === 1));
 
     const asked = await streamEvents(gw, { stream_options: { include_usage: true } });
     const last = asked.at(-2).json;

@@ -186,6 +186,42 @@ TEST(RequestInspector, LlamacppAndAnthropicEndpointsNeedTheirFields) {
   EXPECT_TRUE(takes_slot(E::messages));
 }
 
+// The Responses API: `input` is the prompt, `instructions` the system
+// prompt, max_output_tokens the output asked for.
+TEST(RequestInspector, ResponsesBodies) {
+  RequestInspector inspector;
+  const std::string body =
+      R"({"model":"coder","instructions":"Be brief.","input":[{"role":"user","content":"Hi"}],)"
+      R"("max_output_tokens":64,"stream":true})";
+  auto facts = inspector.inspect(body, E::responses);
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ(facts->model, "coder");
+  EXPECT_TRUE(facts->stream);
+  EXPECT_EQ(facts->max_tokens, 64);
+  EXPECT_EQ(body.substr(facts->prompt.offset, facts->prompt.length),
+            R"([{"role":"user","content":"Hi"}])");
+  EXPECT_NE(facts->conversation, 0u);
+  // The next turn re-sends the opening: the same conversation.
+  auto next = inspector.inspect(
+      R"({"model":"coder","instructions":"Be brief.","input":[{"role":"user","content":"Hi"},)"
+      R"({"type":"message","role":"assistant","content":"Hello"},{"role":"user","content":"More"}]})",
+      E::responses);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->conversation, facts->conversation);
+  auto other = inspector.inspect(
+      R"({"model":"coder","instructions":"Be long.","input":[{"role":"user","content":"Hi"}]})",
+      E::responses);
+  ASSERT_TRUE(other);
+  EXPECT_NE(other->conversation, facts->conversation);
+  auto text = inspector.inspect(R"({"input":"Hi"})", E::responses);
+  ASSERT_TRUE(text);
+  EXPECT_NE(text->conversation, 0u);
+  EXPECT_TRUE(inspector.inspect(R"({"input":"Hi"})", E::responses_input_tokens));
+  EXPECT_FALSE(takes_slot(E::responses_input_tokens));
+  EXPECT_FALSE(takes_slot(E::chat_input_tokens));
+  EXPECT_TRUE(takes_slot(E::responses));
+}
+
 struct BadCase {
   const char* body;
   Endpoint endpoint;
@@ -213,6 +249,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"model":"m","messages":)", E::chat_completions, "not valid JSON"},
         BadCase{"[1,2]", E::chat_completions, "must be a JSON object"},
         BadCase{R"({"model":"m"})", E::chat_completions, "'messages' is required"},
+        BadCase{R"({"model":"m"})", E::responses, "'input' is required", "input"},
+        BadCase{R"({"input":5})", E::responses, "'input' must be a string or an array", "input"},
+        BadCase{R"({"input":"x","instructions":[1]})", E::responses,
+                "'instructions' must be a string", "instructions"},
+        BadCase{R"({"input":"x","previous_response_id":7})", E::responses,
+                "'previous_response_id' must be a string", "previous_response_id"},
+        BadCase{R"({"input":"x","max_output_tokens":"9"})", E::responses,
+                "'max_output_tokens' must be an integer", "max_output_tokens"},
+        BadCase{R"({"model":"m"})", E::chat_input_tokens, "'messages' is required", "messages"},
         BadCase{R"({"model":"m","messages":"hi"})", E::chat_completions,
                 "'messages' must be an array of messages, not a string"},
         BadCase{R"({"model":"m","messages":[]})", E::chat_completions, "must not be empty"},

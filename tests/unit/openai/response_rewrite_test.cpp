@@ -77,28 +77,43 @@ TEST(ResponseRewriter, DropsOnlyTheForcedUsageChunk) {
   EXPECT_EQ(r.usage()->completion_tokens, 16);
 }
 
-// llama-server puts `timings` on the usage chunk (shared/reference/llamacpp/
-// chat_stream.sse): stripping the usage the client did not ask for keeps
-// them, in a chunk of their own with the client's model name.
-TEST(ResponseRewriter, AStrippedUsageChunkKeepsWhatElseItCarried) {
+// llama-server puts `timings` on the usage chunk the gateway asked for
+// (shared/reference/llamacpp/chat_stream.sse): a
+// client that did not ask gets them in the finish chunk, and never a chunk
+// without choices.
+TEST(ResponseRewriter, AStrippedUsageChunksOtherMembersJoinTheFinishChunk) {
   ResponseRewriter r("client", true);
   std::string out;
+  r.rewrite_event(
+      "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"delta\":{}}],"
+      "\"model\":\"/m.gguf\"}\n\n",
+      out);
+  EXPECT_EQ(out, "");  // held until the next event says what follows
   r.rewrite_event(
       "data: {\"choices\":[],\"created\":1,\"id\":\"c1\",\"model\":\"/m.gguf\","
       "\"object\":\"chat.completion.chunk\",\"usage\":{\"completion_tokens\":16,"
       "\"prompt_tokens\":46},\"timings\":{\"prompt_n\":35,\"predicted_n\":16}}\n\n",
       out);
   EXPECT_EQ(out,
-            "data: {\"choices\":[],\"created\":1,\"id\":\"c1\",\"model\":\"client\","
-            "\"object\":\"chat.completion.chunk\",\"timings\":{\"prompt_n\":35,"
-            "\"predicted_n\":16}}\n\n");
+            "data: {\"choices\":[{\"finish_reason\":\"length\",\"index\":0,\"delta\":{}}],"
+            "\"model\":\"client\",\"timings\":{\"prompt_n\":35,\"predicted_n\":16}}\n\n");
   ASSERT_TRUE(r.usage());
   EXPECT_EQ(r.usage()->completion_tokens, 16);
-  // usage first, and spaces as an engine may write them.
   out.clear();
-  r.rewrite_event(
-      "data: { \"usage\" : {\"prompt_tokens\":1} , \"choices\": [], \"x_engine\": 7 }\n\n", out);
-  EXPECT_EQ(out, "data: {\"choices\": [],\"x_engine\": 7}\n\n");
+  r.rewrite_event("data: [DONE]\n\n", out);
+  EXPECT_EQ(out, "data: [DONE]\n\n");
+  // A usage chunk with nothing else is dropped; the held chunk goes out as it was.
+  ResponseRewriter plain("client", true);
+  out.clear();
+  plain.rewrite_event("data: {\"choices\":[{\"finish_reason\":\"stop\",\"delta\":{}}]}\n\n", out);
+  plain.rewrite_event("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\n", out);
+  EXPECT_EQ(out, "data: {\"choices\":[{\"finish_reason\":\"stop\",\"delta\":{}}]}\n\n");
+  // A stream that ends after the finish chunk still delivers it.
+  ResponseRewriter cut("client", true);
+  out.clear();
+  cut.rewrite_event("data: {\"choices\":[{\"finish_reason\":\"stop\",\"delta\":{}}]}\n\n", out);
+  cut.finish_stream(out);
+  EXPECT_EQ(out, "data: {\"choices\":[{\"finish_reason\":\"stop\",\"delta\":{}}]}\n\n");
 }
 
 TEST(ResponseRewriter, KeepsTheUsageChunkWhenTheClientAskedForIt) {
@@ -181,6 +196,53 @@ TEST(ResponseRewriter, ReadsABodysUsageInEachEnginesShape) {
   EXPECT_EQ(body, R"({"model":"/x.gguf","usage":{"prompt_tokens":2,"completion_tokens":1}})");
   ASSERT_TRUE(unnamed.usage());
   EXPECT_EQ(unnamed.usage()->prompt_tokens, 2);
+}
+
+// The Responses API: the model and usage inside `response`, input tokens
+// counting the cached ones (unlike Anthropic's), and only *.delta events
+// counted as generated text.
+TEST(ResponseRewriter, ResponsesApiEventsAndBody) {
+  ResponseRewriter r("coder", false);
+  std::string out;
+  EXPECT_FALSE(r.rewrite_event(
+      "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":"
+      "\"resp_1\",\"object\":\"response\",\"status\":\"in_progress\"}}\n\n",
+      out));
+  EXPECT_TRUE(r.rewrite_event(
+      "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
+      "\"item_id\":\"msg_1\",\"delta\":\" Once\"}\n\n",
+      out));
+  EXPECT_TRUE(r.rewrite_event(
+      "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\","
+      "\"item_id\":\"msg_1\",\"delta\":\" upon\"}\n\n",
+      out));
+  EXPECT_FALSE(r.rewrite_event(
+      "event: response.output_text.done\ndata: {\"type\":\"response.output_text.done\","
+      "\"item_id\":\"msg_1\",\"text\":\" Once upon\"}\n\n",
+      out));
+  out.clear();
+  EXPECT_FALSE(r.rewrite_event(
+      "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":"
+      "\"resp_1\",\"model\":\"/x.gguf\",\"output\":[{\"content\":[{\"text\":\" Once upon\"}]}],"
+      "\"usage\":{\"input_tokens\":30,\"output_tokens\":2,\"total_tokens\":32,"
+      "\"input_tokens_details\":{\"cached_tokens\":24}}},\"timings\":{}}\n\n",
+      out));
+  EXPECT_NE(out.find(R"("model":"coder")"), std::string::npos) << out;
+  ASSERT_TRUE(r.usage());
+  EXPECT_EQ(r.usage()->prompt_tokens, 30);
+  EXPECT_EQ(r.usage()->cached_tokens, 24);
+  EXPECT_EQ(r.usage()->completion_tokens, 2);
+
+  ResponseRewriter body_rewriter("coder", false);
+  std::string body =
+      R"({"completed_at":1,"created_at":1,"id":"resp_2","model":"/x.gguf","object":"response",)"
+      R"("output":[],"status":"completed","usage":{"input_tokens":9,"output_tokens":4,)"
+      R"("total_tokens":13,"input_tokens_details":{"cached_tokens":0}}})";
+  body_rewriter.rewrite_body(body);
+  EXPECT_NE(body.find(R"("model":"coder")"), std::string::npos);
+  ASSERT_TRUE(body_rewriter.usage());
+  EXPECT_EQ(body_rewriter.usage()->prompt_tokens, 9);
+  EXPECT_EQ(body_rewriter.usage()->completion_tokens, 4);
 }
 
 TEST(ResponseRewriter, AnEmptyClientModelChangesNothing) {
