@@ -2,7 +2,8 @@
 #   make run    build optimized, start the gateway over the simulated 4-GPU demo fleet
 #   make check  build with ASan+UBSan, run every test (what CI runs)
 #   make install PREFIX=...  the binary, man pages, systemd unit, examples
-.PHONY: all setup build run check test-build install fuzz format clean
+#   make check-agents  codex exec and claude -p against the gateway (npm downloads; not in CI)
+.PHONY: all setup build run check check-agents test-build install fuzz format clean
 
 # ccache across checkouts (CI builds a fresh clone) and with precompiled headers.
 export CCACHE_BASEDIR := $(CURDIR)
@@ -32,6 +33,9 @@ install: build
 
 check: test-build
 	cd build-check && ctest --output-on-failure --timeout 600
+
+check-agents: build
+	scripts/check-agents build/switchyard
 
 # libFuzzer targets (clang-14): the GGUF reader, the HTTP request parser, the
 # server with a handler over loopback, the SSE splitter, the chunked body

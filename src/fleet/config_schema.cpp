@@ -188,15 +188,16 @@ json::object top_level() {
   p["redis_lease_ttl"] = duration("A held lease in Redis lasts this long unless renewed");
   p["redis_poll"] = duration("A waiting request asks Redis again at least this often");
   p["redis_secret"] = string("Shared by the gateways: key records in Redis are signed with it");
-  p["admin_hosts"] = string_list("Host names the admin API and /ui answer besides the listen "
-                                 "address and localhost");
-  p["gpus"] = described(
-      {{"type", "array"},
-       {"items", mapping({{"id", described({{"type", json::array{"string", "integer"}}},
-                                           "As instances name it in their gpus")},
-                          {"memory", size("The card's memory")}},
-                         {"id", "memory"})}},
-      "The box's cards, for on-demand models' memory (docs/models.md)");
+  p["admin_hosts"] = string_list(
+      "Host names the admin API and /ui answer besides the listen "
+      "address and localhost");
+  p["gpus"] =
+      described({{"type", "array"},
+                 {"items", mapping({{"id", described({{"type", json::array{"string", "integer"}}},
+                                                     "As instances name it in their gpus")},
+                                    {"memory", size("The card's memory")}},
+                                   {"id", "memory"})}},
+                "The box's cards, for on-demand models' memory (docs/models.md)");
   p["swapping"] = mapping({{"policy", one_of({"batch", "fifo"}, "Which model loads next")},
                            {"max_wait", duration("No request waits longer behind other models")},
                            {"min_resident", duration("A loaded model with work stays this long")}},

@@ -753,7 +753,7 @@ Result<FleetConfig> parse_fleet_config(std::string_view yaml, const std::string&
         {"listen",     "models",          "instances",  "api_keys",     "admin_key",     "routing",
          "body_limit", "max_connections", "attempts",   "retry_budget", "health_detail", "timeouts",
          "health",     "queue",           "state_db",   "profiles",     "switching",     "redis",
-         "redis_down", "redis_lease_ttl", "redis_poll", "redis_secret", "admin_hosts",  "gpus",
+         "redis_down", "redis_lease_ttl", "redis_poll", "redis_secret", "admin_hosts",   "gpus",
          "swapping",   "tracing",         "log"});
     if (root["listen"]) c.listen = non_empty(root["listen"], "listen");
     if (const auto models = root["models"]) {

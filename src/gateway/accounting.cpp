@@ -7,8 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/json_text.h"
-#include "gateway/request_tracing.h"
 #include "gateway/log_target.h"
+#include "gateway/request_tracing.h"
 
 namespace switchyard::gateway {
 

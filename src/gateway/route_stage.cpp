@@ -187,8 +187,8 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
     }
     case Admission::Outcome::timed_out:
     case Admission::Outcome::refused: {
-      const ApiError error = gate_refusal(ctx).value_or(
-          ApiError::rate_limited(timed_out_message(ctx, max_wait)));
+      const ApiError error =
+          gate_refusal(ctx).value_or(ApiError::rate_limited(timed_out_message(ctx, max_wait)));
       co_await ctx.answer(error);
       co_return Routed::answered;
     }

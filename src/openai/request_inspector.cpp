@@ -279,9 +279,9 @@ std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::stri
                key == "max_completion_tokens" || key == "n" || key == "n_predict") {
       if (!is_integer(value) && !value.is_null()) return wrong_type(key, "an integer", value);
       const int rank = key == "max_tokens" || key == "max_output_tokens" ? 0
-                       : key == "max_completion_tokens" ? 1
-                       : key == "n_predict"             ? 2
-                                                        : 3;
+                       : key == "max_completion_tokens"                  ? 1
+                       : key == "n_predict"                              ? 2
+                                                                         : 3;
       if (value.is_null()) continue;
       // A count above any int64 saturates: it reserves all there is, not nothing.
       const std::int64_t n = value.is_int64() ? value.get_int64().value_unsafe()
@@ -318,7 +318,7 @@ std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::stri
   // ("mod\u0065l") would be routed by its decoded name but not rewritten,
   // so it is refused.
   const bool has_prompt = required && (required->name == "messages" || required->name == "prompt" ||
-                                        endpoint == Endpoint::responses);
+                                       endpoint == Endpoint::responses);
   const std::string_view keys[] = {"model", has_prompt ? required->name : std::string_view{}};
   std::optional<std::string_view> found[2];
   member_texts(body, std::span(keys, has_prompt ? 2 : 1), std::span(found, has_prompt ? 2 : 1));

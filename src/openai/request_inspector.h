@@ -16,19 +16,19 @@ namespace switchyard::openai {
 
 // Which API the body is for: decides the required fields.
 enum class Endpoint {
-  chat_completions,   // POST /v1/chat/completions
-  completions,        // POST /v1/completions
-  embeddings,         // POST /v1/embeddings
-  tokenize,           // POST /tokenize (llama.cpp)
-  detokenize,         // POST /detokenize
-  native_completion,  // POST /completion (llama.cpp's own API)
-  infill,             // POST /infill
-  apply_template,     // POST /apply-template
-  embedding,          // POST /embedding (llama.cpp's own API)
-  rerank,             // POST /v1/rerank, /reranking
-  messages,           // POST /v1/messages (Anthropic)
-  count_tokens,       // POST /v1/messages/count_tokens (Anthropic)
-  responses,          // POST /v1/responses (OpenAI's Responses API)
+  chat_completions,        // POST /v1/chat/completions
+  completions,             // POST /v1/completions
+  embeddings,              // POST /v1/embeddings
+  tokenize,                // POST /tokenize (llama.cpp)
+  detokenize,              // POST /detokenize
+  native_completion,       // POST /completion (llama.cpp's own API)
+  infill,                  // POST /infill
+  apply_template,          // POST /apply-template
+  embedding,               // POST /embedding (llama.cpp's own API)
+  rerank,                  // POST /v1/rerank, /reranking
+  messages,                // POST /v1/messages (Anthropic)
+  count_tokens,            // POST /v1/messages/count_tokens (Anthropic)
+  responses,               // POST /v1/responses (OpenAI's Responses API)
   responses_input_tokens,  // POST /v1/responses/input_tokens
   chat_input_tokens,       // POST /v1/chat/completions/input_tokens
 };

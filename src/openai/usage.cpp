@@ -29,7 +29,7 @@ void Usage::merge(const Usage& later) {
 std::optional<Usage> parse_usage_object(std::string_view usage) {
   if (!usage.starts_with('{')) return std::nullopt;
   static constexpr std::array<std::string_view, 7> keys{
-      "prompt_tokens", "completion_tokens", "prompt_tokens_details",  "input_tokens",
+      "prompt_tokens", "completion_tokens",       "prompt_tokens_details", "input_tokens",
       "output_tokens", "cache_read_input_tokens", "input_tokens_details"};
   std::array<std::optional<std::string_view>, keys.size()> v;
   member_texts(usage, keys, v);

@@ -191,7 +191,8 @@ std::variant<PlanReport, BadInput> prepare(const PlanOptions& o) {
   }
 
   if (r.engine == Engine::kLlamaCpp) {
-    if (auto refusal = llama_cache_refusal(r.model, r.kv_type)) return BadInput{"--kv-type", *refusal};
+    if (auto refusal = llama_cache_refusal(r.model, r.kv_type))
+      return BadInput{"--kv-type", *refusal};
   }
   return r;
 }

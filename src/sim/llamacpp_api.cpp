@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include "sim/anthropic_format.h"
-#include "sim/responses_format.h"
 #include "sim/completion.h"
 #include "sim/llamacpp_format.h"
+#include "sim/responses_format.h"
 
 namespace switchyard::sim {
 

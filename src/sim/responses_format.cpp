@@ -26,7 +26,8 @@ std::variant<std::string, RequestError> item_text(const json::value& content) {
     const auto* part = p.if_object();
     const std::string_view type = part ? string_field(*part, "type") : std::string_view();
     if (type == "input_text" || type == "output_text") {
-      if (!part->if_contains("text")) return RequestError{400, "'Input text' requires 'text'", "input"};
+      if (!part->if_contains("text"))
+        return RequestError{400, "'Input text' requires 'text'", "input"};
       text.append(string_field(*part, "text"));
     } else if (type != "input_image") {
       return RequestError{400, "'type' must be one of 'input_text', 'input_image', or 'input_file'",
@@ -94,10 +95,11 @@ class ResponsesFormat final : public CompletionFormat {
   std::vector<std::string> open_events(const PromptStats&) override {
     std::vector<std::string> out;
     for (std::string_view name : {"response.created", "response.in_progress"})
-      out.push_back(event(name, json::object{{"type", name},
-                                             {"response", json::object{{"id", id_},
-                                                                       {"object", "response"},
-                                                                       {"status", "in_progress"}}}}));
+      out.push_back(
+          event(name, json::object{{"type", name},
+                                   {"response", json::object{{"id", id_},
+                                                             {"object", "response"},
+                                                             {"status", "in_progress"}}}}));
     return out;
   }
 
@@ -128,14 +130,14 @@ class ResponsesFormat final : public CompletionFormat {
     std::vector<std::string> out;
     json::array output;
     if (!r.text.empty()) {
-      out.push_back(event("response.output_text.done",
-                          json::object{{"type", "response.output_text.done"},
-                                       {"item_id", message_id_},
-                                       {"text", r.text}}));
-      out.push_back(event("response.content_part.done",
-                          json::object{{"type", "response.content_part.done"},
-                                       {"item_id", message_id_},
-                                       {"part", text_part(r.text)}}));
+      out.push_back(event(
+          "response.output_text.done",
+          json::object{
+              {"type", "response.output_text.done"}, {"item_id", message_id_}, {"text", r.text}}));
+      out.push_back(
+          event("response.content_part.done", json::object{{"type", "response.content_part.done"},
+                                                           {"item_id", message_id_},
+                                                           {"part", text_part(r.text)}}));
       json::object item{{"type", "message"},
                         {"status", "completed"},
                         {"id", message_id_},
@@ -145,13 +147,17 @@ class ResponsesFormat final : public CompletionFormat {
                           json::object{{"type", "response.output_item.done"}, {"item", item}}));
       output.push_back(std::move(item));
     }
-    json::object response{{"id", id_},          {"object", "response"},
-                          {"created_at", created_}, {"status", "completed"},
-                          {"model", model_},    {"output", std::move(output)},
+    json::object response{{"id", id_},
+                          {"object", "response"},
+                          {"created_at", created_},
+                          {"status", "completed"},
+                          {"model", model_},
+                          {"output", std::move(output)},
                           {"usage", usage(r)}};
-    out.push_back(event("response.completed", json::object{{"type", "response.completed"},
-                                                           {"response", std::move(response)},
-                                                           {"timings", llamacpp::timings_json(r)}}));
+    out.push_back(
+        event("response.completed", json::object{{"type", "response.completed"},
+                                                 {"response", std::move(response)},
+                                                 {"timings", llamacpp::timings_json(r)}}));
     return out;
   }
 
@@ -163,9 +169,10 @@ class ResponsesFormat final : public CompletionFormat {
                                     {"role", "assistant"},
                                     {"status", "completed"},
                                     {"type", "message"}});
-    json::object body{{"completed_at", created_}, {"created_at", created_}, {"id", id_},
-                      {"model", model_},          {"object", "response"},   {"output", std::move(output)},
-                      {"status", "completed"},    {"usage", usage(r)}};
+    json::object body{
+        {"completed_at", created_}, {"created_at", created_}, {"id", id_},
+        {"model", model_},          {"object", "response"},   {"output", std::move(output)},
+        {"status", "completed"},    {"usage", usage(r)}};
     return llamacpp::json_reply(200, body);
   }
 

@@ -129,6 +129,12 @@ Result<KeyStore> KeyStore::open(const std::string& path) {
   return KeyStore(std::move(*db));
 }
 
+Result<KeyStore> KeyStore::open_existing(const std::string& path) {
+  auto db = Database::open(path, /*read_only=*/true);
+  if (!db) return db.error();
+  return KeyStore(std::move(*db));
+}
+
 Result<Done> KeyStore::write(Statement& change) {
   if (auto ok = db_.exec("BEGIN IMMEDIATE"); !ok) return ok.error();
   auto done = change.run();
@@ -227,17 +233,11 @@ Result<bool> KeyStore::put(const KeyRecord& r) {
 }
 
 Result<std::int64_t> KeyStore::version() {
-  if (!version_query_) {
-    auto select = db_.prepare("SELECT value FROM meta WHERE name = 'keys_version'");
-    if (!select) return select.error();
-    version_query_.emplace(std::move(*select));
-  }
-  auto& select = *version_query_;
-  auto row = select.step();
-  const std::int64_t version = row && *row ? select.int64(0) : 0;
-  select.reset();
+  auto select = db_.prepare("SELECT value FROM meta WHERE name = 'keys_version'");
+  if (!select) return select.error();
+  auto row = select->step();
   if (!row) return row.error();
-  return version;
+  return *row ? select->int64(0) : 0;
 }
 
 }  // namespace switchyard::tenancy

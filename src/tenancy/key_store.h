@@ -38,6 +38,8 @@ Result<Database> open_state_db(const std::string& path);
 class KeyStore {
  public:
   static Result<KeyStore> open(const std::string& path);
+  // For reading only: the file must exist and is never written.
+  static Result<KeyStore> open_existing(const std::string& path);
 
   // A new key named `name` (letters, digits, '-', '_', '.'; unique, revoked
   // ones included); returns the key, which is stored nowhere.
@@ -59,9 +61,6 @@ class KeyStore {
   // Runs `change` and bumps the version in one transaction.
   Result<Done> write(Statement& change);
   Database db_;
-  // version()'s query, prepared once: the gateway's watcher polls it a few
-  // times a second, and preparing it cost 17k instructions each time.
-  std::optional<Statement> version_query_;
 };
 
 }  // namespace switchyard::tenancy

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 namespace switchyard::tenancy {
 
 Result<StoredKeys> load_stored_keys(const std::string& path) {
@@ -31,39 +33,41 @@ KeyWatcher::~KeyWatcher() {
   thread_.join();
 }
 
+namespace {
+
+// The keys when their version is not `since`, nothing when it is. A fresh
+// connection each time: one kept open answers from its page cache and would
+// not see the file damaged or removed under it.
+Result<std::optional<StoredKeys>> read_if_changed(const std::string& path, std::int64_t since) {
+  auto store = KeyStore::open_existing(path);
+  if (!store) return store.error();
+  auto version = store->version();
+  if (!version) return Error{fmt::format("{}: {}", path, version.error().message)};
+  if (*version == since) return std::optional<StoredKeys>();
+  auto keys = store->list();
+  if (!keys) return Error{fmt::format("{}: {}", path, keys.error().message)};
+  return std::optional<StoredKeys>(StoredKeys{std::move(*keys), *version});
+}
+
+}  // namespace
+
 void KeyWatcher::run(std::int64_t since) {
-  std::optional<KeyStore> store;
   bool failing = false;
-  const auto report = [&](const std::string& why) {
-    if (!failing)
-      spdlog::error("keys: cannot read {}: {}; the keys last read stay in force, retrying", path_,
-                    why);
-    failing = true;
-    store.reset();  // reopened on the next poll
-  };
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, interval_, [this] { return stop_; })) {
     lock.unlock();
-    if (!store) {
-      if (auto opened = KeyStore::open(path_))
-        store.emplace(std::move(*opened));
-      else
-        report(opened.error().message);
-    }
-    if (store) {
-      auto version = store->version();
-      if (!version) {
-        report(version.error().message);
-      } else if (*version != since) {
-        if (auto keys = store->list()) {
-          since = *version;
-          failing = false;
-          on_change_(StoredKeys{std::move(*keys), since});
-        } else {
-          report(keys.error().message);
-        }
-      } else {
-        failing = false;
+    auto read = read_if_changed(path_, since);
+    if (!read) {
+      if (!failing)
+        spdlog::error("keys: cannot read {}; the keys last read stay in force, retrying",
+                      read.error().message);
+      failing = true;
+    } else {
+      if (failing) spdlog::info("keys: {} read again", path_);
+      failing = false;
+      if (*read) {
+        since = (*read)->version;
+        on_change_(std::move(**read));
       }
     }
     lock.lock();

@@ -68,7 +68,9 @@ describe('the key store fails closed', () => {
     const made = await runSwitchyard(['keys', '-c', gw.configFile, 'create', 'bob']);
     assert.equal(made.code, 0, made.output);
     const key = made.output.match(/^(sy-\S+)$/m)[1];
-    await waitUntil(async () => (await chat(gw.url, bearer(key))).status === 200, { timeoutMs: 3000, what: 'the key in force' });
+    // In force once a request without it is refused (no stored key, no authentication).
+    await waitUntil(async () => (await chat(gw.url)).status === 401, { timeoutMs: 3000, what: 'the key in force' });
+    assert.equal((await chat(gw.url, bearer(key))).status, 200);
     damagePage(db, 0);  // the header too: every read fails now
     // A change the watcher must try to read (its version query fails).
     await waitUntil(() => /keys: cannot read .*the keys last read stay in force/.test(gw.output()),
@@ -91,7 +93,7 @@ function startAttackPage(target) {
   </script>`;
   const server = http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(html); });
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)),
+    url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => { server.close(r); server.closeAllConnections(); }),
   })));
 }
 

@@ -129,7 +129,8 @@ describe('instances removed by a reload', () => {
   test('leave /health and /admin/status once stopped; the log keeps the removal', TIMEOUT, async () => {
     const config = (names) => ({
       models: [{ name: MODEL, aliases: ['default'] }],
-      instances: names.map((n, i) => simInstance(n, MODEL, { speedFactor: 50, seed: i + 1 })),
+      // The seed by name: gpu1's command is the same in both, so it stays up.
+      instances: names.map((n) => simInstance(n, MODEL, { speedFactor: 50, seed: Number(n.slice(3)) + 1 })),
     });
     const gw = await startGateway(config(['gpu0', 'gpu1']));
     const mark = gw.reload(config(['gpu1']));

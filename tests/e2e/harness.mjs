@@ -314,7 +314,8 @@ export async function startGateway(config, { waitReady = true } = {}) {
   const proc = new Proc(BIN, ['serve', '-c', cfg.file, '--listen', '127.0.0.1:0']);
   proc.engineGroups = () => enginePids(proc.output()).map((e) => e.pid);
   // With API keys, /health shows the instances only to a key.
-  const key = typeof config === 'object' ? config.api_keys?.[0] : undefined;
+  const first = typeof config === 'object' ? config.api_keys?.[0] : undefined;
+  const key = typeof first === 'object' ? first?.key : first;
   const healthHeaders = key ? { authorization: `Bearer ${key}` } : {};
   const handle = {
     proc,

@@ -69,7 +69,8 @@ describe('aborted streams against the ledger', () => {
 
       const live = await waitUntil(async () => { const t = await today(gw); return t.requests === 2 && t; }, { what: 'today counted' });
       assert.equal(live.completion_tokens, completion);
-      const metrics = (await fetchJson(`${gw.url}/metrics`)).text;
+      // The per-key series are for a scrape that presents a key.
+      const metrics = (await fetchJson(`${gw.url}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).text;
       assert.equal(metricValue(metrics, 'switchyard_key_requests_total', { key: 'reader', outcome: 'client_closed' }), 2);
       assert.equal(metricValue(metrics, 'switchyard_key_tokens_total', { key: 'reader', kind: 'completion' }), completion);
       const ledger = await waitUntil(async () => {

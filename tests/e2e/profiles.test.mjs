@@ -348,7 +348,7 @@ describe('admin access', { timeout: 60_000 }, () => {
     const enabled = await runSwitchyard(['admin', '--url', gw.url, '--key', 'sk-admin-test', 'enable', 'xtx0']);
     assert.equal(enabled.code, 0, enabled.output);
     // A parked instance is its profile's to start.
-    const parked = await fetchJson(`${gw.url}/admin/instances/tp2/enable`, { method: 'POST', headers: { authorization: 'Bearer sk-admin-test' } });
+    const parked = await fetchJson(`${gw.url}/admin/instances/tp2/enable`, { body: {}, headers: { authorization: 'Bearer sk-admin-test' } });
     expectError(assert, parked, 409, { messageIncludes: 'parked by its profile' });
     await gw.stop();
   });

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <sstream>
 
+#include "gguf_test_writer.h"
 #include "plan/command_memory.h"
 #include "plan/device_breakdown.h"
 #include "plan/plan.h"
-#include "gguf_test_writer.h"
 
 namespace switchyard::plan {
 namespace {

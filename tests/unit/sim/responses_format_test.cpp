@@ -32,19 +32,19 @@ std::vector<std::string> events(const std::string& stream) {
 }
 
 TEST(ResponsesRequest, InstructionsAndInputBecomeChatMessages) {
-  auto chat = responses::to_chat_request(object(
-      R"({"instructions":"Be brief.","input":"Hi","max_output_tokens":7,"stream":true})"));
+  auto chat = responses::to_chat_request(
+      object(R"({"instructions":"Be brief.","input":"Hi","max_output_tokens":7,"stream":true})"));
   ASSERT_TRUE(std::holds_alternative<json::object>(chat));
   auto& c = std::get<json::object>(chat);
   EXPECT_EQ(json::serialize(c["messages"]),
             R"([{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}])");
   EXPECT_EQ(c["max_tokens"].as_int64(), 7);
   EXPECT_TRUE(c["stream"].as_bool());
-  chat = responses::to_chat_request(object(
-      R"({"input":[{"role":"developer","content":"Rules"},)"
-      R"({"type":"message","role":"user","content":[{"type":"input_text","text":"A"},)"
-      R"({"type":"input_text","text":"B"}]},{"type":"function_call_output","call_id":"c1",)"
-      R"("output":"ok"},{"type":"reasoning","summary":[]}]})"));
+  chat = responses::to_chat_request(
+      object(R"({"input":[{"role":"developer","content":"Rules"},)"
+             R"({"type":"message","role":"user","content":[{"type":"input_text","text":"A"},)"
+             R"({"type":"input_text","text":"B"}]},{"type":"function_call_output","call_id":"c1",)"
+             R"("output":"ok"},{"type":"reasoning","summary":[]}]})"));
   ASSERT_TRUE(std::holds_alternative<json::object>(chat));
   EXPECT_EQ(json::serialize(std::get<json::object>(chat)["messages"]),
             R"([{"role":"system","content":"Rules"},{"role":"user","content":"AB"},)"
@@ -102,11 +102,11 @@ TEST(ResponsesFormat, StreamIsLlamaServersNamedEventsWithoutDone) {
   r.prompt_tokens = 46;
   for (const auto& e : format->close_events(r)) stream += e;
   EXPECT_EQ(events(stream),
-            (std::vector<std::string>{
-                "response.created", "response.in_progress", "response.output_item.added",
-                "response.content_part.added", "response.output_text.delta",
-                "response.output_text.delta", "response.output_text.done",
-                "response.content_part.done", "response.output_item.done", "response.completed"}));
+            (std::vector<std::string>{"response.created", "response.in_progress",
+                                      "response.output_item.added", "response.content_part.added",
+                                      "response.output_text.delta", "response.output_text.delta",
+                                      "response.output_text.done", "response.content_part.done",
+                                      "response.output_item.done", "response.completed"}));
   EXPECT_EQ(stream.find("[DONE]"), std::string::npos);
   EXPECT_NE(stream.find("event: response.output_text.delta\ndata: {\"type\":\"response.output_text."
                         "delta\",\"item_id\":\"msg_abc\",\"delta\":\" upon\"}\n\n"),

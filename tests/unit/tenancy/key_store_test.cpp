@@ -146,7 +146,7 @@ TEST_F(KeyStoreTest, TheWatcherSeesAnotherConnectionsChange) {
   ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(5), [&] { return seen.has_value(); }));
   ASSERT_EQ(seen->keys.size(), 1u);
   EXPECT_EQ(seen->keys[0].name, "carol");
-  // And the next one: the watcher's query, prepared once, reads a fresh snapshot each poll.
+  // And the next one: each poll reads a fresh snapshot.
   lock.unlock();
   ASSERT_TRUE(store->create("dave", {}, 2));
   lock.lock();
