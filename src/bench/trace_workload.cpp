@@ -186,16 +186,20 @@ Result<std::string> exact_prefix(const std::string& text, long target, const Cou
   // Invariant: `low` words count at most `target` (0: none known), `high`
   // words more (ends.size() + 1: none known).
   std::size_t low = 0, high = ends.size() + 1;
+  long low_count = 0;
   std::size_t n =
       std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1L, target)), 1, ends.size());
-  for (int call = 0; call < kMaxCountCalls && high - low > 1; ++call) {
+  int call = 0;
+  for (; call < kMaxCountCalls && high - low > 1; ++call) {
     auto c = count(prefix(n));
     if (!c) return c.error();
     if (*c == target) return prefix(n);
-    if (*c < target)
+    if (*c < target) {
       low = n;
-    else
+      low_count = *c;
+    } else {
       high = n;
+    }
     // The next guess from this one's tokens per word, kept inside (low, high).
     const double per_word = std::max(0.5, static_cast<double>(*c) / static_cast<double>(n));
     const double step = static_cast<double>(target - *c) / per_word;
@@ -204,7 +208,24 @@ Result<std::string> exact_prefix(const std::string& text, long target, const Cou
     if (next > static_cast<long>(ends.size())) break;  // the whole text is too short
     n = static_cast<std::size_t>(next);
   }
-  return prefix(std::max<std::size_t>(1, std::min(low, ends.size())));
+  if (low == 0 || high > ends.size()) return prefix(std::max<std::size_t>(1, low));
+  // The word after `low` words is more than one token and jumps past the
+  // target: short words after those, each counted, close the gap.
+  std::string padded = prefix(low);
+  for (std::size_t filler = 0; call < kMaxCountCalls && low_count < target; ++call) {
+    static constexpr std::string_view kFillers[] = {"a", "the", "of", "and", "to", "in", "is"};
+    if (filler == std::size(kFillers)) break;
+    const std::string next = padded + ' ' + std::string(kFillers[filler]);
+    auto c = count(next);
+    if (!c) return c.error();
+    if (*c > target) {
+      ++filler;  // too long a word here: a shorter one
+      continue;
+    }
+    padded = next;
+    low_count = *c;
+  }
+  return padded;
 }
 
 Result<std::vector<json::value>> build_trace_prompts(const std::vector<TraceEntry>& entries,

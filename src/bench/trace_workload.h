@@ -74,7 +74,8 @@ Result<std::vector<boost::json::value>> build_trace_prompts(const std::vector<Tr
                                                             const TracePromptSource& source);
 
 // The longest prefix of `text` (whole words) that `count` says is at most
-// `target` tokens, found in a few calls; `count`'s errors.
+// `target` tokens, found in a few calls, and where the next word would jump
+// past the target, short filler words after it to reach it; `count`'s errors.
 Result<std::string> exact_prefix(const std::string& text, long target, const CountTokens& count);
 
 // The streamed request of one entry: forced output length, usage asked for.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 
@@ -162,6 +163,9 @@ int run_sim(const SimFlags& flags) {
     o.faults = faults;
     o.sleep_mode = flags.sleep_mode;
     o.wake_seconds = flags.wake_time / options.speed_factor;
+    // As vLLM reads it: an integer, not 0.
+    const char* store = std::getenv("VLLM_ENABLE_RESPONSES_API_STORE");
+    o.store_responses = store && std::atoi(store) != 0;
     api = std::make_unique<sim::VllmApi>(engine, o);
     server_options.server_name = "uvicorn";
     server_options.keep_alive_max = flags.keep_alive_max.value_or(0);

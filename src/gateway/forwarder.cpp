@@ -143,7 +143,8 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       ctx.client_model, force_usage && !ctx.facts.include_usage,
       endpoint == Endpoint::native_completion || endpoint == Endpoint::infill
           ? openai::UsageMember::tokens_predicted
-          : openai::UsageMember::usage);
+          : openai::UsageMember::usage,
+      /*note_response_id=*/endpoint == Endpoint::responses);
 
   http::UpstreamCall call(*inst.pool);
   const DrainCutoff::Watch cut_watch(cutoff_, call);
@@ -318,6 +319,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     spdlog::error("request {}: {}", record.id, e.what());
   }
   record.usage = charged_usage(rewriter.usage(), delivered);
+  if (record.status == 200) ctx.response_id = rewriter.response_id();
   exchange.unwatch_client();
   answering();
   if (record.status > 0) span.set("http.response.status_code", std::int64_t{record.status});

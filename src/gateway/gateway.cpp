@@ -34,6 +34,7 @@
 #include "gateway/routes.h"
 #include "gateway/routing/engine_kv.h"
 #include "gateway/status.h"
+#include "gateway/stored_responses.h"
 #include "gateway/usage_today.h"
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
@@ -80,6 +81,7 @@ struct Gateway::Impl {
         tracing(c.tracing ? std::make_unique<RequestTracing>(*c.tracing) : nullptr),
         authenticate(keys),
         resolve(catalog),
+        stored_responses(fleet.instances()),
         admit(executor, draining, keys, config.queue),
         route(router, queue, config.queue, metrics, config.routing),
         forwarder(Upstreams{fleet.instances(),
@@ -104,8 +106,8 @@ struct Gateway::Impl {
         ledger(c.state_db),
         usage_today(UsageToday::from_ledger(c.state_db, std::chrono::system_clock::now())),
         record_usage(ledger, usage_today),
-        proxy_chain({&accounting, &list_request, &record_usage, &authenticate, &resolve, &admit,
-                     &route, &forwarder}),
+        proxy_chain({&accounting, &list_request, &record_usage, &authenticate, &resolve,
+                     &stored_responses, &admit, &route, &forwarder}),
         local_chain({&accounting, &answer_locally}),
         key_watcher(c.state_db, stored.version, std::chrono::milliseconds(200),
                     [this, alive = std::weak_ptr<char>(alive)](tenancy::StoredKeys next) {
@@ -302,6 +304,7 @@ struct Gateway::Impl {
   // The stages (the chains below say in which order they run).
   Authenticate authenticate;
   Resolve resolve;
+  StoredResponses stored_responses;
   Admit admit;
   RouteStage route;
   Forwarder forwarder;
@@ -376,7 +379,7 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
   if (!route) {
     refusal = openai::error_response(ApiError::not_found(
         fmt::format("no route for {} {}", head.method, head.path()), "unknown_url"));
-  } else if (head.method != route->method && !(route->head_too && head.method == "HEAD")) {
+  } else if (!route->allows(head.method)) {
     refusal =
         openai::error_response(ApiError::method_not_allowed(fmt::format(
                                    "{} takes {}, not {}", route->path, route->method, head.method)),

@@ -3,7 +3,7 @@
 // either lets the next one run or answers the request itself.
 //
 //   screen (head) → authenticate (head) → account → feed → ledger
-//   → authenticate → resolve → admit → route → forward
+//   → authenticate → resolve → stored responses → admit → route → forward
 //
 // screen and authenticate run on the headers alone, before the body is read
 // (Gateway::screen); the rest run on the whole request (Pipeline::run).
@@ -18,6 +18,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +62,10 @@ struct RequestContext {
   std::string client_model;  // the name the client asked for (what responses say)
   std::string session;       // the agent session (gateway/session_id.h); empty when none
 
+  // Set by the stored-responses stage when the request refers to a response
+  // an instance holds (gateway/stored_responses.h): only that one serves it.
+  std::optional<std::size_t> home;
+
   // Set by admit: the key's place in the queue, and what it took of the
   // key's limits (given back when the request ends).
   QueueShare share;
@@ -75,6 +80,9 @@ struct RequestContext {
   std::optional<std::size_t> target;  // the instance chosen
   std::vector<std::size_t> tried;     // instances an attempt failed on
 
+  // Set by forward: the id of the response its answer made (the Responses API).
+  std::string response_id;
+
   RouteQuery query() const {
     return RouteQuery{
         model,
@@ -83,7 +91,8 @@ struct RequestContext {
         session,
         std::span<const std::size_t>(tried),
         std::string_view(request.body)
-            .substr(std::min(facts.prompt.offset, request.body.size()), facts.prompt.length)};
+            .substr(std::min(facts.prompt.offset, request.body.size()), facts.prompt.length),
+        home};
   }
 
   // Answers with `error` in the route's dialect and records it.

@@ -61,6 +61,8 @@ std::string_view genai_operation(openai::Endpoint endpoint) {
     case Endpoint::responses_input_tokens:
     case Endpoint::chat_input_tokens:
       return "count_tokens";
+    case Endpoint::stored_response:
+      return "stored_response";
   }
   return "unknown";
 }

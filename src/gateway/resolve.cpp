@@ -9,6 +9,9 @@ namespace switchyard::gateway {
 using openai::ApiError;
 
 boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
+  // A stored response's routes have no body: the stored-responses stage
+  // knows its model.
+  if (*ctx.route.endpoint == openai::Endpoint::stored_response) co_return Verdict::next;
   auto facts = inspector_.inspect(ctx.request.body, *ctx.route.endpoint);
   if (!facts) {
     const ApiError error = ApiError::bad_request(facts.error().message, inspector_.refused_field());

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -20,6 +21,7 @@ struct RouteQuery {
   std::string_view session;                     // the agent session; empty when none
   std::span<const std::size_t> tried;           // instances it failed on: never again
   std::string_view prompt = {};                 // the prompt's bytes (facts->prompt in the body)
+  std::optional<std::size_t> only = {};         // the instance holding its stored response
 
   bool has_tried(std::size_t index) const {
     return std::find(tried.begin(), tried.end(), index) != tried.end();

@@ -65,7 +65,9 @@ std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_sl
   scratch_.clear();
   bool routable = false, coming = false, any_free = false;
   for (const auto& inst : instances_) {
-    if (inst->model() != query.model || query.has_tried(inst->index)) continue;
+    if (inst->model() != query.model || query.has_tried(inst->index) ||
+        (query.only && *query.only != inst->index))
+      continue;
     if (!inst->routable()) {
       coming |= inst->coming();
       continue;

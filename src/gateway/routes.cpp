@@ -23,6 +23,10 @@ constexpr Route kRoutes[] = {
     {"/responses/input_tokens", "POST", RouteKind::proxy, Endpoint::responses_input_tokens, true},
     {"/v1/chat/completions/input_tokens", "POST", RouteKind::proxy, Endpoint::chat_input_tokens,
      true},
+    // A stored response (vLLM's retrieve and cancel; DELETE as OpenAI's API
+    // has it): forwarded to the instance that made it (gateway/stored_responses.h).
+    {"/v1/responses/", "GET, DELETE, POST", RouteKind::proxy, Endpoint::stored_response, true,
+     Dialect::openai, true},
     {"/v1/rerank", "POST", RouteKind::proxy, Endpoint::rerank, true},
     {"/completion", "POST", RouteKind::proxy, Endpoint::native_completion, true},
     {"/infill", "POST", RouteKind::proxy, Endpoint::infill, true},
@@ -56,6 +60,15 @@ constexpr Route kRoutes[] = {
 };
 
 }  // namespace
+
+bool Route::allows(std::string_view m) const {
+  for (std::string_view rest = method; !rest.empty();) {
+    const auto comma = rest.find(", ");
+    if (rest.substr(0, comma) == m) return true;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+  }
+  return head_too && m == "HEAD";
+}
 
 const Route* find_route(std::string_view path) {
   for (const auto& r : kRoutes) {

@@ -25,14 +25,16 @@ enum class RouteKind {
 };
 
 struct Route {
-  std::string_view path;  // exact, or a prefix when `prefix`
-  std::string_view method;
+  std::string_view path;    // exact, or a prefix when `prefix`
+  std::string_view method;  // one, or several as an Allow header lists them ("GET, DELETE")
   RouteKind kind;
   std::optional<openai::Endpoint> endpoint;  // set for proxy routes
   bool needs_key;                            // when API keys are configured
   openai::Dialect dialect = openai::Dialect::openai;
   bool prefix = false;
   bool head_too = false;  // HEAD is answered as well, without a body
+
+  bool allows(std::string_view m) const;
 };
 
 // The dashboard's login: the admin key once, a cookie for the rest

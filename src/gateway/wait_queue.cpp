@@ -238,13 +238,14 @@ void WaitQueue::dispatch(const std::string& model, std::optional<std::size_t> fr
     auto waiter = *std::find_if(lane.waiters.begin(), lane.waiters.end(),
                                 [&](const auto& w) { return w.get() == chosen; });
     // Requests of a band have tried nothing yet: no slot for one is no slot
-    // for any (but one waiting for its home leaves the slot to the others).
+    // for any (but one waiting for its home, or bound to the instance that
+    // holds its stored response, leaves the slot to the others).
     Router::Refusal why = Router::Refusal::all_slots_busy;
     auto lease = router_.acquire(waiter->query, &why);
     if (!lease) {
-      if (why != Router::Refusal::waiting_for_home) return;
+      if (why != Router::Refusal::waiting_for_home && !waiter->query.only) return;
       passed.push_back(waiter.get());
-      dispatch_at(model, router_.home_wait_until());
+      if (why == Router::Refusal::waiting_for_home) dispatch_at(model, router_.home_wait_until());
       continue;
     }
     freed.reset();  // one slot freed there; any further ones go in fair order

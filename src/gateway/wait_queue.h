@@ -30,7 +30,9 @@
 // (routing.home_wait: Refusal::waiting_for_home) passes the slot to the
 // next waiter in the same order, its own key's next included (it chose to
 // wait, which must not hold up the key's other sessions), and the queue
-// tries it again when its home wait ends, free slot or not.
+// tries it again when its home wait ends, free slot or not. A waiter bound to
+// one instance (RouteQuery::only: its stored response is there) passes a slot
+// of another the same way.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>

@@ -81,6 +81,7 @@ std::optional<Required> required_field(Endpoint endpoint) {
     case Endpoint::rerank:
       return Required{"query", {}, S::string};
     case Endpoint::infill:
+    case Endpoint::stored_response:
       return std::nullopt;
   }
   return std::nullopt;
@@ -199,7 +200,8 @@ std::uint64_t conversation_hash(std::optional<simdjson::dom::element> system,
 bool takes_slot(Endpoint endpoint) {
   return endpoint != Endpoint::tokenize && endpoint != Endpoint::detokenize &&
          endpoint != Endpoint::apply_template && endpoint != Endpoint::count_tokens &&
-         endpoint != Endpoint::responses_input_tokens && endpoint != Endpoint::chat_input_tokens;
+         endpoint != Endpoint::responses_input_tokens && endpoint != Endpoint::chat_input_tokens &&
+         endpoint != Endpoint::stored_response;
 }
 
 struct RequestInspector::Impl {
@@ -250,6 +252,7 @@ std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::stri
       system = value;
     } else if (key == "previous_response_id") {
       if (!value.is_string() && !value.is_null()) return wrong_type(key, "a string", value);
+      if (value.is_string()) facts.previous_response_id = value.get_string().value_unsafe();
     } else if (key == "model") {
       // The gateway routes by it and rewrites it: one meaning only.
       if (seen_model) return FieldError{"'model' appears more than once", "model"};

@@ -31,6 +31,7 @@ enum class Endpoint {
   responses,               // POST /v1/responses (OpenAI's Responses API)
   responses_input_tokens,  // POST /v1/responses/input_tokens
   chat_input_tokens,       // POST /v1/chat/completions/input_tokens
+  stored_response,         // GET, DELETE /v1/responses/{id}, POST .../cancel: no body to read
 };
 
 // Whether a request to `endpoint` runs on an engine slot (generation,
@@ -62,6 +63,9 @@ struct RequestFacts {
   // max_output_tokens), else max_completion_tokens, else n_predict
   // (llama.cpp), the first given as a whole number >= 0.
   std::optional<std::int64_t> max_tokens;
+  // The Responses API's previous_response_id: the stored response this one
+  // continues; empty when none.
+  std::string previous_response_id;
 };
 
 // Validates the body (well-formed UTF-8 JSON object, required fields present,

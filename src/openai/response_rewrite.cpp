@@ -71,10 +71,27 @@ const ByteSearch finish_searcher("\"finish_reason\":\"");
 }  // namespace
 
 ResponseRewriter::ResponseRewriter(std::string client_model, bool strip_usage_chunk,
-                                   UsageMember stream_usage)
+                                   UsageMember stream_usage, bool note_response_id)
     : model_token_(client_model.empty() ? std::string() : json_quote(client_model)),
       strip_usage_chunk_(strip_usage_chunk),
-      stream_usage_(stream_usage) {}
+      stream_usage_(stream_usage),
+      note_response_id_(note_response_id) {}
+
+// A body's own `id` when its `object` is "response", else the id of the
+// `response` an event carries (response.created and most after it). Ids are
+// plain strings (resp_...): one written with an escape is not taken.
+void ResponseRewriter::note_response_id(std::string_view json) {
+  if (!note_response_id_ || !response_id_.empty()) return;
+  std::string_view holder = json;
+  if (member_text(json, "object") != std::string_view("\"response\"")) {
+    const auto inner = member_text(json, "response");
+    if (!inner || !inner->starts_with('{')) return;
+    holder = *inner;
+  }
+  const auto id = member_text(holder, "id");
+  if (id && id->size() > 2 && id->starts_with('"') && id->find('\\') == std::string_view::npos)
+    response_id_ = id->substr(1, id->size() - 2);
+}
 
 void ResponseRewriter::note_usage(const std::optional<Usage>& u) {
   if (u) {
@@ -143,6 +160,7 @@ void ResponseRewriter::rewrite_body(std::string& json) {
   // text between. The stream's shortcuts (SeenModel, Anthropic's
   // message_start) do not apply to a body sent whole.
   if (mentions_usage(json)) note_usage(find_usage(json));
+  note_response_id(json);
   if (model_token_.empty()) return;
   const auto token = member_text(json, "model");
   if (model_token_.empty() || !token || !token->starts_with('"') || *token == model_token_) return;
@@ -161,6 +179,7 @@ bool ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
     return false;
   }
   const auto text = delta_text(event);
+  if (!text) note_response_id(*json);
   // Most chunks carry no usage: a substring search is far cheaper than a scan.
   const auto json_text = *json;
   const bool has_usage = usage_search(stream_usage_).find(json_text).has_value();

@@ -1,8 +1,9 @@
 // What a client sees of an engine's response, changed as little as
 // possible: the model named as the client asked for it (llama-server names
 // its file path unless started with --alias), the usage-only chunk dropped
-// when the gateway asked for it and the client did not, and the usage noted
-// on the way past. Bytes are spliced, never re-serialised.
+// when the gateway asked for it and the client did not, and the usage (and a
+// Responses API response's id) noted on the way past. Bytes are spliced,
+// never re-serialised.
 #pragma once
 
 #include <memory>
@@ -25,8 +26,9 @@ class ResponseRewriter {
   // `client_model`: the name the client asked for (empty: leave names as
   // they are). `strip_usage_chunk`: the client did not ask for the stream's
   // usage chunk (`"choices":[]` with `usage`), which the gateway forced.
+  // `note_response_id`: the answer is the Responses API's (response_id()).
   ResponseRewriter(std::string client_model, bool strip_usage_chunk,
-                   UsageMember stream_usage = UsageMember::usage);
+                   UsageMember stream_usage = UsageMember::usage, bool note_response_id = false);
   ~ResponseRewriter();
 
   // A whole non-streamed JSON body, rewritten in place.
@@ -45,6 +47,9 @@ class ResponseRewriter {
 
   // Usage seen so far (merged over a stream's events).
   const std::optional<Usage>& usage() const { return usage_; }
+  // The id of the response the body or the stream's first events carry
+  // (`resp_...`); empty when none was seen (or not asked for).
+  const std::string& response_id() const { return response_id_; }
 
  private:
   // The model token in `json` (a view into it) when it is not the client's.
@@ -53,6 +58,8 @@ class ResponseRewriter {
   void splice(std::string_view text, std::string_view token, std::string& out) const;
   // Merges `u`, when there is one, into the usage seen so far.
   void note_usage(const std::optional<Usage>& u);
+  // Notes the response id `json` carries, while none is known.
+  void note_response_id(std::string_view json);
 
   std::string model_token_;  // the client's model as a JSON string; empty: no rewrite
   bool strip_usage_chunk_;
@@ -62,6 +69,8 @@ class ResponseRewriter {
   std::string held_finish_;
   UsageMember stream_usage_;
   std::optional<Usage> usage_;
+  bool note_response_id_;
+  std::string response_id_;
   // The model member as the first scan found it (model_to_replace).
   struct SeenModel;
   std::unique_ptr<const SeenModel> seen_;

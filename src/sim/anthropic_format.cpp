@@ -2,7 +2,6 @@
 
 #include <boost/json.hpp>
 
-#include "common/json_text.h"
 
 namespace switchyard::sim::anthropic {
 
@@ -57,15 +56,6 @@ void convert_message(const json::value& m, json::array& out) {
   for (auto& t : tool_results) out.push_back(std::move(t));
 }
 
-std::string event(std::string_view name, const json::object& data) {
-  std::string out = "event: ";
-  out.append(name);
-  out.append("\ndata: ");
-  out.append(to_json_text(data));
-  out.append("\n\n");
-  return out;
-}
-
 // llama-server: a limit is max_tokens; EOS or a stop word ends the turn.
 std::string_view stop_reason(const CompletionResult& r) {
   return r.stopped ? "end_turn" : "max_tokens";
@@ -97,8 +87,8 @@ class MessagesFormat final : public CompletionFormat {
                          {"stop_reason", nullptr},
                          {"stop_sequence", nullptr},
                          {"usage", usage(p.prompt_tokens, p.cached_tokens, 0)}};
-    return {event("message_start",
-                  json::object{{"type", "message_start"}, {"message", std::move(message)}})};
+    return {named_event("message_start",
+                        json::object{{"type", "message_start"}, {"message", std::move(message)}})};
   }
 
   std::string token_event(Token, std::string_view piece, int) override {
@@ -106,31 +96,33 @@ class MessagesFormat final : public CompletionFormat {
     if (piece.empty()) return out;
     if (!text_started_) {
       text_started_ = true;
-      out = event("content_block_start",
-                  json::object{{"type", "content_block_start"},
-                               {"index", 0},
-                               {"content_block", json::object{{"type", "text"}, {"text", ""}}}});
+      out = named_event(
+          "content_block_start",
+          json::object{{"type", "content_block_start"},
+                       {"index", 0},
+                       {"content_block", json::object{{"type", "text"}, {"text", ""}}}});
     }
-    out += event("content_block_delta",
-                 json::object{{"type", "content_block_delta"},
-                              {"index", 0},
-                              {"delta", json::object{{"type", "text_delta"}, {"text", piece}}}});
+    out +=
+        named_event("content_block_delta",
+                    json::object{{"type", "content_block_delta"},
+                                 {"index", 0},
+                                 {"delta", json::object{{"type", "text_delta"}, {"text", piece}}}});
     return out;
   }
 
   std::vector<std::string> close_events(const CompletionResult& r) override {
     std::vector<std::string> out;
     if (text_started_)
-      out.push_back(
-          event("content_block_stop", json::object{{"type", "content_block_stop"}, {"index", 0}}));
+      out.push_back(named_event("content_block_stop",
+                                json::object{{"type", "content_block_stop"}, {"index", 0}}));
     json::object delta{{"stop_reason", stop_reason(r)}, {"stop_sequence", nullptr}};
-    out.push_back(
-        event("message_delta",
-              json::object{
-                  {"type", "message_delta"},
-                  {"delta", std::move(delta)},
-                  {"usage", json::object{{"output_tokens", static_cast<int>(r.tokens.size())}}}}));
-    out.push_back(event("message_stop", json::object{{"type", "message_stop"}}));
+    out.push_back(named_event(
+        "message_delta",
+        json::object{
+            {"type", "message_delta"},
+            {"delta", std::move(delta)},
+            {"usage", json::object{{"output_tokens", static_cast<int>(r.tokens.size())}}}}));
+    out.push_back(named_event("message_stop", json::object{{"type", "message_stop"}}));
     return out;
   }
 

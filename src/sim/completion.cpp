@@ -10,6 +10,15 @@
 
 namespace switchyard::sim {
 
+std::string named_event(std::string_view name, const boost::json::object& data) {
+  std::string out = "event: ";
+  out.append(name);
+  out.append("\ndata: ");
+  out.append(to_json_text(data));
+  out.append("\n\n");
+  return out;
+}
+
 namespace net = boost::asio;
 namespace json = boost::json;
 using net::awaitable;

@@ -39,6 +39,8 @@ struct CompletionJob {
   std::string model;
   // Set by the dialect from its context limit: output tokens that still fit.
   int context_left = INT_MAX;
+  // The Responses API's `store`, on an engine that keeps responses.
+  bool store_response = false;
 };
 
 // A request the dialect refuses; it renders status and message in its own
@@ -47,6 +49,7 @@ struct RequestError {
   int status = 400;
   std::string message;
   std::string param;
+  std::string type = {};  // the error's type; empty: the dialect's for the status
 };
 
 // The prompt a chat request turns into: the ChatML template llama-server
@@ -81,6 +84,10 @@ struct PromptStats {
 };
 
 // One dialect's wire format for one completion request.
+// One named SSE event, as Anthropic's and the Responses API's streams send
+// them: `event: NAME`, its JSON data, a blank line.
+std::string named_event(std::string_view name, const boost::json::object& data);
+
 class CompletionFormat {
  public:
   virtual ~CompletionFormat() = default;

@@ -413,7 +413,9 @@ std::unique_ptr<CompletionFormat> make_format(const CompletionJob& job, std::str
     case Endpoint::messages:
       return anthropic::make_format(job, std::move(id), sse_headers(), &json_reply);
     case Endpoint::responses:
-      return responses::make_format(job, std::move(id), created, sse_headers());
+      return responses::make_format(
+          job, std::move(id), created, sse_headers(),
+          responses::Shape{&json_reply, /*timings=*/true, /*sequence_numbers=*/false, {}});
     case Endpoint::native:
       break;
   }

@@ -2,7 +2,6 @@
 
 #include <boost/json.hpp>
 
-#include "common/json_text.h"
 #include "sim/llamacpp_format.h"
 
 namespace switchyard::sim::responses {
@@ -56,15 +55,6 @@ std::variant<std::optional<json::object>, RequestError> item_message(const json:
                       {"content", std::get<std::string>(std::move(text))}};
 }
 
-std::string event(std::string_view name, const json::object& data) {
-  std::string out = "event: ";
-  out.append(name);
-  out.append("\ndata: ");
-  out.append(to_json_text(data));
-  out.append("\n\n");
-  return out;
-}
-
 json::object usage(const CompletionResult& r) {
   const int output = static_cast<int>(r.tokens.size());
   return json::object{{"input_tokens", r.prompt_tokens},
@@ -83,12 +73,13 @@ json::object text_part(std::string_view text) {
 class ResponsesFormat final : public CompletionFormat {
  public:
   ResponsesFormat(const CompletionJob& job, std::string id, std::int64_t created,
-                  http::Headers stream_headers)
+                  http::Headers stream_headers, Shape shape)
       : model_(job.model),
         id_("resp_" + id),
         message_id_("msg_" + id),
         created_(created),
-        stream_headers_(std::move(stream_headers)) {}
+        stream_headers_(std::move(stream_headers)),
+        shape_(std::move(shape)) {}
 
   http::Headers stream_headers() const override { return stream_headers_; }
 
@@ -128,7 +119,6 @@ class ResponsesFormat final : public CompletionFormat {
 
   std::vector<std::string> close_events(const CompletionResult& r) override {
     std::vector<std::string> out;
-    json::array output;
     if (!r.text.empty()) {
       out.push_back(event(
           "response.output_text.done",
@@ -143,24 +133,18 @@ class ResponsesFormat final : public CompletionFormat {
                         {"id", message_id_},
                         {"content", json::array{text_part(r.text)}},
                         {"role", "assistant"}};
-      out.push_back(event("response.output_item.done",
-                          json::object{{"type", "response.output_item.done"}, {"item", item}}));
-      output.push_back(std::move(item));
+      out.push_back(
+          event("response.output_item.done",
+                json::object{{"type", "response.output_item.done"}, {"item", std::move(item)}}));
     }
-    json::object response{{"id", id_},
-                          {"object", "response"},
-                          {"created_at", created_},
-                          {"status", "completed"},
-                          {"model", model_},
-                          {"output", std::move(output)},
-                          {"usage", usage(r)}};
-    out.push_back(
-        event("response.completed", json::object{{"type", "response.completed"},
-                                                 {"response", std::move(response)},
-                                                 {"timings", llamacpp::timings_json(r)}}));
+    json::object completed{{"type", "response.completed"}, {"response", response_object(r)}};
+    if (shape_.timings) completed["timings"] = llamacpp::timings_json(r);
+    if (shape_.keep) shape_.keep(completed["response"].as_object(), r);
+    out.push_back(event("response.completed", std::move(completed)));
     return out;
   }
 
+  // llama-server's JSON writes members in name order.
   http::Response full_response(const CompletionResult& r) override {
     json::array output;
     if (!r.text.empty())
@@ -173,24 +157,51 @@ class ResponsesFormat final : public CompletionFormat {
         {"completed_at", created_}, {"created_at", created_}, {"id", id_},
         {"model", model_},          {"object", "response"},   {"output", std::move(output)},
         {"status", "completed"},    {"usage", usage(r)}};
-    return llamacpp::json_reply(200, body);
+    if (shape_.keep) shape_.keep(body, r);
+    return shape_.json_reply(200, body);
   }
 
  private:
+  // `event: NAME` and its data, numbered when the engine numbers them.
+  std::string event(std::string_view name, json::object data) {
+    if (shape_.sequence_numbers) data["sequence_number"] = sequence_++;
+    return named_event(name, data);
+  }
+
+  json::object response_object(const CompletionResult& r) const {
+    json::array output;
+    if (!r.text.empty())
+      output.push_back(json::object{{"type", "message"},
+                                    {"status", "completed"},
+                                    {"id", message_id_},
+                                    {"content", json::array{text_part(r.text)}},
+                                    {"role", "assistant"}});
+    return json::object{{"id", id_},
+                        {"object", "response"},
+                        {"created_at", created_},
+                        {"status", "completed"},
+                        {"model", model_},
+                        {"output", std::move(output)},
+                        {"usage", usage(r)}};
+  }
+
   const std::string model_;
   const std::string id_;
   const std::string message_id_;
   const std::int64_t created_;
   const http::Headers stream_headers_;
+  const Shape shape_;
   bool text_started_ = false;
+  int sequence_ = 0;
 };
 
 }  // namespace
 
-std::variant<json::object, RequestError> to_chat_request(const json::object& body) {
+std::variant<json::object, RequestError> to_chat_request(const json::object& body,
+                                                         bool keeps_responses) {
   const auto* input = body.if_contains("input");
   if (!input) return RequestError{400, "'input' is required", "input"};
-  if (!string_field(body, "previous_response_id").empty())
+  if (!keeps_responses && !string_field(body, "previous_response_id").empty())
     return RequestError{400, "llama.cpp does not support 'previous_response_id'.",
                         "previous_response_id"};
   json::array messages;
@@ -217,8 +228,9 @@ std::variant<json::object, RequestError> to_chat_request(const json::object& bod
 
 std::variant<CompletionJob, RequestError> parse_responses(const json::object& body,
                                                           const Tokenizer& tokenizer,
-                                                          const std::string& model) {
-  auto chat = to_chat_request(body);
+                                                          const std::string& model,
+                                                          bool keeps_responses) {
+  auto chat = to_chat_request(body, keeps_responses);
   if (auto* e = std::get_if<RequestError>(&chat)) return *e;
   auto job = parse_completion(Endpoint::chat, std::get<json::object>(chat), tokenizer, model);
   if (auto* j = std::get_if<CompletionJob>(&job)) j->endpoint = Endpoint::responses;
@@ -226,8 +238,10 @@ std::variant<CompletionJob, RequestError> parse_responses(const json::object& bo
 }
 
 std::unique_ptr<CompletionFormat> make_format(const CompletionJob& job, std::string id,
-                                              std::int64_t created, http::Headers stream_headers) {
-  return std::make_unique<ResponsesFormat>(job, std::move(id), created, std::move(stream_headers));
+                                              std::int64_t created, http::Headers stream_headers,
+                                              Shape shape) {
+  return std::make_unique<ResponsesFormat>(job, std::move(id), created, std::move(stream_headers),
+                                           std::move(shape));
 }
 
 }  // namespace switchyard::sim::responses

@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "sim/completion.h"
+#include "sim/response_store.h"
+#include "sim/responses_format.h"
 #include "sim/vllm_format.h"
 
 namespace switchyard::sim {
@@ -24,8 +26,16 @@ using vllm::json_reply;
 namespace {
 
 http::Response bad_request(const RequestError& e) {
-  return error_reply(e.status, e.message,
-                     e.status >= 500 ? "InternalServerError" : "BadRequestError", e.param);
+  const std::string_view type = !e.type.empty()   ? std::string_view(e.type)
+                                : e.status >= 500 ? "InternalServerError"
+                                                  : "BadRequestError";
+  return error_reply(e.status, e.message, type, e.param);
+}
+
+// serving_responses.py's _make_not_found_error.
+RequestError response_not_found(std::string_view id) {
+  return RequestError{404, fmt::format("Response with id '{}' not found.", id), "response_id",
+                      "invalid_request_error"};
 }
 
 // A number as Python's prometheus_client writes it (repr of a float).
@@ -92,6 +102,12 @@ struct VllmApi::Impl {
   http::Response respond_now(const http::Request& request, std::optional<CompletionJob>& job);
   std::variant<CompletionJob, http::Response> parse_job(Endpoint endpoint,
                                                         const json::object& body) const;
+  std::variant<CompletionJob, RequestError> parse_response_job(const json::object& body) const;
+  // GET /v1/responses/{id} and POST /v1/responses/{id}/cancel; nullopt for
+  // other paths.
+  std::optional<http::Response> stored_response(std::string_view path,
+                                                std::string_view method) const;
+  void keep(const json::object& response, std::vector<Token> context);
   http::Response models() const;
   http::Response metrics() const;
   http::Response tokenize(const json::object& body) const;
@@ -105,6 +121,7 @@ struct VllmApi::Impl {
   std::mt19937_64 id_rng;
   const std::int64_t created;
   bool asleep = false;
+  ResponseStore stored;
 };
 
 VllmApi::VllmApi(Engine& engine, VllmApiOptions options)
@@ -185,7 +202,14 @@ awaitable<void> VllmApi::Impl::handle(http::Request request, http::Exchange& exc
   };
   const CompletionRunner::MakeFormat make_format = [this](const CompletionJob& j,
                                                           std::int64_t created) {
-    return vllm::make_format(j, new_id(), created);
+    std::function<void(const json::object&, const CompletionResult&)> keep_it;
+    if (j.store_response)
+      keep_it = [this, prompt = j.prompt](const json::object& response, const CompletionResult& r) {
+        std::vector<Token> context = prompt;
+        context.insert(context.end(), r.tokens.begin(), r.tokens.end());
+        keep(response, std::move(context));
+      };
+    return vllm::make_format(j, new_id(), created, std::move(keep_it));
   };
   co_await runner.answer(std::move(job), std::move(reply), unavailable, make_format, exchange);
 }
@@ -204,9 +228,11 @@ http::Response VllmApi::Impl::respond_now(const http::Request& request,
     if (path == "/metrics") return metrics();
     if (path == "/version") return json_reply(200, json::object{{"version", "0.10.1"}});
   }
+  if (auto reply = stored_response(path, method)) return std::move(*reply);
   std::optional<Endpoint> endpoint;
   if (path == "/v1/chat/completions") endpoint = Endpoint::chat;
   if (path == "/v1/completions") endpoint = Endpoint::text;
+  if (path == "/v1/responses") endpoint = Endpoint::responses;
   const bool other = path == "/tokenize" || path == "/detokenize";
   if (method != "POST" || (!endpoint && !other)) {
     // FastAPI's own 404 shape.
@@ -230,7 +256,9 @@ http::Response VllmApi::Impl::respond_now(const http::Request& request,
 
 std::variant<CompletionJob, http::Response> VllmApi::Impl::parse_job(
     Endpoint endpoint, const json::object& body) const {
-  auto parsed = parse_completion(endpoint, body, engine.tokenizer(), options.model_name);
+  auto parsed = endpoint == Endpoint::responses
+                    ? parse_response_job(body)
+                    : parse_completion(endpoint, body, engine.tokenizer(), options.model_name);
   if (auto* error = std::get_if<RequestError>(&parsed)) return bad_request(*error);
   auto& job = std::get<CompletionJob>(parsed);
   if (job.model != options.model_name)
@@ -259,6 +287,54 @@ std::variant<CompletionJob, http::Response> VllmApi::Impl::parse_job(
   job.cache_prompt = true;
   job.id_slot = -1;
   return std::move(job);
+}
+
+// serving_responses.py's create_responses: a follow-up continues the stored
+// conversation (its messages and output before the new input); `store`
+// defaults to true but keeps nothing unless the server was started so.
+std::variant<CompletionJob, RequestError> VllmApi::Impl::parse_response_job(
+    const json::object& body) const {
+  const ResponseStore::Entry* previous = nullptr;
+  if (const auto* id = body.if_contains("previous_response_id"); id && id->is_string()) {
+    previous = stored.find(id->get_string());
+    if (!previous) return response_not_found(id->get_string());
+  }
+  auto parsed = responses::parse_responses(body, engine.tokenizer(), options.model_name,
+                                           /*keeps_responses=*/true);
+  if (auto* job = std::get_if<CompletionJob>(&parsed)) {
+    if (previous)
+      job->prompt.insert(job->prompt.begin(), previous->context.begin(), previous->context.end());
+    const auto* store = body.if_contains("store");
+    job->store_response =
+        options.store_responses && !(store && store->is_bool() && !store->get_bool());
+  }
+  return parsed;
+}
+
+// retrieve_responses and cancel_responses: only a background response can be
+// cancelled, and the simulator runs none.
+std::optional<http::Response> VllmApi::Impl::stored_response(std::string_view path,
+                                                             std::string_view method) const {
+  constexpr std::string_view prefix = "/v1/responses/";
+  if (!path.starts_with(prefix) || path.size() == prefix.size()) return std::nullopt;
+  std::string_view id = path.substr(prefix.size());
+  const bool cancel = id.ends_with("/cancel");
+  if (cancel) id.remove_suffix(std::string_view("/cancel").size());
+  if (id.find('/') != std::string_view::npos) return std::nullopt;
+  if (method != (cancel ? "POST" : "GET"))
+    return json_reply(405, json::object{{"detail", "Method Not Allowed"}});
+  const ResponseStore::Entry* entry = stored.find(id);
+  if (!entry) return bad_request(response_not_found(id));
+  if (cancel)
+    return bad_request(RequestError{400, "Cannot cancel a synchronous response.", "response_id",
+                                    "invalid_request_error"});
+  return json_reply(200, entry->response);
+}
+
+void VllmApi::Impl::keep(const json::object& response, std::vector<Token> context) {
+  const auto* id = response.if_contains("id");
+  if (id && id->is_string())
+    stored.put(std::string(id->get_string()), ResponseStore::Entry{response, std::move(context)});
 }
 
 http::Response VllmApi::Impl::models() const {

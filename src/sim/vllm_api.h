@@ -1,5 +1,6 @@
 // vLLM's OpenAI-compatible server (`vllm serve`) over the simulated engine:
 // /v1/models, /v1/chat/completions, /v1/completions (token-id prompts too),
+// /v1/responses (with GET /v1/responses/{id} and POST .../cancel),
 // /tokenize, /detokenize, /health, /version and /metrics with the `vllm:`
 // names of shared/reference/README.md, and the sleep-mode endpoints. The
 // engine's mode is paged.
@@ -30,6 +31,10 @@ struct VllmApiOptions {
   // How long POST /wake_up takes before it answers, in wall-clock seconds
   // (already divided by the speed factor).
   double wake_seconds = 0;
+  // VLLM_ENABLE_RESPONSES_API_STORE=1: responses are kept (sim/response_store.h)
+  // for previous_response_id, retrieve and cancel. Off, as vLLM's default:
+  // `store` is ignored and every id is unknown (404).
+  bool store_responses = false;
 };
 
 class VllmApi final : public http::Handler {

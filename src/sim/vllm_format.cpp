@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "common/json_text.h"
+#include "sim/responses_format.h"
 
 namespace switchyard::sim::vllm {
 
@@ -157,8 +158,13 @@ http::Response error_reply(int status, std::string_view message, std::string_vie
   return json_reply(status, json::object{{"error", std::move(info)}});
 }
 
-std::unique_ptr<CompletionFormat> make_format(const CompletionJob& job, std::string id,
-                                              std::int64_t created) {
+std::unique_ptr<CompletionFormat> make_format(
+    const CompletionJob& job, std::string id, std::int64_t created,
+    std::function<void(const boost::json::object&, const CompletionResult&)> keep) {
+  if (job.endpoint == Endpoint::responses)
+    return responses::make_format(job, std::move(id), created, sse_headers(),
+                                  responses::Shape{&json_reply, /*timings=*/false,
+                                                   /*sequence_numbers=*/true, std::move(keep)});
   return std::make_unique<OpenAiFormat>(job, std::move(id), created);
 }
 

@@ -6,6 +6,7 @@
 
 #include <boost/json/object.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -20,8 +21,10 @@ http::Response json_reply(int status, const boost::json::value& body);
 http::Response error_reply(int status, std::string_view message, std::string_view type,
                            std::string_view param = {});
 
-// The wire format of one chat or text completion (`id` without its prefix).
-std::unique_ptr<CompletionFormat> make_format(const CompletionJob& job, std::string id,
-                                              std::int64_t created);
+// The wire format of one chat or text completion or response (`id`
+// without its prefix); a finished response is handed to `keep` when set.
+std::unique_ptr<CompletionFormat> make_format(
+    const CompletionJob& job, std::string id, std::int64_t created,
+    std::function<void(const boost::json::object&, const CompletionResult&)> keep = {});
 
 }  // namespace switchyard::sim::vllm

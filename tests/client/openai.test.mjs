@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 
-import { USER_MESSAGES, simFleet, startGateway, stopAll, streamChat, waitUntil } from '../e2e/harness.mjs';
+import { USER_MESSAGES, simFleet, simInstance, startGateway, stopAll, streamChat, waitUntil } from '../e2e/harness.mjs';
 
 const MODEL = 'qwen-27b';
 const KEY = 'sk-client-test';
@@ -147,6 +147,35 @@ describe('openai client', () => {
       return true;
     });
     await assert.rejects(wrong.chat.completions.create({ model: MODEL, messages: USER_MESSAGES }), OpenAI.AuthenticationError);
+  });
+});
+
+describe('openai client against vLLM servers that keep responses', () => {
+  let client;
+  before(async () => {
+    const storing = (name, seed) => ({
+      ...simInstance(name, MODEL, { slots: 2, speedFactor: 20, seed, extraArgs: ['--dialect', 'vllm'] }),
+      env: { VLLM_ENABLE_RESPONSES_API_STORE: '1' },
+    });
+    const gw = await startGateway({ models: [{ name: MODEL, aliases: [] }], instances: [storing('v0', 1), storing('v1', 2)], api_keys: [KEY] });
+    client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: KEY, maxRetries: 0, timeout: 15_000 });
+  });
+  after(stopAll);
+
+  test('responses.retrieve and follow-ups by previous_response_id, whichever instance made it', TIMEOUT, async () => {
+    for (let i = 0; i < 4; ++i) {
+      const first = await client.responses.create({ model: MODEL, input: `Topic ${i}.`, max_output_tokens: 4 });
+      const next = await client.responses.create({ model: MODEL, input: 'More.', previous_response_id: first.id, max_output_tokens: 4 });
+      assert.ok(next.usage.input_tokens > first.usage.input_tokens, 'the stored conversation came first');
+      const got = await client.responses.retrieve(next.id);
+      assert.equal(got.id, next.id);
+      assert.equal(got.output_text, next.output_text);
+    }
+    await assert.rejects(client.responses.retrieve('resp_nowhere'), (e) => {
+      assert.ok(e instanceof OpenAI.NotFoundError, `NotFoundError, got ${e?.constructor?.name}: ${e?.message}`);
+      assert.match(e.message, /resp_nowhere/);
+      return true;
+    });
   });
 });
 

@@ -56,7 +56,9 @@ describe('bench --workload agent', () => {
       assert.deepEqual(turns.map((q) => q.turn), [1, 2, 3]);
       for (let i = 1; i < turns.length; i++) {
         const grew = turns[i].prompt_tokens - turns[i - 1].prompt_tokens;
-        assert.ok(grew >= 256 && grew <= 512 + 16, `session ${s} turn ${i + 1} grew by ${grew}`);
+        // The growth drawn, give or take the re-sent answer as the engine
+        // tokenizes it again and the messages' template.
+        assert.ok(grew >= 256 - 16 && grew <= 512 + 16, `session ${s} turn ${i + 1} grew by ${grew}`);
         assert.ok(turns[i].cached_tokens >= turns[i - 1].prompt_tokens,
           `session ${s} turn ${i + 1}: cached ${turns[i].cached_tokens} < last prompt ${turns[i - 1].prompt_tokens}`);
       }

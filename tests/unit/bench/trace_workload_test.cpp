@@ -184,6 +184,26 @@ TEST(TraceWorkload, ExactPrefixFindsTheTargetWithAFewCounts) {
   EXPECT_EQ(exact_prefix(text, 10, broken).error().message, "down");
 }
 
+TEST(TraceWorkload, ExactPrefixPadsWhereTheNextWordJumpsPastTheTarget) {
+  // Words of 6 letters or more are two tokens (as the simulator counts).
+  const CountTokens count = [](const std::string& t) -> Result<long> {
+    long tokens = 0;
+    std::size_t start = 0;
+    while (start <= t.size()) {
+      const auto end = std::min(t.find(' ', start), t.size());
+      tokens += end - start >= 6 ? 2 : 1;
+      start = end + 1;
+    }
+    return tokens;
+  };
+  // 9 one-token words, then "people": 9 tokens, then 11; 10 is between.
+  const std::string text = "a b c d e f g h i people j k";
+  auto p = exact_prefix(text, 10, count);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(*count(*p), 10);
+  EXPECT_TRUE(p->starts_with("a b c d e f g h i ")) << *p;
+}
+
 TEST(TraceWorkload, BodiesForceTheOutput) {
   auto b = json::parse(trace_body("m", false, json::string("hi"), 7)).as_object();
   EXPECT_EQ(b.at("prompt"), "hi");

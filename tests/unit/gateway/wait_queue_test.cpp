@@ -165,5 +165,48 @@ TEST_F(QueueFixture, ARetryGoesAheadOfTheLine) {
   EXPECT_EQ(queue->depth("m"), 2);
 }
 
+// Two instances of one slot each, both busy: a waiter bound to the first
+// (its stored response is there) lets the one behind it take the second.
+TEST(QueuePinned, AWaiterBoundToOneInstancePassesAnothersSlotOn) {
+  net::io_context io;
+  InstanceTable table;
+  testing_support::add_instance(table, "m", 1);
+  testing_support::add_instance(table, "m", 1);
+  Router router{table, make_routing_policy(fleet::RoutingPolicy::least_outstanding)};
+  WaitQueue queue(io.get_executor(), router, fleet::QueueOptions{8, 10s});
+  router.on_release(
+      [&](std::size_t index, const std::string& model) { queue.dispatch(model, index); });
+  const RouteQuery any{"m", nullptr, {}, {}, {}};
+  RouteQuery pinned = any;
+  pinned.only = 0;
+  auto busy0 = router.acquire(any);
+  auto busy1 = router.acquire(any);
+  ASSERT_TRUE(busy0 && busy1);
+  std::vector<std::pair<int, Admission>> got;
+  for (int who : {0, 1})
+    net::co_spawn(
+        io,
+        [&, who]() -> net::awaitable<void> {
+          got.emplace_back(who, co_await queue.acquire(who == 0 ? pinned : any, false, 10s));
+        },
+        net::detached);
+  io.run_for(20ms);
+  ASSERT_TRUE(got.empty());
+  const std::size_t second = busy1->instance();
+  const std::size_t first = busy0->instance();
+  (second == 1 ? busy1 : busy0) = std::nullopt;  // instance 1 frees
+  io.restart();
+  io.run_for(20ms);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, 1) << "the unbound waiter behind took it";
+  EXPECT_EQ(got[0].second.lease.instance(), 1u);
+  (first == 0 ? busy0 : busy1) = std::nullopt;  // instance 0 frees
+  io.restart();
+  io.run_for(20ms);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].first, 0);
+  EXPECT_EQ(got[1].second.lease.instance(), 0u);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway

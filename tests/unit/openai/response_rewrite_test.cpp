@@ -17,6 +17,30 @@ TEST(ResponseRewriter, NamesTheClientsModelInABodyAndKeepsTheRest) {
   EXPECT_EQ(r.usage()->completion_tokens, 4);
 }
 
+TEST(ResponseRewriter, NotesTheResponsesIdFromTheBodyOrTheFirstEventThatCarriesIt) {
+  ResponseRewriter body_rewriter("coder", false, UsageMember::usage, true);
+  std::string body = R"({"id":"resp_1","object":"response","model":"m","output":[]})";
+  body_rewriter.rewrite_body(body);
+  EXPECT_EQ(body_rewriter.response_id(), "resp_1");
+
+  ResponseRewriter stream("coder", false, UsageMember::usage, true);
+  std::string out;
+  stream.rewrite_event(
+      "event: response.created\ndata: {\"type\":\"response.created\","
+      "\"response\":{\"id\":\"resp_2\",\"object\":\"response\"}}\n\n",
+      out);
+  stream.rewrite_event(
+      "event: response.completed\ndata: {\"type\":\"response.completed\","
+      "\"response\":{\"id\":\"resp_other\"}}\n\n",
+      out);
+  EXPECT_EQ(stream.response_id(), "resp_2");
+  // Not asked for (every other endpoint): nothing is looked for.
+  ResponseRewriter chat("coder", false);
+  std::string chat_body = R"({"id":"resp_3","object":"response"})";
+  chat.rewrite_body(chat_body);
+  EXPECT_EQ(chat.response_id(), "");
+}
+
 TEST(ResponseRewriter, RewritesEveryChunkAndAnthropicsMessageStart) {
   ResponseRewriter r("claude-local", false);
   std::string out;
