@@ -78,14 +78,14 @@ std::optional<FieldError> check_message(simdjson::dom::element message, std::siz
   if (message.get_object().get(fields)) return field_error(at, "must be an object");
   std::string_view role;
   if (fields["role"].get(role)) return field_error(at + ".role", "is required");
-  if (role != "user" && role != "assistant")
+  // Anthropic takes mid-conversation system messages, and Claude Code sends
+  // them (since 2.1.154: its context and agent lists, on every request).
+  if (role != "user" && role != "assistant" && role != "system")
     return field_error(at + ".role",
-                       fmt::format("must be 'user' or 'assistant', not '{}' (a system prompt "
-                                   "goes in the top-level 'system')",
-                                   role));
+                       fmt::format("must be 'user', 'assistant' or 'system', not '{}'", role));
   simdjson::dom::element content;
   if (fields["content"].get(content)) return field_error(at + ".content", "is required");
-  return check_content(content, at + ".content", false);
+  return check_content(content, at + ".content", role == "system");
 }
 
 }  // namespace

@@ -65,6 +65,23 @@ describe('anthropic client', () => {
     assert.equal(msg.usage.output_tokens, 6);
   });
 
+  // Claude Code (2.1.154 on) puts its context in a system message after the
+  // user's turn, on every request: the gateway must let it through.
+  test('a mid-conversation system message, as Claude Code sends one, runs', TIMEOUT, async () => {
+    const msg = await client.messages.create({
+      model: MODEL, max_tokens: 4, system: 'You are a coding agent.',
+      messages: [
+        { role: 'user', content: 'Say hi.' },
+        { role: 'system', content: [{ type: 'text', text: 'Available agents: none.' }] },
+      ],
+    });
+    assert.equal(msg.usage.output_tokens, 4);
+    const counted = await client.messages.countTokens({
+      model: MODEL, messages: [{ role: 'user', content: 'Say hi.' }, { role: 'system', content: 'Skills: none.' }],
+    });
+    assert.ok(counted.input_tokens > 0);
+  });
+
   test('without max_tokens: 400 naming it, as Anthropic answers', TIMEOUT, async () => {
     assertInvalid(await refusal({ model: MODEL, messages: USER }), 'max_tokens');
   });
@@ -75,8 +92,8 @@ describe('anthropic client', () => {
     }
   });
 
-  test('a system role in messages, a message without content, an unknown block type: 400 naming the field', TIMEOUT, async () => {
-    assertInvalid(await refusal({ model: MODEL, max_tokens: 8, messages: [{ role: 'system', content: 'x' }] }),
+  test('an unknown role, a message without content, an unknown block type: 400 naming the field', TIMEOUT, async () => {
+    assertInvalid(await refusal({ model: MODEL, max_tokens: 8, messages: [{ role: 'tool', content: 'x' }] }),
       'messages.0.role');
     assertInvalid(await refusal({ model: MODEL, max_tokens: 8, messages: [{ role: 'user' }] }), 'messages.0.content');
     assertInvalid(await refusal({

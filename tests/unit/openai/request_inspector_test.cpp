@@ -304,8 +304,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "'max_tokens' must be an integer >= 1", "max_tokens"},
         BadCase{R"({"max_tokens":"8","messages":[{"role":"user","content":"hi"}]})", E::messages,
                 "must be an integer", "max_tokens"},
-        BadCase{R"({"max_tokens":8,"messages":[{"role":"system","content":"hi"}]})", E::messages,
-                "must be 'user' or 'assistant'", "messages.0.role"},
+        BadCase{R"({"max_tokens":8,"messages":[{"role":"developer","content":"hi"}]})", E::messages,
+                "must be 'user', 'assistant' or 'system'", "messages.0.role"},
+        BadCase{R"({"max_tokens":8,"messages":[{"role":"system","content":[{"type":"image"}]}]})",
+                E::messages, "must be 'text'", "messages.0.content.0.type"},
         BadCase{R"({"max_tokens":8,"messages":[{"content":"hi"}]})", E::messages, "is required",
                 "messages.0.role"},
         BadCase{R"({"max_tokens":8,"messages":["hi"]})", E::messages, "must be an object",
@@ -327,7 +329,7 @@ INSTANTIATE_TEST_SUITE_P(
                 R"("content":"q"}]})",
                 E::messages, "must be 'text'", "system.0.type"},
         BadCase{R"({"messages":[{"role":"tool","content":"q"}]})", E::count_tokens,
-                "must be 'user' or 'assistant'", "messages.0.role"}));
+                "must be 'user', 'assistant' or 'system'", "messages.0.role"}));
 
 // What Anthropic accepts passes: count_tokens without max_tokens, every
 // block type an agent sends, a system prompt as blocks.
@@ -345,6 +347,11 @@ TEST(RequestInspector, AcceptsAnthropicBodiesAsTheApiDoes) {
   EXPECT_EQ(facts->max_tokens, 1024);
   EXPECT_TRUE(
       inspector.inspect(R"({"messages":[{"role":"user","content":"q"}]})", E::count_tokens));
+  // Claude Code's mid-conversation system message (its context, after the user's turn).
+  EXPECT_TRUE(
+      inspector.inspect(R"({"max_tokens":8,"messages":[{"role":"user","content":"q"},)"
+                        R"({"role":"system","content":[{"type":"text","text":"agents: ..."}]}]})",
+                        E::messages));
 }
 
 // A max_tokens past int64 saturates: the reservation is all there is, never
