@@ -63,6 +63,8 @@ std::string_view genai_operation(openai::Endpoint endpoint) {
       return "count_tokens";
     case Endpoint::stored_response:
       return "stored_response";
+    case Endpoint::audio:
+      return "transcription";
   }
   return "unknown";
 }

@@ -3,22 +3,34 @@
 #include <fmt/format.h>
 
 #include "gateway/session_id.h"
+#include "openai/multipart_form.h"
 
 namespace switchyard::gateway {
 
 using openai::ApiError;
 
+std::optional<ApiError> Resolve::inspect(RequestContext& ctx) {
+  if (*ctx.route.endpoint == openai::Endpoint::audio) {
+    auto form = openai::inspect_audio_form(
+        ctx.request.body, ctx.request.head.headers.find("content-type").value_or(""));
+    if (auto* refused = std::get_if<ApiError>(&form)) return std::move(*refused);
+    ctx.facts = std::get<openai::RequestFacts>(std::move(form));
+    return std::nullopt;
+  }
+  auto facts = inspector_.inspect(ctx.request.body, *ctx.route.endpoint);
+  if (!facts) return ApiError::bad_request(facts.error().message, inspector_.refused_field());
+  ctx.facts = std::move(*facts);
+  return std::nullopt;
+}
+
 boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
   // A stored response's routes have no body: the stored-responses stage
   // knows its model.
   if (*ctx.route.endpoint == openai::Endpoint::stored_response) co_return Verdict::next;
-  auto facts = inspector_.inspect(ctx.request.body, *ctx.route.endpoint);
-  if (!facts) {
-    const ApiError error = ApiError::bad_request(facts.error().message, inspector_.refused_field());
-    co_await ctx.answer(error);
+  if (auto refused = inspect(ctx)) {
+    co_await ctx.answer(*refused);
     co_return Verdict::answered;
   }
-  ctx.facts = std::move(*facts);
   std::optional<std::string> model;
   if (ctx.facts.model.empty()) {
     // As llama-server does, a body without a model is served (by the

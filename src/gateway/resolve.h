@@ -1,7 +1,9 @@
 // The resolve stage: checks the body (valid JSON of the route's API, fields
-// of the right type), finds the model it runs on, through the aliases, and
-// the agent session it belongs to.
+// of the right type; the audio routes' multipart form), finds the model it
+// runs on, through the aliases, and the agent session it belongs to.
 #pragma once
+
+#include <optional>
 
 #include "gateway/model_catalog.h"
 #include "gateway/pipeline.h"
@@ -17,6 +19,8 @@ class Resolve final : public Stage {
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
 
  private:
+  // Reads the body's facts into ctx.facts; the 400 when it is refused.
+  std::optional<openai::ApiError> inspect(RequestContext& ctx);
   const ModelCatalog& catalog_;
   openai::RequestInspector inspector_;
 };

@@ -27,6 +27,8 @@ constexpr Route kRoutes[] = {
     // has it): forwarded to the instance that made it (gateway/stored_responses.h).
     {"/v1/responses/", "GET, DELETE, POST", RouteKind::proxy, Endpoint::stored_response, true,
      Dialect::openai, true},
+    {"/v1/audio/transcriptions", "POST", RouteKind::proxy, Endpoint::audio, true},
+    {"/v1/audio/translations", "POST", RouteKind::proxy, Endpoint::audio, true},
     {"/v1/rerank", "POST", RouteKind::proxy, Endpoint::rerank, true},
     {"/completion", "POST", RouteKind::proxy, Endpoint::native_completion, true},
     {"/infill", "POST", RouteKind::proxy, Endpoint::infill, true},

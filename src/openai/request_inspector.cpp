@@ -82,6 +82,7 @@ std::optional<Required> required_field(Endpoint endpoint) {
       return Required{"query", {}, S::string};
     case Endpoint::infill:
     case Endpoint::stored_response:
+    case Endpoint::audio:
       return std::nullopt;
   }
   return std::nullopt;
@@ -380,9 +381,10 @@ std::string json_string(std::string_view s) {
 std::vector<Splice> splices(std::string_view body, const RequestFacts& facts,
                             std::string_view model, bool force_usage) {
   std::vector<Splice> out;
+  const std::string token = facts.form ? std::string(model) : json_string(model);
   if (facts.model_token.length > 0 &&
-      body.substr(facts.model_token.offset, facts.model_token.length) != json_string(model))
-    out.push_back({facts.model_token, json_string(model)});
+      body.substr(facts.model_token.offset, facts.model_token.length) != token)
+    out.push_back({facts.model_token, token});
   if (force_usage && facts.stream && !facts.include_usage) {
     constexpr std::string_view kTrue = "true";
     if (facts.include_usage_value.length > 0) {

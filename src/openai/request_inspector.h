@@ -32,6 +32,7 @@ enum class Endpoint {
   responses_input_tokens,  // POST /v1/responses/input_tokens
   chat_input_tokens,       // POST /v1/chat/completions/input_tokens
   stored_response,         // GET, DELETE /v1/responses/{id}, POST .../cancel: no body to read
+  audio,                   // POST /v1/audio/transcriptions, /translations: a multipart form
 };
 
 // Whether a request to `endpoint` runs on an engine slot (generation,
@@ -46,7 +47,8 @@ struct Span {
 
 struct RequestFacts {
   std::string model;  // empty when absent
-  Span model_token;   // the model's JSON string token, quotes included
+  Span model_token;   // the model's JSON string token, quotes included (form: its plain value)
+  bool form = false;  // the body is a multipart form (openai/multipart_form.h), not JSON
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   Span stream_options;         // the value of stream_options, when present

@@ -12,6 +12,7 @@
 #include "sim/completion.h"
 #include "sim/llamacpp_format.h"
 #include "sim/responses_format.h"
+#include "sim/transcription.h"
 
 namespace switchyard::sim {
 
@@ -131,6 +132,11 @@ http::Response LlamacppApi::Impl::respond_now(const http::Request& request,
     return error_reply(404, "File Not Found", "not_found_error");
   }
   if (method != "POST") return error_reply(404, "File Not Found", "not_found_error");
+  if (is_transcription_path(path)) {
+    auto heard = transcribe(request, engine.tokenizer());
+    if (auto* e = std::get_if<RequestError>(&heard)) return request_error(*e);
+    return transcription_reply(std::get<Transcription>(heard), &json_reply);
+  }
   if (path == "/v1/embeddings" || path == "/embeddings" || path == "/embedding")
     return error_reply(501, "This server does not support embeddings. Start it with `--embeddings`",
                        "not_supported_error");

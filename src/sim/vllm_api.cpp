@@ -13,6 +13,7 @@
 #include "sim/completion.h"
 #include "sim/response_store.h"
 #include "sim/responses_format.h"
+#include "sim/transcription.h"
 #include "sim/vllm_format.h"
 
 namespace switchyard::sim {
@@ -229,6 +230,11 @@ http::Response VllmApi::Impl::respond_now(const http::Request& request,
     if (path == "/version") return json_reply(200, json::object{{"version", "0.10.1"}});
   }
   if (auto reply = stored_response(path, method)) return std::move(*reply);
+  if (method == "POST" && is_transcription_path(path)) {
+    auto heard = transcribe(request, engine.tokenizer());
+    if (auto* e = std::get_if<RequestError>(&heard)) return bad_request(*e);
+    return transcription_reply(std::get<Transcription>(heard), &json_reply);
+  }
   std::optional<Endpoint> endpoint;
   if (path == "/v1/chat/completions") endpoint = Endpoint::chat;
   if (path == "/v1/completions") endpoint = Endpoint::text;

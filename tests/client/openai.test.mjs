@@ -3,7 +3,7 @@
 // right error classes, the gateway is OpenAI-compatible where it matters.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 
 import { USER_MESSAGES, simFleet, simInstance, startGateway, stopAll, streamChat, waitUntil } from '../e2e/harness.mjs';
 
@@ -137,6 +137,27 @@ describe('openai client', () => {
       assert.match(e.message, /previous_response_id/);
       return true;
     });
+  });
+
+  test('audio.transcriptions.create with the alias: the same audio, the same text; no file is 400', TIMEOUT, async () => {
+    const audio = Buffer.alloc(64 * 1024, 7);
+    const heard = await client.audio.transcriptions.create({ model: 'default', file: await toFile(audio, 'a.wav') });
+    assert.ok(heard.text.length > 0);
+    const again = await client.audio.translations.create({ model: 'default', file: await toFile(audio, 'b.wav') });
+    assert.equal(again.text, heard.text);
+    const plain = await client.audio.transcriptions.create({
+      model: MODEL, file: await toFile(audio, 'a.wav'), response_format: 'text',
+    });
+    assert.equal(String(plain).trim(), heard.text);
+    const res = await fetch(`${gw.url}/v1/audio/transcriptions`, {
+      method: 'POST', headers: { authorization: `Bearer ${KEY}` }, body: (() => {
+        const f = new FormData();
+        f.append('model', 'default');
+        return f;
+      })(),
+    });
+    assert.equal(res.status, 400);
+    assert.equal((await res.json()).error.param, 'file');
   });
 
   test('a wrong API key raises AuthenticationError', TIMEOUT, async () => {
