@@ -14,7 +14,7 @@ std::optional<ApiError> Resolve::inspect(RequestContext& ctx) {
     auto form = openai::inspect_audio_form(
         ctx.request.body, ctx.request.head.headers.find("content-type").value_or(""));
     if (auto* refused = std::get_if<ApiError>(&form)) return std::move(*refused);
-    ctx.facts = std::get<openai::RequestFacts>(std::move(form));
+    ctx.facts = std::move(std::get<openai::AudioForm>(form).facts);
     return std::nullopt;
   }
   auto facts = inspector_.inspect(ctx.request.body, *ctx.route.endpoint);

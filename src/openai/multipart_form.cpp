@@ -2,22 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
+#include "http/message.h"
 
 namespace switchyard::openai {
 
 namespace {
 
 constexpr std::string_view kCrlf = "\r\n";
-
-bool iequal(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -51,13 +42,14 @@ bool read_disposition(std::string_view headers, FormPart& part) {
     const std::string_view line = headers.substr(0, eol);
     headers = eol == std::string_view::npos ? std::string_view() : headers.substr(eol + 2);
     const std::size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !iequal(line.substr(0, colon), "content-disposition"))
+    if (colon == std::string_view::npos ||
+        !http::iequals(line.substr(0, colon), "content-disposition"))
       continue;
     header_params(line.substr(colon + 1), [&](std::string_view key, std::string_view value) {
-      if (iequal(key, "name")) {
+      if (http::iequals(key, "name")) {
         part.name = value;
         found = true;
-      } else if (iequal(key, "filename")) {
+      } else if (http::iequals(key, "filename")) {
         part.filename = value;
         part.is_file = true;
       }
@@ -70,11 +62,11 @@ bool read_disposition(std::string_view headers, FormPart& part) {
 
 Result<std::string> form_boundary(std::string_view content_type) {
   const std::string_view type = trim(content_type.substr(0, content_type.find(';')));
-  if (!iequal(type, "multipart/form-data"))
+  if (!http::iequals(type, "multipart/form-data"))
     return Error{fmt::format("the audio routes take multipart/form-data, not '{}'", type)};
   std::string boundary;
   header_params(content_type, [&](std::string_view key, std::string_view value) {
-    if (iequal(key, "boundary")) boundary = std::string(value);
+    if (http::iequals(key, "boundary")) boundary = std::string(value);
   });
   if (boundary.empty() || boundary.size() > 70)
     return Error{"the Content-Type's 'boundary' is missing or longer than 70 characters"};
@@ -105,17 +97,18 @@ Result<std::vector<FormPart>> parse_form(std::string_view body, std::string_view
   }
 }
 
-std::variant<RequestFacts, ApiError> inspect_audio_form(std::string_view body,
-                                                        std::string_view content_type) {
+std::variant<AudioForm, ApiError> inspect_audio_form(std::string_view body,
+                                                     std::string_view content_type) {
   auto boundary = form_boundary(content_type);
   if (!boundary) return ApiError::bad_request(boundary.error().message);
   auto parts = parse_form(body, *boundary);
   if (!parts)
     return ApiError::bad_request(fmt::format("the form is malformed: {}", parts.error().message));
-  RequestFacts facts;
+  AudioForm form{RequestFacts{}, std::move(*parts)};
+  RequestFacts& facts = form.facts;
   facts.form = true;
   bool file = false;
-  for (const FormPart& p : *parts) {
+  for (const FormPart& p : form.parts) {
     const std::string_view value = body.substr(p.value.offset, p.value.length);
     if (p.name == "file") {
       file = true;
@@ -130,7 +123,7 @@ std::variant<RequestFacts, ApiError> inspect_audio_form(std::string_view body,
     }
   }
   if (!file) return ApiError::bad_request("'file' is required: the audio, as a form file", "file");
-  return facts;
+  return form;
 }
 
 }  // namespace switchyard::openai

@@ -29,9 +29,14 @@ Result<std::string> form_boundary(std::string_view content_type);
 Result<std::vector<FormPart>> parse_form(std::string_view body, std::string_view boundary);
 
 // An audio request's facts: `model` (its value's span, rewritten as plain
-// text: RequestFacts::form) and `stream`. A 400 naming the field when the
-// body is not a form of this Content-Type or has no `file`.
-std::variant<RequestFacts, ApiError> inspect_audio_form(std::string_view body,
-                                                        std::string_view content_type);
+// text: RequestFacts::form) and `stream`; and its parts, for an engine's
+// other fields. A 400 naming the field when the body is not a form of this
+// Content-Type or has no `file`.
+struct AudioForm {
+  RequestFacts facts;
+  std::vector<FormPart> parts;
+};
+std::variant<AudioForm, ApiError> inspect_audio_form(std::string_view body,
+                                                     std::string_view content_type);
 
 }  // namespace switchyard::openai

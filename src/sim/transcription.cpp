@@ -31,11 +31,9 @@ std::variant<Transcription, RequestError> transcribe(const http::Request& reques
   auto form = openai::inspect_audio_form(body, type);
   if (auto* refused = std::get_if<openai::ApiError>(&form))
     return RequestError{refused->status, refused->message, refused->param};
-  auto boundary = openai::form_boundary(type);
-  auto parts = openai::parse_form(body, *boundary);  // inspect_audio_form read it already
   std::string_view audio;
   Transcription t;
-  for (const auto& p : *parts) {
+  for (const auto& p : std::get<openai::AudioForm>(form).parts) {
     const std::string_view value = body.substr(p.value.offset, p.value.length);
     if (p.name == "file") audio = value;
     if (p.name == "response_format") t.plain = value == "text" || value == "srt" || value == "vtt";

@@ -205,10 +205,10 @@ awaitable<void> VllmApi::Impl::handle(http::Request request, http::Exchange& exc
                                                           std::int64_t created) {
     std::function<void(const json::object&, const CompletionResult&)> keep_it;
     if (j.store_response)
-      keep_it = [this, prompt = j.prompt](const json::object& response, const CompletionResult& r) {
-        std::vector<Token> context = prompt;
+      keep_it = [this, context = j.prompt](const json::object& response,
+                                           const CompletionResult& r) mutable {
         context.insert(context.end(), r.tokens.begin(), r.tokens.end());
-        keep(response, std::move(context));
+        keep(response, std::move(context));  // a format finishes once
       };
     return vllm::make_format(j, new_id(), created, std::move(keep_it));
   };

@@ -37,8 +37,8 @@ TEST(MultipartForm, PartsAreSpansOfTheBody) {
 TEST(MultipartForm, AudioFactsAndTheModelRewrittenAsPlainText) {
   const std::string body = form("whisper");
   auto facts = inspect_audio_form(body, kType);
-  ASSERT_TRUE(std::holds_alternative<RequestFacts>(facts));
-  const auto& f = std::get<RequestFacts>(facts);
+  ASSERT_TRUE(std::holds_alternative<AudioForm>(facts));
+  const auto& f = std::get<AudioForm>(facts).facts;
   EXPECT_EQ(f.model, "whisper");
   EXPECT_TRUE(f.stream);
   EXPECT_TRUE(f.form);
@@ -74,7 +74,7 @@ TEST(MultipartForm, RefusalsNameWhatIsWrong) {
       "\r\n------b0\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\n\r\n------b0--";
   EXPECT_EQ(error(empty_model, kType).param, "model");
   // Without a model part the default model serves it, as for the JSON routes.
-  EXPECT_TRUE(std::holds_alternative<RequestFacts>(inspect_audio_form(form(""), kType)));
+  EXPECT_TRUE(std::holds_alternative<AudioForm>(inspect_audio_form(form(""), kType)));
 }
 
 }  // namespace
