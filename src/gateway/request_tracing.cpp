@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gateway/log_target.h"
 #include "http/fetch.h"
 
 namespace switchyard::gateway {
@@ -112,7 +113,8 @@ void RequestTracing::finish(RequestContext& ctx) {
   }
   if (auto host = ctx.request.head.headers.find("host")) set("server.address", std::string(*host));
   set("http.request.method", ctx.request.head.method);
-  set("url.path", std::string(ctx.request.head.path()));
+  std::string scratch;
+  set("url.path", std::string(log_target(ctx.request.head.path(), scratch)));
   set("http.response.status_code", std::int64_t{r.logged_status()});
   set("switchyard.request_id", r.id);
   set("switchyard.outcome", std::string(to_string(r.outcome())));

@@ -68,6 +68,9 @@ describe('stored responses follow their instance', () => {
     assert.equal(got.status, 200, got.text);
     assert.equal(got.body.id, made.body.id);
     assert.equal(got.body.model, 'coder', 'the name the client asked for');
+    // Whoever holds the id can read the response: the access log leaves it out.
+    await waitUntil(() => /GET \/v1\/responses\/\* /.test(gw.output()), { what: 'the GET logged' });
+    assert.ok(!gw.output().includes(`/v1/responses/${made.body.id}`), 'no response id in the log');
     // vLLM cancels only background responses, and serves no DELETE: its answers pass.
     const cancel = await fetchJson(`${url}/cancel`, { headers: A, body: {} });
     expectError(assert, cancel, 400, { messageIncludes: 'Cannot cancel a synchronous response' });

@@ -76,5 +76,14 @@ TEST(LogTarget, QueryValuesAreLeftOut) {
   EXPECT_EQ(log_target("/x?", scratch), "/x?");
 }
 
+TEST(LogTarget, AStoredResponsesIdIsLeftOut) {
+  std::string scratch;
+  EXPECT_EQ(log_target("/v1/responses/resp_0a1b", scratch), "/v1/responses/*");
+  EXPECT_EQ(log_target("/v1/responses/resp_0a1b/cancel?x=1", scratch),
+            "/v1/responses/*/cancel?x=*");
+  EXPECT_EQ(log_target("/v1/responses/input_tokens", scratch), "/v1/responses/input_tokens");
+  EXPECT_EQ(log_target("/v1/responses", scratch), "/v1/responses");
+}
+
 }  // namespace
 }  // namespace switchyard::gateway
