@@ -201,6 +201,26 @@ void KeyState::set_limits(const fleet::KeyLimits& next) {
   limits = next;
 }
 
+void KeyState::carry_on_from(const SharedReading& last, const fleet::KeyLimits& whole,
+                             int gateways) {
+  const std::int64_t n = std::max(1, gateways);
+  const auto t = now();
+  const auto refilled = [&](std::int64_t remaining, std::int64_t limit) {
+    const auto minutes = std::chrono::duration<double, std::ratio<60>>(t - last.at).count();
+    return std::min<std::int64_t>(
+        limit,
+        remaining + static_cast<std::int64_t>(std::max(0.0, minutes) * static_cast<double>(limit)));
+  };
+  if (rpm && whole.rpm) rpm->start_at(t, refilled(last.rates.requests.remaining, *whole.rpm) / n);
+  if (tpm && whole.tpm) tpm->start_at(t, refilled(last.rates.tokens.remaining, *whole.tpm) / n);
+  const auto day_of = [](tenancy::Time x) { return std::chrono::floor<std::chrono::days>(x); };
+  if (day && whole.tokens_per_day && day_of(last.at) == day_of(t)) {
+    const std::int64_t left =
+        std::max<std::int64_t>(0, *whole.tokens_per_day - last.rates.used_today);
+    day->adjust(t, day->limit() - left / n);
+  }
+}
+
 KeyTicket& KeyTicket::operator=(KeyTicket&& o) noexcept {
   if (this != &o) {
     release();
@@ -486,6 +506,11 @@ awaitable<std::optional<Verdict>> Admit::run_shared(RequestContext& ctx, const K
       co_return std::nullopt;
     }
     add_shared_rate_headers(ctx, limits, *taken);
+    state->last_shared = KeyState::SharedReading{*taken, now_()};
+    // Redis answers again: an outage's split counters are done with.
+    if (auto it = fallback_.find(key.name);
+        it != fallback_.end() && it->second->running == 0 && it->second->waiters.empty())
+      fallback_.erase(it);
     if (taken->refused != tenancy::RatesTaken::Refused::none) {
       ctx.ticket.release();
       co_await ctx.answer(shared_rate_error(key.name, limits, *taken, cost));
@@ -588,11 +613,14 @@ std::string Admit::seat_of(const RequestContext& ctx, const fleet::KeyLimits& li
 std::shared_ptr<KeyState> Admit::fallback_for(const KeyEntry& key) {
   const auto limits = tenancy::split_limits(key.limits, shared_->gateways());
   auto it = fallback_.find(key.name);
-  if (it == fallback_.end())
-    it = fallback_.emplace(key.name, std::make_shared<KeyState>(key.name, limits, now_)).first;
-  else
+  if (it != fallback_.end()) {
     it->second->set_limits(limits);
-  return it->second;
+    return it->second;
+  }
+  auto local = std::make_shared<KeyState>(key.name, limits, now_);
+  if (const auto& last = state_for(key)->last_shared)
+    local->carry_on_from(*last, key.limits, shared_->gateways());
+  return fallback_.emplace(key.name, std::move(local)).first->second;
 }
 
 void Admit::keys_changed() {

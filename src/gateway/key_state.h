@@ -32,6 +32,16 @@ struct KeyState {
   int running = 0;
   bool revoked = false;
   std::list<KeyWaiter*> waiters;  // in arrival order; owned by their coroutines
+  // With Redis: what its counters said at this key's last request, and when.
+  struct SharedReading {
+    tenancy::RatesTaken rates;
+    tenancy::Time at;
+  };
+  std::optional<SharedReading> last_shared;
+  // redis_down: local. These split counters (`limits` = `whole` ÷ `gateways`)
+  // start from this gateway's share of what Redis last said was left, refilled
+  // since: starting full, every gateway would add its whole share again.
+  void carry_on_from(const SharedReading& last, const fleet::KeyLimits& whole, int gateways);
 };
 
 // What admission took for one request: a running slot, a session's seat,

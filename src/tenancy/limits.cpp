@@ -29,6 +29,11 @@ void Gcra::adjust(std::int64_t delta) {
   tat_ += Duration(std::llround(interval_ * static_cast<double>(delta)));
 }
 
+void Gcra::start_at(Time now, std::int64_t remaining) {
+  tat_ = now;
+  adjust(limit_ - std::clamp<std::int64_t>(remaining, 0, limit_));
+}
+
 std::int64_t Gcra::remaining(Time now) const {
   const Duration used = std::max(tat_, now) - now;
   const double left = static_cast<double>((period_ - used).count()) / interval_;

@@ -42,6 +42,9 @@ class Gcra {
   // Gives back (negative) or charges (positive) units already decided on:
   // the correction of a reservation to what was used.
   void adjust(std::int64_t delta);
+  // As if `limit - remaining` units had just been taken: a bucket that
+  // carries on from a count read elsewhere (redis_down: local).
+  void start_at(Time now, std::int64_t remaining);
   std::int64_t remaining(Time now) const;
   // Until the limit is whole again.
   Duration reset(Time now) const;

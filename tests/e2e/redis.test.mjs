@@ -195,6 +195,62 @@ describe('redis_down: local splits the limit between the gateways', { skip }, ()
   });
 });
 
+// The worst case of `redis_down: local` (docs/keys.md): across an outage
+// the gateways together stay within the limit (their split counters start
+// from what Redis last said was left); a Redis restarted empty forgets what
+// it counted, so in that minute a key gets at most twice its rpm.
+describe('redis_down: local across an outage and a Redis restarted empty', { skip }, () => {
+  const RPM = 10;
+  let redis, sim, a, b;
+  before(async () => {
+    redis = await startRedis(await freePort());
+    sim = await startSim({ slots: 8, speedFactor: 50, alias: MODEL });
+    const config = gatewayConfig(sim, redis.port, { redis_down: 'local' });
+    config.api_keys[2].rpm = RPM;
+    a = await startGateway(config);
+    b = await startGateway(config);
+    await waitUntil(async () => (await scrapeMetric(a.url, 'switchyard_redis_gateways')) === 2,
+      { timeoutMs: 10_000, what: 'both gateways counted' });
+  });
+  after(async () => { await stopAll(); await stopRedises(); });
+
+  // Requests on both gateways, alternating, until each has refused one.
+  const admittedUntilRefused = async () => {
+    let admitted = 0;
+    for (const gw of [a, b]) {
+      for (let i = 0; i <= RPM; ++i) {
+        const r = await chat(gw.url, 'sk-rpm');
+        if (r.status !== 200) { expectError(assert, r, 429, { code: 'rate_limit_exceeded' }); break; }
+        ++admitted;
+      }
+    }
+    return admitted;
+  };
+
+  test('used 4 of rpm 10, then Redis down: 6 more in all, then Redis back empty: 10 more', TIMEOUT, async () => {
+    const start = Date.now();
+    // Both gateways serve the key before the outage: each has read what Redis counted.
+    for (let i = 0; i < 4; ++i) assert.equal((await chat([a, b][i % 2].url, 'sk-rpm')).status, 200, `shared request ${i + 1}`);
+    await redis.stop();
+    for (const gw of [a, b])
+      await waitUntil(async () => (await scrapeMetric(gw.url, 'switchyard_redis_up')) === 0, { timeoutMs: 10_000, what: 'redis down seen' });
+    const during = await admittedUntilRefused();
+    // One request refills every 6 s: allow what the minute gave back meanwhile.
+    const refilled = Math.floor((Date.now() - start) / 6000);
+    assert.ok(during >= 2, `the gateways still serve the key: ${during}`);
+    assert.ok(4 + during <= RPM + refilled, `4 before the outage + ${during} during it stay within rpm ${RPM} (+${refilled} refilled)`);
+
+    redis = await startRedis(redis.port);
+    for (const gw of [a, b])
+      await waitUntil(async () => (await scrapeMetric(gw.url, 'switchyard_redis_up')) === 1, { timeoutMs: 15_000, what: 'redis back' });
+    const after = await admittedUntilRefused();
+    const refilledAll = Math.floor((Date.now() - start) / 6000);
+    assert.ok(after <= RPM, `a Redis restarted empty starts the key's minute afresh: ${after}`);
+    assert.ok(4 + during + after <= 2 * RPM + refilledAll,
+      `in the minute of the restart at most twice the rpm: ${4 + during + after} (+${refilledAll} refilled)`);
+  });
+});
+
 // A key printed by `switchyard keys create` (stdout), and what it said.
 async function createKey(configFile, name, flags = []) {
   const r = await runSwitchyard(['keys', '-c', configFile, 'create', name, ...flags]);
@@ -245,7 +301,8 @@ describe('key records shared through Redis (separate state_db files)', { skip },
     // Published at once; one second is the catch-up bound (margin for a loaded machine).
     await waitUntil(async () => (await chat(b.url, key, 1)).status === 200, { timeoutMs: 3000, what: 'the new key on B' });
 
-    const running = chat(b.url, key, 200);
+    // 400 tokens at 40 tok/s: running for 10 s, past the revoke on a loaded machine.
+    const running = chat(b.url, key, 400);
     await waitUntil(async () => metricValue(await (await fetch(`${sim.url}/metrics`)).text(), 'llamacpp:requests_processing') === 1,
       { what: 'one running on B' });
     const queued = chat(b.url, key, 4);

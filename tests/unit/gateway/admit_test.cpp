@@ -158,5 +158,36 @@ TEST_F(AdmitTest, AWaitForTheKeyIsRecordedForTheQueuesShareOfTheBound) {
   EXPECT_GE(waited->ctx->waited_for_key, 50ms);
 }
 
+// redis_down: local. The outage's split counters start from this gateway's
+// share of what Redis last said was left, refilled since, so that two
+// gateways together stay within the whole limit.
+TEST(KeyStateOutage, SplitCountersStartFromTheLastSharedReading) {
+  tenancy::Time now = tenancy::Time{} + 1000h + 12h;
+  fleet::KeyLimits whole;
+  whole.rpm = 10;
+  whole.tpm = 1000;
+  whole.tokens_per_day = 10'000;
+  tenancy::RatesTaken read;
+  read.requests.remaining = 4;
+  read.tokens.remaining = 600;
+  read.used_today = 4000;
+  const auto split = tenancy::split_limits(whole, 2);
+  const auto local = [&](tenancy::Time at) {
+    KeyState s("team", split, [&] { return now; });
+    s.carry_on_from({read, at}, whole, 2);
+    return s;
+  };
+  auto fresh = local(now);
+  EXPECT_EQ(fresh.rpm->remaining(now), 2);
+  EXPECT_EQ(fresh.tpm->remaining(now), 300);
+  EXPECT_EQ(fresh.day->limit() - fresh.day->used(now), 3000);
+  auto older = local(now - 30s);  // half a minute refills 5 requests, 500 tokens
+  EXPECT_EQ(older.rpm->remaining(now), 4);
+  EXPECT_EQ(older.tpm->remaining(now), 500);
+  auto yesterday = local(now - 24h);
+  EXPECT_EQ(yesterday.day->used(now), 0);
+  EXPECT_EQ(yesterday.rpm->remaining(now), 5);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway

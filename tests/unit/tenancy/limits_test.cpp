@@ -36,6 +36,17 @@ TEST(Gcra, CostsAreTokensAndACorrectionGivesThemBack) {
   EXPECT_FALSE(tpm.take(t0, 1001).ok);  // more than a minute's worth never fits
 }
 
+TEST(Gcra, StartsFromACountReadElsewhere) {
+  Gcra rpm(6, 1min);
+  rpm.start_at(t0, 2);
+  EXPECT_EQ(rpm.remaining(t0), 2);
+  EXPECT_TRUE(rpm.take(t0, 2).ok);
+  EXPECT_FALSE(rpm.take(t0, 1).ok);
+  EXPECT_EQ(rpm.remaining(t0 + 10s), 1);  // and refills as ever
+  rpm.start_at(t0, 99);
+  EXPECT_EQ(rpm.remaining(t0), 6);
+}
+
 TEST(Gcra, PeekTakesNothing) {
   Gcra rpm(1, 1min);
   EXPECT_TRUE(rpm.peek(t0, 1).ok);
