@@ -198,10 +198,12 @@ json::object top_level() {
                                     {"memory", size("The card's memory")}},
                                    {"id", "memory"})}},
                 "The box's cards, for on-demand models' memory (docs/models.md)");
-  p["swapping"] = mapping({{"policy", one_of({"batch", "fifo"}, "Which model loads next")},
-                           {"max_wait", duration("No request waits longer behind other models")},
-                           {"min_resident", duration("A loaded model with work stays this long")}},
-                          {}, "How on-demand models take turns (docs/models.md)");
+  p["swapping"] =
+      mapping({{"policy", one_of({"batch", "fifo"}, "Which model loads next")},
+               {"max_wait", duration("No request waits longer behind other models")},
+               {"min_resident", duration("A loaded model with work stays this long")},
+               {"progress", duration("SSE comment lines to a held stream, this often")}},
+              {}, "How on-demand models take turns (docs/models.md)");
   p["tracing"] =
       mapping({{"endpoint", described({{"type", "string"}, {"pattern", "^http://"}},
                                       "OTLP/HTTP collector, http://host:4318")},

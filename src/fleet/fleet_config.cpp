@@ -523,7 +523,7 @@ void parse_gpus(const YAML::Node& node, std::vector<GpuConfig>& gpus) {
 
 void parse_swapping(const YAML::Node& node, SwappingOptions& s) {
   if (!node.IsMap()) fail(node, "swapping: expected a mapping");
-  check_keys(node, "swapping", {"policy", "max_wait", "min_resident"});
+  check_keys(node, "swapping", {"policy", "max_wait", "min_resident", "progress"});
   if (const auto policy = node["policy"]) {
     const auto name = scalar(policy, "swapping.policy");
     if (name != "batch" && name != "fifo")
@@ -536,6 +536,7 @@ void parse_swapping(const YAML::Node& node, SwappingOptions& s) {
   }
   if (node["min_resident"])
     s.min_resident = duration(node["min_resident"], "swapping.min_resident");
+  if (node["progress"]) s.progress = duration(node["progress"], "swapping.progress");
 }
 
 // load, ttl, gpus and memory (docs/models.md): an on-demand instance is one

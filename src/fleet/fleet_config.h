@@ -242,6 +242,9 @@ struct SwappingOptions {
   std::chrono::milliseconds max_wait{std::chrono::minutes(2)};
   // A loaded model with work stays at least this long (no flapping).
   std::chrono::milliseconds min_resident{std::chrono::seconds(30)};
+  // A streamed request held for a load gets an SSE comment line this often
+  // (`: loading coder 12 s`), so clients and proxies do not time out; 0: none.
+  std::chrono::milliseconds progress{std::chrono::seconds(5)};
 
   bool operator==(const SwappingOptions&) const = default;
 };

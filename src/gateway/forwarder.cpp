@@ -194,6 +194,13 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
         co_return failed(body.error());
       }
       answering();
+      if (exchange.started()) {
+        // Told of its model's load, the client has a stream: the engine's
+        // whole answer (an error: a streamed request gets no other) ends it.
+        co_await ctx.answer(ApiError::upstream_failed(fmt::format(
+            "{} answered {} {}", inst.name(), reply_head->status, body->substr(0, 200))));
+        co_return Attempt{};
+      }
       if (content_type.starts_with("application/json")) rewriter.rewrite_body(*body);
       if (const auto& usage = rewriter.usage())
         metrics_.generation().add(inst.name(), usage->completion_tokens);
@@ -217,16 +224,15 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     bool started = false;
     const auto start = [&]() -> awaitable<bool> {
       answering();
-      http::Headers headers;
-      headers.add("Content-Type", content_type);
-      headers.add("Cache-Control", "no-cache");
-      headers.add("X-Accel-Buffering", "no");
-      headers.add("X-Request-Id", record.id);
-      if (simulated) headers.add("X-Simulated", std::string(*simulated));
-      for (auto [name, value] : ctx.response_headers) headers.add(name, value);
       record.status = reply_head->status;
       started = true;
-      const bool ok = co_await exchange.start_stream(reply_head->status, std::move(headers));
+      bool ok = true;
+      // A request held for its model's load may have had its head already.
+      if (!exchange.started()) {
+        http::Headers headers = ctx.stream_headers(content_type);
+        if (simulated) headers.add("X-Simulated", *simulated);
+        ok = co_await exchange.start_stream(reply_head->status, std::move(headers));
+      }
       record.ttfb = record.seconds_since_start();
       if (ctx.trace) ctx.trace->event(obs::RequestTrace::root, "first_token");
       co_return ok;

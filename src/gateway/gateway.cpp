@@ -83,7 +83,7 @@ struct Gateway::Impl {
         resolve(catalog),
         stored_responses(fleet.instances()),
         admit(executor, draining, keys, config.queue),
-        route(router, queue, config.queue, metrics, config.routing),
+        route(router, queue, config.queue, metrics, config.routing, config.swapping.progress),
         forwarder(Upstreams{fleet.instances(),
                             [this](std::size_t i, const std::string& why) {
                               fleet.report_failure(i, why);

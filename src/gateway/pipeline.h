@@ -95,8 +95,12 @@ struct RequestContext {
         home};
   }
 
-  // Answers with `error` in the route's dialect and records it.
+  // Answers with `error` in the route's dialect and records it; on a stream
+  // already started (a held request told of its model's load), as the error
+  // events that end it.
   boost::asio::awaitable<void> answer(const openai::ApiError& error, bool close = false);
+  // The head of a stream of `content_type` to the client.
+  http::Headers stream_headers(std::string_view content_type) const;
 };
 
 enum class Verdict {

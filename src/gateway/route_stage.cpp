@@ -125,12 +125,51 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
   std::optional<std::chrono::milliseconds> held;
   for (auto* gate : gates_)
     if (auto bound = gate->hold(ctx)) held = std::max(held.value_or(*bound), *bound);
-  std::optional<obs::ScopedSpan> hold_span;
-  if (held) hold_span.emplace(ctx.trace, "switchyard.switch_hold");
-  const Routed routed = co_await route_slot(ctx, retry, held.value_or(max_wait), held.has_value());
-  hold_span.reset();
+  Routed routed;
+  if (held)
+    routed = co_await route_held(ctx, *held);
+  else
+    routed = co_await route_slot(ctx, retry, max_wait, false);
   for (auto* gate : gates_) gate->routed(ctx);
   co_return routed;
+}
+
+awaitable<RouteStage::Routed> RouteStage::route_held(RequestContext& ctx,
+                                                     std::chrono::milliseconds bound) {
+  obs::ScopedSpan span(ctx.trace, "switchyard.switch_hold");
+  if (!ctx.facts.stream || hold_progress_.count() <= 0)
+    co_return co_await route_slot(ctx, false, bound, true);
+  auto ended = co_await (route_slot(ctx, false, bound, true) || tell_progress(ctx));
+  if (ended.index() == 0) co_return std::get<0>(ended);
+  ctx.record.client_gone = true;  // telling it failed
+  co_return Routed::answered;
+}
+
+// While a streamed request is held for a model load or a profile switch, an
+// SSE comment line every `hold_progress_` keeps clients and proxies from
+// timing out on a silent connection (`: loading coder 12 s`). The first one
+// starts the stream (200): what ends the request after that is an error
+// event (RequestContext::answer), not a status. Its writes never await, so
+// `||` can stop it only at its timer. Returns when the client is gone.
+awaitable<void> RouteStage::tell_progress(RequestContext& ctx) const {
+  net::steady_timer timer(co_await net::this_coro::executor);
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    timer.expires_after(hold_progress_);
+    const auto [ec] = co_await timer.async_wait(net::as_tuple(net::use_awaitable));
+    if (ec) co_return;  // stopped: the wait ended
+    auto& exchange = ctx.exchange;
+    if (!exchange.started() &&
+        !exchange.start_stream_now(200, ctx.stream_headers("text/event-stream")))
+      co_return;
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
+    // A client not reading its comments gets no more of them.
+    if (!exchange.flushed()) continue;
+    const std::string line = fmt::format(": loading {} {} s\n\n", ctx.model, waited.count());
+    ctx.record.bytes_out += line.size();
+    if (!exchange.send_chunk_now(line)) co_return;
+  }
 }
 
 std::optional<ApiError> RouteStage::gate_refusal(const RequestContext& ctx) const {

@@ -38,12 +38,16 @@ class SwitchGate {
 class RouteStage final : public Stage {
  public:
   // All references must outlive the stage.
+  // `hold_progress`: how often a streamed request held for a load is told
+  // (swapping.progress; 0: never).
   RouteStage(Router& router, WaitQueue& queue, const fleet::QueueOptions& queue_options,
-             obs::GatewayMetrics& metrics, fleet::RoutingOptions routing_options = {})
+             obs::GatewayMetrics& metrics, fleet::RoutingOptions routing_options = {},
+             std::chrono::milliseconds hold_progress = {})
       : router_(router),
         queue_(queue),
         queue_options_(queue_options),
         routing_options_(routing_options),
+        hold_progress_(hold_progress),
         metrics_(metrics) {}
 
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
@@ -75,11 +79,15 @@ class RouteStage final : public Stage {
                                             std::chrono::milliseconds max_wait, bool held);
   // The refusal a gate has for a held request, if any.
   std::optional<openai::ApiError> gate_refusal(const RequestContext& ctx) const;
+  // route_slot() for a held request; a streamed one is told of the wait.
+  boost::asio::awaitable<Routed> route_held(RequestContext& ctx, std::chrono::milliseconds bound);
+  boost::asio::awaitable<void> tell_progress(RequestContext& ctx) const;
   std::vector<SwitchGate*> gates_;
   Router& router_;
   WaitQueue& queue_;
   const fleet::QueueOptions& queue_options_;
   const fleet::RoutingOptions routing_options_;
+  const std::chrono::milliseconds hold_progress_;
   obs::GatewayMetrics& metrics_;
 };
 

@@ -24,6 +24,10 @@ class Exchange {
 
   // A response whose body follows in chunks (Transfer-Encoding: chunked).
   virtual boost::asio::awaitable<bool> start_stream(int status, Headers headers) = 0;
+  // start_stream() without a coroutine, as send_chunk_now(): what the socket
+  // does not take is kept and goes before anything sent after it. For a
+  // stream started from a side coroutine that may be stopped at any await.
+  virtual bool start_stream_now(int status, Headers headers) = 0;
   virtual boost::asio::awaitable<bool> send_chunk(std::string_view data) = 0;
   virtual boost::asio::awaitable<bool> end_stream() = 0;
   // send_chunk() in two halves, for a relay that writes once per engine

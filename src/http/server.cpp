@@ -138,6 +138,13 @@ class SessionExchange final : public Exchange {
   }
 
   awaitable<bool> start_stream(int status, Headers headers) override {
+    if (!start_stream_now(status, std::move(headers))) co_return false;
+    if (flushed()) co_return true;
+    co_return co_await flush();
+  }
+
+  bool start_stream_now(int status, Headers headers) override {
+    if (!ok_) return false;
     if (!chunked()) keep_alive_ = false;
     advertise_keep_alive(headers);
     const std::string head =
@@ -145,9 +152,7 @@ class SessionExchange final : public Exchange {
                       chunked() ? Framing::chunked() : Framing::no_body(), keep_alive_);
     started_ = true;
     streaming_ = true;
-    const Pieces pieces{net::buffer(head)};
-    const bool ok = co_await write(pieces);
-    co_return ok;
+    return write_or_keep({net::buffer(head)});
   }
 
   awaitable<bool> send_chunk(std::string_view data) override {

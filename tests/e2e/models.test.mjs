@@ -10,10 +10,10 @@ import {
   expectError, fetchJson, metricValue, runSwitchyard, startGateway, stopAll, streamChat, waitUntil,
 } from './harness.mjs';
 
-function onDemand(name, model, { ttl, extra = '' } = {}) {
+function onDemand(name, model, { ttl, extra = '', loadTime = 1 } = {}) {
   const inst = {
     name, model, gpus: [0], memory: '16GiB', load: 'on-demand', slots: 2,
-    command: `\${SWITCHYARD} sim --port \${PORT} --slots 2 --tokens-per-second 20 --load-time 1 --alias ${model}${extra}`,
+    command: `\${SWITCHYARD} sim --port \${PORT} --slots 2 --tokens-per-second 20 --load-time ${loadTime} --alias ${model}${extra}`,
   };
   if (ttl) inst.ttl = ttl;
   return inst;
@@ -149,6 +149,46 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     controller.abort();
     assert.deepEqual(events.map((e) => [e.event, e.model, e.data.status]),
       [['status_change', 'A', 'loading'], ['status_change', 'A', 'loaded']]);
+    await gw.stop();
+  });
+
+  // The raw body of a streamed chat completion (comment lines included).
+  const rawStream = async (gw, model) => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, stream: true, max_tokens: 3, messages: [{ role: 'user', content: 'hi' }] }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    return { status: res.status, text: await res.text() };
+  };
+
+  test('a streamed request held for its model\'s load gets SSE comment lines, then its answer', async () => {
+    const gw = await startGateway(box(undefined, { swapping: { max_wait: '20s', min_resident: '0s', progress: '200ms' } }),
+      { waitReady: false });
+    const { status, text } = await rawStream(gw, 'A');
+    assert.equal(status, 200, text);
+    const comments = text.split('\n').filter((l) => /^: loading A \d+ s$/.test(l));
+    assert.ok(comments.length >= 2, `comment lines while A loads (1 s): ${text}`);
+    assert.ok(text.indexOf(': loading A') < text.indexOf('data: '), 'before the first event');
+    assert.ok(!text.includes('"error"'), text);
+    assert.match(text, /data: \[DONE\]\s*$/);
+    // Loaded, the next stream starts at once with its first event.
+    const again = await rawStream(gw, 'A');
+    assert.ok(again.text.startsWith('data: '), again.text);
+    await gw.stop();
+  });
+
+  test('a held stream whose wait runs out ends with an error event and [DONE], not a cut', async () => {
+    const slow = onDemand('a', 'A', { loadTime: 30 });
+    const gw = await startGateway(box([slow, onDemand('b', 'B')],
+      { swapping: { max_wait: '1500ms', min_resident: '0s', progress: '200ms' } }), { waitReady: false });
+    const { status, text } = await rawStream(gw, 'A');
+    assert.equal(status, 200, 'the stream had started');
+    assert.match(text, /^: loading A \d+ s$/m);
+    const error = text.split('\n').find((l) => l.startsWith('data: {') && l.includes('"error"'));
+    assert.ok(error, `an error event: ${text}`);
+    assert.match(JSON.parse(error.slice(6)).error.message, /'A'/);
+    assert.match(text, /data: \[DONE\]\s*$/);
     await gw.stop();
   });
 
