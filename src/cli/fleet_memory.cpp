@@ -1,6 +1,7 @@
 #include "cli/fleet_memory.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -94,6 +95,42 @@ std::map<std::string, std::uint64_t> card_memory(const fleet::FleetConfig& confi
     if (gpu.memory > 0) cards[gpu.id] = gpu.memory;
   }
   return cards;
+}
+
+std::optional<std::string> adopt_box_cards(fleet::FleetConfig& config,
+                                           const std::vector<doctor::CardMemory>& box) {
+  if (!config.gpus.empty()) return std::nullopt;
+  std::set<std::string> named;
+  for (const auto& inst : config.instances)
+    for (auto& id : inst.gpu_ids()) named.insert(std::move(id));
+  if (named.empty()) return std::nullopt;
+  if (box.empty())
+    return "no 'gpus' declared, and no card's memory could be read from the box (sysfs, "
+           "nvidia-smi)";
+  for (const auto& id : named) {
+    if (std::none_of(box.begin(), box.end(), [&](const auto& c) { return c.id == id; }))
+      return fmt::format(
+          "no 'gpus' declared; the box's {} card(s) are not used: instances name GPU {}",
+          box.size(), id);
+  }
+  std::vector<std::string> read;
+  for (const auto& card : box) {
+    config.gpus.push_back({card.id, card.bytes});
+    read.push_back(fmt::format("GPU {} {} ({})", card.id,
+                               plan::format_bytes(static_cast<double>(card.bytes)), card.source));
+  }
+  return fmt::format("no 'gpus' declared: the cards as read from the box: {}",
+                     fmt::join(read, ", "));
+}
+
+Result<FleetMemory> serve_memory(fleet::FleetConfig& config,
+                                 const std::filesystem::path& sys_root) {
+  const auto adopted = config.gpus.empty()
+                           ? adopt_box_cards(config, doctor::read_card_memory(sys_root))
+                           : std::nullopt;
+  auto memory = estimate_fleet_memory(config, card_memory(config));
+  if (memory && adopted) memory->lines.insert(memory->lines.begin(), *adopted);
+  return memory;
 }
 
 }  // namespace switchyard::cli

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
+#include "doctor/card_memory.h"
 #include "fleet/fleet_config.h"
 #include "fleet/instance_memory.h"
 #include "plan/command_memory.h"
@@ -38,5 +41,16 @@ fleet::MemoryEstimates handover(const FleetMemory& memory);
 
 // The box's cards by id, from the config's `gpus:`; a card without a declared memory is unknown.
 std::map<std::string, std::uint64_t> card_memory(const fleet::FleetConfig& config);
+
+// Without `gpus:` in the config, the cards read from the box (doctor/card_memory) become its
+// `gpus:` when they include every GPU id an instance names. Says what it did, or why not; nothing
+// when the config declares its cards (declared wins) or no instance names a GPU.
+std::optional<std::string> adopt_box_cards(fleet::FleetConfig& config,
+                                           const std::vector<doctor::CardMemory>& box);
+
+// What serve does at start and on reload: the box's cards adopted (read under `sys_root`), then
+// estimate_fleet_memory over them; the adoption's line comes first in `lines`.
+Result<FleetMemory> serve_memory(fleet::FleetConfig& config,
+                                 const std::filesystem::path& sys_root = "/sys");
 
 }  // namespace switchyard::cli

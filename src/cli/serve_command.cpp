@@ -85,11 +85,11 @@ std::string self_path(const char* fallback) {
 
 // serve --check: 0 when the config would start, else 2 with a line per problem. Prints what each
 // instance needs of its GPUs and which instances can never be resident together.
-int check_config(const fleet::FleetConfig& config, const std::string& path) {
+int check_config(fleet::FleetConfig config, const std::string& path) {
   const auto problems = fleet::missing_executables(config, self_path("switchyard"));
   for (const auto& p : problems) std::cerr << "switchyard serve: " << path << ": " << p << "\n";
   if (!problems.empty()) return 2;
-  const auto memory = estimate_fleet_memory(config, card_memory(config));
+  const auto memory = serve_memory(config);
   if (!memory) {
     std::cerr << "switchyard serve: " << memory.error().message << "\n";
     return 2;
@@ -116,7 +116,7 @@ int run_serve(const ServeFlags& flags) {
     return 2;
   }
   if (flags.check) return check_config(*config, flags.config_path);
-  const auto memory = estimate_fleet_memory(*config, card_memory(*config));
+  const auto memory = serve_memory(*config);
   if (!memory) {
     std::cerr << "switchyard serve: " << memory.error().message << "\n";
     return 2;
@@ -280,7 +280,7 @@ int run_serve(const ServeFlags& flags) {
       auto next = fleet::load_fleet_config(flags.config_path);
       if (next && !flags.listen.empty()) next->listen = flags.listen;
       if (next) {
-        const auto memory = estimate_fleet_memory(*next, card_memory(*next));
+        const auto memory = serve_memory(*next);
         if (!memory) {
           next = memory.error();
         } else {
