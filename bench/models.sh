@@ -3,7 +3,9 @@
 # day, after llama-swap PR #611's case. Each agent runs TURNS turns; a turn is
 # one request to the orchestrator model A, then two explorer requests on B and
 # one coder request on C in parallel, waited for together. AGENTS agents run at
-# once. Every model loads in 20 s of the box (sim --model-size 20GiB
+# once, out of step as real ones are: each starts 5 s of the box after the one
+# before, and every answer's length is drawn (64-160 tokens on A, 24-96 on B
+# and C; seeded per agent, the same in every run). Every model loads in 20 s of the box (sim --model-size 20GiB
 # --load-rate 1GiB/s) and is on-demand (`load: on-demand`: nothing loads at
 # start). Two boxes:
 #
@@ -25,7 +27,7 @@
 #
 # Usage: bench/models.sh [options]
 #   --speed-factor F  simulator and gateway speed-up (default 10)
-#   --agents N        agents at once (default 3)
+#   --agents N        agents at once (default 8)
 #   --turns T         turns per agent (default 4)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs and JSON in DIR (default: a temp dir)
@@ -38,7 +40,7 @@ repo="$(cd "$here/.." && pwd)"
 source "$here/lib.sh"
 
 speed=10
-agents=3
+agents=8
 turns=4
 binary="$repo/build/switchyard"
 out=""
@@ -66,6 +68,7 @@ open_work
 ms() { echo $(( $1 / speed )); }  # milliseconds of the box -> milliseconds of wall time
 MAX_WAIT_MS=120000                # swapping.max_wait, of the box
 LOAD_S=20                         # one model's load, of the box
+STAGGER_S=5                       # between the agents' starts, of the box
 
 write_config() {  # BOX POLICY PORT
   local box="$1" policy="$2" port="$3" gpus memory m
@@ -114,9 +117,9 @@ EOF
 
 # The agents: prints one JSON line per request.
 run_agents() {  # URL
-  python3 - "$1" "$agents" "$turns" <<'PY'
-import http.client, json, sys, threading, time, urllib.parse
-url, agents, turns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+  python3 - "$1" "$agents" "$turns" "$(awk -v s="$STAGGER_S" -v f="$speed" 'BEGIN{print s / f}')" <<'PY'
+import http.client, json, random, sys, threading, time, urllib.parse
+url, agents, turns, stagger = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 u = urllib.parse.urlparse(url)
 lock = threading.Lock()
 
@@ -146,9 +149,14 @@ def call(agent, turn, model, tokens):
         print(json.dumps(r), flush=True)
 
 def agent(i):
+    # Agents are out of step, as real ones are: each starts STAGGER box
+    # seconds after the one before, and its answers' lengths vary (seeded).
+    rng = random.Random(i)
+    time.sleep(i * stagger)
     for t in range(turns):
-        call(i, t, "A", 96)
-        fan = [threading.Thread(target=call, args=(i, t, m, 48)) for m in ("B", "B", "C")]
+        call(i, t, "A", rng.randint(64, 160))
+        fan = [threading.Thread(target=call, args=(i, t, m, rng.randint(24, 96)))
+               for m in ("B", "B", "C")]
         for th in fan:
             th.start()
         for th in fan:
