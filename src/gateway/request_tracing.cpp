@@ -84,6 +84,10 @@ RequestTracing::RequestTracing(double sample, std::unique_ptr<obs::TraceExporter
     : sample_(sample), exporter_(std::move(exporter)) {}
 
 std::optional<obs::RequestTrace> RequestTracing::start(const http::RequestHead& head) {
+  if (!exporter_->accepting()) {
+    exporter_->untraced();
+    return std::nullopt;
+  }
   std::optional<obs::TraceParent> parent;
   if (auto header = head.headers.find("traceparent")) parent = obs::parse_traceparent(*header);
   // Parent-based: a client's decision stands for its trace; new traces by ratio.

@@ -22,7 +22,26 @@ TraceExporter::~TraceExporter() {
   thread_.join();
 }
 
+namespace {
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+bool TraceExporter::accepting() const {
+  const auto until = resume_at_.load(std::memory_order_relaxed);
+  return until == 0 || steady_ns() >= until;
+}
+
 void TraceExporter::submit(std::vector<Span> spans) {
+  if (!accepting()) {
+    dropped_ += spans.size();
+    return;
+  }
   std::size_t dropped = 0;
   bool full_batch = false;
   {
@@ -51,7 +70,10 @@ void TraceExporter::run() {
                               std::make_move_iterator(queue_.begin() + n));
       queue_.erase(queue_.begin(), queue_.begin() + n);
       lock.unlock();  // the queue takes spans while this one is sent
-      export_batch(std::move(batch));
+      if (accepting())
+        export_batch(std::move(batch));
+      else
+        dropped_ += batch.size();  // queued before the failure: no second try
       lock.lock();
       if (stopping_ && failing_) {
         // Shutting down with the collector failing: one timeout, not one per batch.
@@ -68,15 +90,20 @@ void TraceExporter::export_batch(std::vector<Span> batch) {
   const auto failure = send_(encode_otlp_json(source_, batch));
   if (!failure) {
     exported_ += batch.size();
+    backoff_ = std::chrono::milliseconds(0);
+    resume_at_ = 0;
     if (std::exchange(failing_, false)) spdlog::info("tracing: exporting to {} again", where_);
     return;
   }
   dropped_ += batch.size();
+  backoff_ = failing_ ? std::min(backoff_ * 2, options_.retry_max) : options_.retry_min;
+  resume_at_ = steady_ns() + std::chrono::nanoseconds(backoff_).count();
   if (!std::exchange(failing_, true))
     spdlog::warn(
-        "tracing: export to {} failed: {}; spans are dropped until it succeeds "
-        "(switchyard_trace_spans_dropped_total)",
-        where_, *failure);
+        "tracing: export to {} failed: {}; spans are dropped and requests go untraced until it "
+        "succeeds, tried again after {} ms doubling to {} s (switchyard_trace_spans_dropped_total)",
+        where_, *failure, backoff_.count(),
+        std::chrono::duration_cast<std::chrono::seconds>(options_.retry_max).count());
 }
 
 std::string TraceExporter::metrics_text() const {
@@ -87,8 +114,12 @@ std::string TraceExporter::metrics_text() const {
       "# HELP switchyard_trace_spans_dropped_total Spans dropped: the export queue was full or "
       "the collector failed.\n"
       "# TYPE switchyard_trace_spans_dropped_total counter\n"
-      "switchyard_trace_spans_dropped_total {}\n",
-      exported_.load(), dropped_.load());
+      "switchyard_trace_spans_dropped_total {}\n"
+      "# HELP switchyard_trace_requests_untraced_total Requests not traced while the exporter "
+      "backed off from a failing collector.\n"
+      "# TYPE switchyard_trace_requests_untraced_total counter\n"
+      "switchyard_trace_requests_untraced_total {}\n",
+      exported_.load(), dropped_.load(), untraced_.load());
 }
 
 }  // namespace switchyard::obs

@@ -4,8 +4,10 @@
 
 #include <boost/json.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 namespace switchyard::obs {
 namespace {
@@ -89,6 +91,40 @@ TEST(TraceExporter, AFailedExportDropsItsBatchAndCountsIt) {
   EXPECT_EQ(exporter.exported(), 0u);
   EXPECT_NE(exporter.metrics_text().find("switchyard_trace_spans_dropped_total 3"),
             std::string::npos);
+}
+
+// A dead collector costs no encoding and no connection per batch: after a
+// failure nothing is taken until the back-off ends; the next batch probes.
+TEST(TraceExporter, AfterAFailureItTakesNothingUntilTheBackOffEnds) {
+  std::atomic<int> sends{0};
+  std::atomic<bool> up{false};
+  TraceExporterOptions options;
+  options.interval = 5ms;
+  options.retry_min = 100ms;
+  options.retry_max = 100ms;
+  TraceExporter exporter(
+      {},
+      [&](const std::string&) -> std::optional<std::string> {
+        ++sends;
+        if (up) return std::nullopt;
+        return std::string("connection refused");
+      },
+      "test", options);
+  EXPECT_TRUE(exporter.accepting());
+  exporter.submit(spans(2));
+  for (int i = 0; i < 500 && exporter.accepting(); ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_FALSE(exporter.accepting());
+  exporter.submit(spans(3));  // dropped at once, never sent
+  EXPECT_EQ(exporter.dropped(), 5u);
+  EXPECT_EQ(sends, 1);
+  up = true;
+  for (int i = 0; i < 2000 && !exporter.accepting(); ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(exporter.accepting());  // the back-off ended: the next batch is the probe
+  exporter.submit(spans(1));
+  for (int i = 0; i < 2000 && exporter.exported() < 1; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(exporter.exported(), 1u);
+  EXPECT_EQ(sends, 2);
+  EXPECT_TRUE(exporter.accepting());
 }
 
 TEST(TraceExporter, APartialBatchGoesOutAfterTheInterval) {
