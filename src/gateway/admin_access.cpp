@@ -62,9 +62,12 @@ bool AdminTickets::valid(std::string_view ticket, Clock::time_point now) const {
   return it != expiry_.end() && it->second > now;
 }
 
-std::string AdminTickets::set_cookie(std::string_view ticket) const {
-  return fmt::format("{}={}; Path=/admin; Max-Age={}; HttpOnly; SameSite=Strict", cookie, ticket,
-                     lifetime_.count());
+std::vector<std::string> AdminTickets::set_cookies(std::string_view ticket) const {
+  std::vector<std::string> out;
+  for (const char* path : {"/admin", "/models"})
+    out.push_back(fmt::format("{}={}; Path={}; Max-Age={}; HttpOnly; SameSite=Strict", cookie,
+                              ticket, path, lifetime_.count()));
+  return out;
 }
 
 std::optional<std::string_view> AdminTickets::presented(const http::Headers& headers) {

@@ -39,8 +39,10 @@ class AdminTickets {
   // A new ticket, valid from `now`.
   std::string issue(Clock::time_point now);
   bool valid(std::string_view ticket, Clock::time_point now) const;
-  // The Set-Cookie value for `ticket`.
-  std::string set_cookie(std::string_view ticket) const;
+  // The Set-Cookie values for `ticket`: one for /admin and one for /models
+  // (llama.cpp router mode's load and unload, which the dashboard also
+  // sends), so that the browser sends it to the admin routes only.
+  std::vector<std::string> set_cookies(std::string_view ticket) const;
   // The ticket a request's Cookie header carries, if any.
   static std::optional<std::string_view> presented(const http::Headers& headers);
 

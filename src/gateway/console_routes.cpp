@@ -8,6 +8,7 @@
 
 #include "common/json_text.h"
 #include "gateway/admin_routes.h"
+#include "gateway/info_routes.h"
 #include "gateway/ui/ui_assets.h"
 #include "openai/api_error.h"
 
@@ -47,11 +48,42 @@ json::object point_json(const ChartPoint& p) {
           {"client_closed", p.client_closed}};
 }
 
+json::object residency_json(ModelControl& models, const fleet::FleetConfig& config) {
+  auto& residency = models.residency();
+  json::array list;
+  for (const auto& state : residency.models()) {
+    json::array instances;
+    for (std::size_t i = 0; i < config.instances.size(); ++i) {
+      const auto& inst = config.instances[i];
+      if (inst.model != state.model || inst.load != fleet::LoadMode::on_demand) continue;
+      json::array gpus;
+      for (const auto& id : inst.gpu_ids()) gpus.emplace_back(id);
+      const auto memory = fleet::instance_memory(config, i);
+      json::object o{{"name", inst.name}, {"gpus", std::move(gpus)}};
+      o["memory"] = memory ? json::value(memory->per_gpu) : json::value(nullptr);
+      o["source"] = memory ? memory->source : "unknown";
+      instances.push_back(std::move(o));
+    }
+    list.push_back(json::object{{"model", state.model},
+                                {"status", status_object(state)},
+                                {"instances", std::move(instances)}});
+  }
+  const auto in_use = residency.memory_in_use();
+  json::array gpus;
+  for (const auto& gpu : config.gpus) {
+    const auto used = in_use.find(gpu.id);
+    gpus.push_back(json::object{{"id", gpu.id},
+                                {"memory", gpu.memory},
+                                {"in_use", used == in_use.end() ? 0 : used->second}});
+  }
+  return {{"models", std::move(list)}, {"gpus", std::move(gpus)}};
+}
+
 }  // namespace
 
 std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& catalog,
-                         const ConsoleFeed& feed, ProfileControl* profiles, json::array keys,
-                         bool history) {
+                         const ConsoleFeed& feed, ProfileControl* profiles, ModelControl* residency,
+                         const fleet::FleetConfig& config, json::array keys, bool history) {
   json::array instances;
   for (const auto& i : status.instances)
     instances.push_back(json::object{{"name", i.name},
@@ -109,6 +141,8 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
                     {"running", std::move(running)}, {"recent", std::move(recent)}};
   body["keys"] = std::move(keys);
   body["profiles"] = profiles ? json::value(profiles_json(*profiles)) : json::value(nullptr);
+  body["residency"] =
+      residency ? json::value(residency_json(*residency, config)) : json::value(nullptr);
   if (!feed.history().empty()) body["point"] = point_json(feed.history().back());
   if (history) {
     json::array points;

@@ -9,8 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "fleet/fleet_config.h"
 #include "gateway/console_feed.h"
 #include "gateway/model_catalog.h"
+#include "gateway/model_control.h"
 #include "gateway/profile_control.h"
 #include "http/exchange.h"
 #include "http/message.h"
@@ -25,9 +27,12 @@ http::Response ui_response(std::string_view path);
 // profiles (as /admin/status has them; null when `profiles` is null), the
 // keys (as /admin/keys has them), the running and recent requests, this
 // second's chart point, and with `history` the points of the last 15 minutes.
+// With on-demand models (`residency`), also their residency: each one's state
+// as /v1/models says it, its instances' memory per card, and each card's
+// size and the memory in use by the gateway's figures.
 std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& catalog,
-                         const ConsoleFeed& feed, ProfileControl* profiles, boost::json::array keys,
-                         bool history);
+                         const ConsoleFeed& feed, ProfileControl* profiles, ModelControl* residency,
+                         const fleet::FleetConfig& config, boost::json::array keys, bool history);
 
 // Streams `picture(first)` as one SSE event a second, and at once on
 // `feed.changed()`, until the client leaves or `ending()` says the gateway

@@ -266,8 +266,9 @@ struct Gateway::Impl {
   http::Response login_response() {
     http::Response reply = http::json_response(200, R"({"ok":true})");
     if (!config.admin_key.empty())
-      reply.headers.add("Set-Cookie",
-                        admin_tickets.set_cookie(admin_tickets.issue(AdminTickets::Clock::now())));
+      for (const auto& cookie :
+           admin_tickets.set_cookies(admin_tickets.issue(AdminTickets::Clock::now())))
+        reply.headers.add("Set-Cookie", cookie);
     return reply;
   }
   // Whether the request may see instance detail (names, URLs) in /health.
@@ -437,7 +438,7 @@ awaitable<Verdict> Gateway::Impl::AnswerLocally::run(RequestContext& ctx) {
         ctx.exchange, g_.feed,
         [this](bool first) {
           return console_json(g_.snapshot(), g_.catalog, g_.feed, g_.profiles.get(),
-                              keys_json(g_.keys_view()), first);
+                              g_.models.get(), g_.config, keys_json(g_.keys_view()), first);
         },
         [this] { return g_.draining; });
     co_return Verdict::answered;

@@ -35,16 +35,6 @@ bool served(const std::string& model, const InstanceTable& instances,
   return false;
 }
 
-boost::json::object status_object(const profiles::ModelState& s) {
-  boost::json::object status{{"value", s.value}, {"args", boost::json::array{}}};
-  if (s.failed) {
-    status["failed"] = true;
-    status["exit_code"] = s.exit_code.value_or(1);
-    status["error"] = s.problem;
-  }
-  return status;
-}
-
 boost::json::object model_object(const fleet::ModelConfig& m, long long created) {
   boost::json::array aliases;
   for (const auto& a : m.aliases) aliases.emplace_back(a);
@@ -146,6 +136,16 @@ http::Response health_response(const obs::StatusSnapshot& status, bool detail) {
     body["models"] = std::move(models);
   }
   return http::json_response(ok ? 200 : 503, to_json_text(body));
+}
+
+boost::json::object status_object(const profiles::ModelState& s) {
+  boost::json::object status{{"value", s.value}, {"args", boost::json::array{}}};
+  if (s.failed) {
+    status["failed"] = true;
+    status["exit_code"] = s.exit_code.value_or(1);
+    status["error"] = s.problem;
+  }
+  return status;
 }
 
 }  // namespace switchyard::gateway

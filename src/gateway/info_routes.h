@@ -2,6 +2,8 @@
 // root that clients probe.
 #pragma once
 
+#include <boost/json/object.hpp>
+
 #include <string_view>
 #include <vector>
 
@@ -23,6 +25,8 @@ http::Response models_response(const ModelCatalog& catalog, const InstanceTable&
 http::Response model_response(std::string_view id, const ModelCatalog& catalog,
                               const InstanceTable& instances,
                               const std::vector<profiles::ModelState>& states = {});
+// One model's `status` as /v1/models shows it.
+boost::json::object status_object(const profiles::ModelState& state);
 // GET /health: 200 while some instance is routable or on-demand (loaded
 // when a request needs it), else 503; each
 // instance's state only with `detail`.

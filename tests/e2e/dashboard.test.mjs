@@ -2,7 +2,8 @@
 // driven by puppeteer-core. The page loads with no console errors, shows the
 // demo's four instances, a running request appears live, and killing an
 // engine turns its card red within seconds; the profiles panel switches and
-// follows the steps; the keys panel shows limits and today's usage. With
+// follows the steps; the keys panel shows limits and today's usage; the
+// models panel loads and unloads on-demand models. With
 // SWITCHYARD_SCREENSHOT=FILE.png it also saves screenshots (FILE.png and
 // FILE-profiles.png: docs/dashboard.png and docs/dashboard-profiles.png are
 // taken this way).
@@ -237,6 +238,55 @@ describe('dashboard', () => {
     assert.ok(tokens > 100, `prompt + 100 completion tokens counted (${tokens})`);
     assert.equal(team.tokens, `${tokens} / 50.0k`, 'the page shows what /admin/keys says');
     assert.deepEqual(errors.filter((e) => !ASKED_FOR_KEY.test(e)), [], 'no console errors');
+    await page.close();
+    await gw.stop();
+  });
+
+  test('models on the cards: states, memory per card, load and unload from the page, errors shown', TIMEOUT, async () => {
+    // Two on-demand models of 16 GiB on one 24 GiB card: one fits at a time.
+    const onDemand = (name, model) => ({
+      name, model, gpus: [0], memory: '16GiB', load: 'on-demand', slots: 2,
+      command: `\${SWITCHYARD} sim --port \${PORT} --slots 2 --load-time 1 --alias ${model}`,
+    });
+    const gw = await startGateway({
+      admin_key: 'sk-admin-models',
+      gpus: [{ id: 0, memory: '24GiB' }],
+      models: [{ name: 'A' }, { name: 'B' }],
+      instances: [onDemand('a', 'A'), onDemand('b', 'B')],
+      swapping: { max_wait: '20s', min_resident: '0s' },
+      switching: { drain_timeout: '20s', switch_cost: '2s' },
+    }, { waitReady: false });
+    const { page, errors } = await openPage(chromium.browser, `${gw.url}/ui`);
+    await page.waitForSelector('#key-prompt:not([hidden])', { timeout: 5000 });
+    await page.type('#key-input', 'sk-admin-models');
+    await page.click('#key-form button');
+    await page.waitForFunction(() => document.querySelectorAll('#residency tr[data-model]').length === 2, { timeout: 10_000 });
+    const row = (m) => page.$eval(`#residency tr[data-model="${m}"]`, (r) => ({
+      state: r.dataset.state, memory: r.querySelector('.memory').textContent, button: r.querySelector('button').textContent,
+    }));
+    const waitState = (m, state) => page.waitForFunction((mm, ss) =>
+      document.querySelector(`#residency tr[data-model="${mm}"]`)?.dataset.state === ss, { timeout: 15_000 }, m, state);
+    const gpuUse = () => page.$eval('#gpu-use', (e) => e.textContent);
+    assert.deepEqual(await row('A'), { state: 'unloaded', memory: 'a: GPU 0 16.0 GiB', button: 'load' });
+    assert.equal((await row('B')).state, 'unloaded');
+    assert.equal(await gpuUse(), 'GPU 0: 0.0 GiB of 24.0 GiB in use');
+
+    await page.click('#residency tr[data-model="A"] button');
+    await waitState('A', 'loaded');
+    await page.waitForFunction(() => document.querySelector('#gpu-use').textContent === 'GPU 0: 16.0 GiB of 24.0 GiB in use', { timeout: 5000 });
+    assert.equal((await row('A')).button, 'unload');
+
+    await page.click('#residency tr[data-model="B"] button');  // room is made: A goes
+    await waitState('B', 'loaded');
+    assert.equal((await row('A')).state, 'unloaded');
+    await page.click('#residency tr[data-model="B"] button');
+    await waitState('B', 'unloaded');
+    await page.waitForFunction(() => document.querySelector('#gpu-use').textContent.startsWith('GPU 0: 0.0 GiB'), { timeout: 5000 });
+
+    // What the gateway refuses is said on the page (A is not loaded).
+    await page.evaluate(() => modelRequest('unload', 'A'));
+    assert.match(await page.$eval('#model-error', (e) => e.textContent), /^unload A: .*'A'/);
+    assert.deepEqual(errors.filter((e) => !ASKED_FOR_KEY.test(e) && !/status of 400/.test(e)), [], 'no console errors');
     await page.close();
     await gw.stop();
   });

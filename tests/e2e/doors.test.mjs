@@ -195,8 +195,10 @@ describe('the admin key never reaches the access log', () => {
     expectError(assert, await fetchJson(`${gw.url}/admin/login`, { body: {} }), 401);
     const login = await fetchJson(`${gw.url}/admin/login`, { body: {}, headers: bearer('adm-never-logged') });
     assert.equal(login.status, 200, login.text);
-    const cookie = login.headers.get('set-cookie');
+    // One cookie for the admin routes, one for llama.cpp router mode's /models/load|unload.
+    const [cookie, forModels] = login.headers.getSetCookie();
     assert.match(cookie, /^switchyard_admin=[0-9a-f]{64}; Path=\/admin; Max-Age=\d+; HttpOnly; SameSite=Strict$/);
+    assert.equal(forModels, cookie.replace('Path=/admin', 'Path=/models'));
     const ticket = cookie.split(';')[0];
     const controller = new AbortController();
     const events = await fetch(`${gw.url}/admin/events`, { headers: { cookie: ticket }, signal: controller.signal });

@@ -215,6 +215,67 @@ function renderProfiles(s) {
 }
 
 // ---------------------------------------------------------------------------
+// On-demand models (docs/models.md): each one's state, its memory per card,
+// a button to load or unload it; each card's memory in use.
+
+const gib = (b) => (b === null || b === undefined ? '?' : `${(b / 2 ** 30).toFixed(1)} GiB`);
+let modelAction = '';    // "load A" while this page's request is out
+let residencyShown = ''; // what the panel shows, so a tick that changes nothing keeps its buttons
+
+async function modelRequest(verb, model) {
+  modelAction = `${verb} ${model}`;
+  residencyShown = '';
+  $('model-error').textContent = '';
+  // The login cookie (if any) goes along: same origin.
+  try {
+    const res = await fetch(`/models/${verb}`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model }),
+    });
+    if (!res.ok) {
+      const body = await res.json().catch(() => ({}));
+      $('model-error').textContent = `${verb} ${model}: ${body.error?.message ?? res.statusText}`;
+    }
+  } catch (e) {
+    $('model-error').textContent = `${verb} ${model}: ${e.message}`;
+  } finally {
+    modelAction = '';
+    residencyShown = '';
+  }
+}
+
+function memoryText(instances) {
+  const parts = instances.map((i) => `${i.name}: ${i.gpus.map((g) => `GPU ${g} ${gib(i.memory)}`).join(', ')}`);
+  return parts.join('; ') || '—';
+}
+
+function residencyRow(m) {
+  const st = m.status;
+  const value = st.failed ? `failed (exit ${st.exit_code})` : st.value;
+  const verb = st.value === 'unloaded' ? 'load' : 'unload';
+  const button = el('button', { type: 'button', 'data-model-action': verb }, modelAction === `${verb} ${m.model}` ? `${verb}ing…` : verb);
+  button.disabled = modelAction !== '' || st.value === 'loading';
+  button.addEventListener('click', () => modelRequest(verb, m.model));
+  return el('tr', { 'data-model': m.model, 'data-state': st.value, class: st.failed ? 'failed' : st.value },
+    el('td', { class: 'name' }, m.model),
+    el('td', { class: 'state', title: st.error ?? '' }, value),
+    el('td', { class: 'memory', title: m.instances.map((i) => i.source).join('; ') }, memoryText(m.instances)),
+    el('td', {}, button));
+}
+
+function renderResidency(s) {
+  const r = s.residency;
+  $('residency-section').hidden = !r;
+  if (!r) return;
+  const shown = JSON.stringify([r, modelAction]);
+  if (shown === residencyShown) return;
+  residencyShown = shown;
+  $('gpu-use').textContent = r.gpus.length
+    ? r.gpus.map((g) => `GPU ${g.id}: ${gib(g.in_use)} of ${gib(g.memory)} in use`).join(' · ')
+    : "No 'gpus' known: instances that share a GPU are never loaded together.";
+  $('residency-rows').replaceChildren(...r.models.map(residencyRow));
+}
+
+// ---------------------------------------------------------------------------
 // Keys: limits, today's usage, what each holds now.
 
 const count = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e4 ? `${(n / 1e3).toFixed(1)}k` : String(n));
@@ -265,6 +326,7 @@ function render(s) {
   renderFindings(s);
   renderModels(s);
   renderProfiles(s);
+  renderResidency(s);
   renderKeys(s);
   drawCharts();
 }

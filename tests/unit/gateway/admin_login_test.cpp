@@ -49,12 +49,16 @@ TEST(AdminLogin, ATicketStandsForTheKeyUntilItExpires) {
 
 TEST(AdminLogin, TheCookieIsHttpOnlyAndStrict) {
   AdminTickets tickets(std::chrono::seconds(3600));
-  const auto set = tickets.set_cookie(tickets.issue(Clock::now()));
-  EXPECT_EQ(set.find("switchyard_admin="), 0u);
-  EXPECT_NE(set.find("; HttpOnly"), std::string::npos);
-  EXPECT_NE(set.find("; SameSite=Strict"), std::string::npos);
-  EXPECT_NE(set.find("; Path=/admin"), std::string::npos);
-  EXPECT_NE(set.find("; Max-Age=3600"), std::string::npos);
+  const auto cookies = tickets.set_cookies(tickets.issue(Clock::now()));
+  ASSERT_EQ(cookies.size(), 2u);  // the admin routes and /models/load|unload
+  for (const auto& set : cookies) {
+    EXPECT_EQ(set.find("switchyard_admin="), 0u);
+    EXPECT_NE(set.find("; HttpOnly"), std::string::npos);
+    EXPECT_NE(set.find("; SameSite=Strict"), std::string::npos);
+    EXPECT_NE(set.find("; Max-Age=3600"), std::string::npos);
+  }
+  EXPECT_NE(cookies[0].find("; Path=/admin;"), std::string::npos);
+  EXPECT_NE(cookies[1].find("; Path=/models;"), std::string::npos);
 }
 
 TEST(AdminLogin, TicketsAreBounded) {
