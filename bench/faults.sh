@@ -22,6 +22,24 @@
 #   aborted-ledger  clients close their streams after 20 tokens: each ledger
 #                   row charges at least what was read (wrong: less, or no row);
 #                   the excess is what was relayed before the gateway saw the close
+#   keys-damaged    a stored key's requests, a quarter sent without it; the keys
+#                   table's page of state_db overwritten (dd) meanwhile: the key
+#                   keeps working, the others get 401 (wrong: a 401 to the key,
+#                   a 200 without it); then a restart on the damaged file must
+#                   exit 2 naming it (wrong: any other end). The stop's WAL
+#                   checkpoint writes the page back from its good copy; if it
+#                   did, the page is damaged again before the restart
+#   redis-restart   two gateways (own state_db each) on one redis-server; a key
+#                   created through A's config, the load on B (a quarter without
+#                   the key); Redis SIGKILLed and started empty on its port
+#                   meanwhile (wrong as keys-damaged, or the key's record not
+#                   back in Redis within 10 s)
+#   admin-doors     two gateways without admin_key on 127.0.0.1 (one with
+#                   admin_hosts, one without) under load; rounds of cross-origin,
+#                   no-cors and DNS-rebinding requests to the admin routes and
+#                   /models/unload meanwhile: each refused (403 or 415), the
+#                   fleet unchanged (wrong: an attack not refused so, a control
+#                   request that should pass refused, a profile or instance changed)
 #   slowloris       200 connections sending headers a byte a second, with load
 #   fd-limit        the gateway under `ulimit -n 1024`, 1,500 concurrent streams
 #   idle-streams    5,000 streams held open (an engine that stalls after a
@@ -31,7 +49,8 @@
 # first_byte 15s, stream_idle 5s, client_header 5s, health.interval 1s.
 #
 # Usage: bench/faults.sh [options]
-#   --quick             a smoke run: fewer requests, 1,000 idle streams in 2 rounds, a 20 s soak
+#   --quick             a smoke run: fewer requests, 1,000 idle streams in 2 rounds, a 20 s soak,
+#                       10 s of load in redis-restart and admin-doors (else 30 s)
 #   --soak-seconds S    length of the soak row (default 300)
 #   --rows LIST         comma-separated rows to run (default: all, in the order above)
 #   --wait-load L       first wait (at most 600 s) for the 1-min load average < L (default 0: no wait)
@@ -47,7 +66,7 @@ repo="$(cd "$here/.." && pwd)"
 # shellcheck source=bench/lib.sh
 source "$here/lib.sh"
 
-all_rows="engine-kill,wrapper-kill,sigstop,reset,fail-half,crash-loop,sighup-flood,drain,drain-timeout,aborted-ledger,slowloris,fd-limit,idle-streams,soak"
+all_rows="engine-kill,wrapper-kill,sigstop,reset,fail-half,crash-loop,sighup-flood,drain,drain-timeout,aborted-ledger,keys-damaged,redis-restart,admin-doors,slowloris,fd-limit,idle-streams,soak"
 quick=0
 soak_seconds=300
 rows="$all_rows"
@@ -73,6 +92,9 @@ done
 [[ -x "$binary" ]] || die "no switchyard binary at $binary (build: make build)"
 binary="$(cd "$(dirname "$binary")" && pwd)/$(basename "$binary")"
 for tool in node python3 curl; do command -v "$tool" >/dev/null || die "$tool is needed"; done
+if [[ ",$rows," == *",redis-restart,"* ]]; then
+  for tool in redis-server redis-cli; do command -v "$tool" >/dev/null || die "$tool is needed by row redis-restart"; done
+fi
 
 keep=0
 if [[ -n "$out" ]]; then mkdir -p "$out"; work="$(cd "$out" && pwd)"; keep=1
@@ -90,9 +112,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 if (( quick )); then
-  n_req=120; kills=1; hups=20; slow=50; slow_s=8; idle=1000; idle_rounds=2; soak_seconds=20
+  n_req=120; kills=1; hups=20; slow=50; slow_s=8; idle=1000; idle_rounds=2; soak_seconds=20; load_s=10; door_rounds=1
 else
-  n_req=400; kills=3; hups=100; slow=200; slow_s=15; idle=5000; idle_rounds=5
+  n_req=400; kills=3; hups=100; slow=200; slow_s=15; idle=5000; idle_rounds=5; load_s=30; door_rounds=4
 fi
 conc=16
 deadline_ms=60000
@@ -131,8 +153,15 @@ four_engines() {  # the usual fleet; EXTRA flags for e1 (and e2 with FLAGS2)
 # ---------------------------------------------------------------------------
 # The gateway and its engines
 
+# The row's gateways: gw_pid and gw_port are the last one started (the one
+# gw_state, zombies and drive look at), gw_pids all of them (gw_stop stops
+# them all). A row with two sets gw_port before each gw_start.
 gw_pid=""
 gw_port=""
+gw_pids=()
+# The API key ready_count and warm_up present, for a row whose gateway has keys
+# (its /health shows the instances only to a request with one).
+gw_key=""
 # gw_start CONFIG [NOFILE]: start serve (under `ulimit -n NOFILE` if given)
 # and wait until every instance is ready.
 gw_start() {
@@ -142,7 +171,7 @@ gw_start() {
   else
     "$binary" serve -c "$cfg" >"$cfg.log" 2>&1 &
   fi
-  gw_pid=$!; pids+=("$gw_pid")
+  gw_pid=$!; pids+=("$gw_pid"); gw_pids+=("$gw_pid")
   local want; want=$(grep -c '^  - {name:' "$cfg")
   local i
   for i in $(seq 600); do
@@ -154,7 +183,8 @@ gw_start() {
 }
 
 ready_count() {  # instances whose state is ready
-  curl -s --max-time 2 "http://127.0.0.1:$gw_port/health" 2>/dev/null | grep -o '"state":"ready"' | wc -l || true
+  curl -s --max-time 2 ${gw_key:+-H "Authorization: Bearer $gw_key"} "http://127.0.0.1:$gw_port/health" 2>/dev/null |
+    grep -o '"state":"ready"' | wc -l || true
 }
 
 wait_ready() {  # N: until N instances are ready (60 s at most)
@@ -163,25 +193,34 @@ wait_ready() {  # N: until N instances are ready (60 s at most)
   echo "warning: only $(ready_count) of $1 instances ready after 60 s" >&2
 }
 
-# gw_stop: SIGTERM, bounded wait; sets stop_result to "exit-status seconds
-# engines-left" (not printed: it must run in this shell, the gateway's parent).
+# seconds_since T0: seconds (one decimal) since date +%s.%N gave T0.
+seconds_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}'; }
+
+# gw_stop: SIGTERM to the row's gateways at once, bounded wait; sets
+# stop_result to "exit-status seconds engines-left", the statuses joined by /
+# when there are several (not printed: it must run in this shell, the
+# gateways' parent).
 stop_result=""
 gw_stop() {
-  local t0 i rc=killed
+  local t0 i p rc rcs=""
   t0=$(date +%s.%N)
-  kill -TERM "$gw_pid" 2>/dev/null || true
-  for i in $(seq 600); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
-  if kill -0 "$gw_pid" 2>/dev/null; then kill -KILL "$gw_pid"; fi
-  wait "$gw_pid" 2>/dev/null && rc=0 || rc=$?
-  local secs; secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
-  stop_pid "$gw_pid"
+  for p in "${gw_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${gw_pids[@]}"; do
+    for i in $(seq 600); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$p" 2>/dev/null; then kill -KILL "$p"; fi
+    wait "$p" 2>/dev/null && rc=0 || rc=$?
+    rcs+="${rcs:+/}$rc"
+  done
+  local secs; secs=$(seconds_since "$t0")
+  for p in "${gw_pids[@]}"; do stop_pid "$p"; done
+  gw_pids=()
   local left=0
   for i in $(seq 50); do
     left=$(pgrep -c -f -- "--alias $model( |$)" || true)
     (( left == 0 )) && break
     sleep 0.1
   done
-  stop_result="$rc $secs $left"
+  stop_result="$rcs $secs $left"
 }
 
 gw_state() {  # "RSS-MiB fds" of the gateway
@@ -236,7 +275,7 @@ progress_at() {
 
 warm_up() {
   node "$here/faults/load.mjs" --url "http://127.0.0.1:$gw_port" --model "$model" \
-    --requests $((2 * conc)) --concurrency "$conc" --stream-share 0.5 >/dev/null
+    --requests $((2 * conc)) --concurrency "$conc" --stream-share 0.5 ${gw_key:+--key "$gw_key"} >/dev/null
 }
 
 # add_wrong ROW N WHY: N more wrong outcomes in ROW's JSON (found outside the driver).
@@ -416,6 +455,298 @@ print(f"streams closed after 20 tokens; read {read_sum}, ledger charged {charged
 PY
 )
   record "$row" "$note" "$before" "$after" "$z" "$stop_result"
+}
+
+# ---------------------------------------------------------------------------
+# Keys, Redis and the admin doors (issue 31)
+
+# create_key CONFIG NAME: a stored key through CONFIG (`switchyard keys
+# create`); prints the key.
+create_key() {
+  "$binary" keys -c "$1" create "$2" 2>>"$1.keys.log" | grep -E '^sy-[A-Za-z0-9]+$' ||
+    die "switchyard keys create $2 failed: $(tail -3 "$1.keys.log")"
+}
+
+# key_status PORT [CURL ARGS...]: the status of GET /v1/models (which needs a
+# key when keys are on) on the gateway on PORT.
+key_status() {
+  local port="$1"; shift
+  curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$@" "http://127.0.0.1:$port/v1/models" || true
+}
+
+# wait_key PORT: until the gateway on PORT takes gw_key and refuses a request
+# without it (10 s at most).
+wait_key() {
+  local i
+  for i in $(seq 100); do
+    [[ "$(key_status "$1" -H "Authorization: Bearer $gw_key")" == 200 && "$(key_status "$1")" == 401 ]] && return 0
+    sleep 0.1
+  done
+  die "the gateway on port $1 does not use the key after 10 s"
+}
+
+# sql DB QUERY: one value from SQLite (python3's module), or "error: why".
+sql() {
+  python3 - "$1" "$2" <<'PY'
+import sqlite3, sys
+try:
+    print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])
+except sqlite3.Error as e:
+    print(f"error: {e}")
+PY
+}
+
+# damage_page DB PAGE: PAGE (1-based, as SQLite counts) overwritten with random bytes.
+damage_page() { dd if=/dev/urandom of="$1" bs=4096 seek=$(($2 - 1)) count=1 conv=notrunc status=none; }
+
+# start_once CONFIG: start serve on CONFIG, expecting it to refuse; sets
+# start_rc to its exit status, or to "served" if it started listening (it is
+# then stopped). 30 s at most; its output in CONFIG.restart.log.
+start_rc=""
+start_once() {
+  local log="$1.restart.log" p i
+  "$binary" serve -c "$1" >"$log" 2>&1 &
+  p=$!; pids+=("$p")
+  for i in $(seq 300); do
+    kill -0 "$p" 2>/dev/null || break
+    grep -q 'listening on' "$log" && break
+    sleep 0.1
+  done
+  if kill -0 "$p" 2>/dev/null; then start_rc=served; else wait "$p" && start_rc=0 || start_rc=$?; fi
+  stop_pid "$p"
+}
+
+row_keys-damaged() {
+  local row=keys-damaged db="$work/keys-damaged.db"
+  read -r gw_port <<<"$(free_ports 1)"
+  four_engines | fleet_config "$gw_port" "$timeouts_short" "$health_fast" "state_db: $db" >"$work/$row.yaml"
+  gw_key=$(create_key "$work/$row.yaml" faults)
+  # The page the keys table lives on (one key: its root is its only page).
+  local page; page=$(sql "$db" "SELECT rootpage FROM sqlite_master WHERE name = 'keys'")
+  [[ "$page" =~ ^[0-9]+$ ]] || die "no keys table in $db: $page"
+  gw_start "$work/$row.yaml"
+  wait_key "$gw_port"
+  warm_up
+  local before; before=$(gw_state)
+  drive "$row" --requests "$n_req" --concurrency "$conc" --key "$gw_key" --unauth-share 0.25
+  progress_at "$row" 1 $((n_req / 3))
+  local at; at=$(cut -d' ' -f1 "$work/$row.progress")
+  damage_page "$db" "$page"
+  drive_wait
+  local after z; after=$(gw_state); z=$(zombies)
+  gw_stop
+  gw_key=""
+  # The gateway's stop checkpoints its WAL into the file: a copy of the page
+  # there (its last write of the key's last_used) repairs it. Then the file is
+  # damaged again, the gateway stopped, for the restart.
+  local healed="" readable
+  readable=$(sql "$db" "SELECT count(*) FROM keys")
+  if [[ "$readable" == 1 ]]; then
+    healed="; the stop's WAL checkpoint wrote the page back (keys readable), damaged again while stopped"
+    damage_page "$db" "$page"
+  fi
+  start_once "$work/$row.yaml"
+  local named=0 restart
+  grep -qF "state_db: $db:" "$work/$row.yaml.restart.log" && named=1
+  if [[ "$start_rc" == 2 ]] && (( named )); then
+    restart="exit 2 naming the file ($(grep -oE '(file is not a database|database disk image is malformed)' "$work/$row.yaml.restart.log" | head -1 || true))"
+  else
+    restart="ended '$start_rc' (file named: $named)"
+    add_wrong "$row" 1 restart-not-refused
+  fi
+  record "$row" "page $page of state_db (the keys table) overwritten after $at of $n_req requests, a quarter sent without the key$healed; restart: $restart" \
+    "$before" "$after" "$z" "$stop_result"
+}
+
+redis_pid=""
+# redis_start PORT: redis-server on 127.0.0.1:PORT without persistence, until
+# it answers PING (10 s at most).
+redis_start() {
+  redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --dir "$work" >>"$work/redis-$1.log" 2>&1 &
+  redis_pid=$!; pids+=("$redis_pid")
+  local i
+  for i in $(seq 100); do
+    [[ "$(redis-cli -p "$1" ping 2>/dev/null || true)" == PONG ]] && return 0
+    kill -0 "$redis_pid" 2>/dev/null || die "redis-server exited: $(tail -3 "$work/redis-$1.log")"
+    sleep 0.1
+  done
+  die "redis-server on port $1 does not answer after 10 s"
+}
+
+# redis_state PORT: Redis's state in the /health of the gateway on PORT.
+redis_state() {
+  curl -s --max-time 2 "http://127.0.0.1:$1/health" 2>/dev/null |
+    python3 -c 'import json, sys; print(json.load(sys.stdin).get("redis", {}).get("state", "?"))' 2>/dev/null || echo "?"
+}
+
+row_redis-restart() {
+  local row=redis-restart rport pa pb
+  read -r rport pa pb <<<"$(free_ports 3)"
+  redis_start "$rport"
+  local shared=("redis: redis://127.0.0.1:$rport/0" "redis_secret: faults-$$-shared")
+  engine e1 1 4 | fleet_config "$pa" "$timeouts_short" "$health_fast" "state_db: $work/$row-a.db" "${shared[@]}" >"$work/$row-a.yaml"
+  { engine e2 2 4; engine e3 3 4; engine e4 4 4; } |
+    fleet_config "$pb" "$timeouts_short" "$health_fast" "state_db: $work/$row-b.db" "${shared[@]}" >"$work/$row-b.yaml"
+  # The key is in A's state_db and in Redis; B learns it from Redis.
+  gw_key=$(create_key "$work/$row-a.yaml" faults)
+  gw_port=$pa; gw_start "$work/$row-a.yaml"
+  gw_port=$pb; gw_start "$work/$row-b.yaml"
+  wait_key "$pa"; wait_key "$pb"
+  warm_up
+  local before; before=$(gw_state)
+  drive "$row" --seconds "$load_s" --concurrency "$conc" --key "$gw_key" --unauth-share 0.25
+  progress_at "$row" 1 $((n_req / 4))
+  local at; at=$(cut -d' ' -f1 "$work/$row.progress")
+  local t0 i down="" back="" empty
+  t0=$(date +%s.%N)
+  { kill -KILL "$redis_pid"; stop_pid "$redis_pid"; } 2>/dev/null  # without bash's "Killed" notice
+  for i in $(seq 100); do [[ "$(redis_state "$pb")" == down ]] && { down=$(seconds_since "$t0"); break; }; sleep 0.1; done
+  redis_start "$rport"
+  empty=$(redis-cli -p "$rport" hlen 'switchyard:{keys}:records')
+  for i in $(seq 100); do
+    [[ "$(redis-cli -p "$rport" hexists 'switchyard:{keys}:records' faults)" == 1 ]] && { back=$(seconds_since "$t0"); break; }
+    sleep 0.1
+  done
+  local running=no; kill -0 "$drv_pid" 2>/dev/null && running=yes
+  drive_wait
+  [[ -n "$back" ]] || add_wrong "$row" 1 record-not-back-in-redis
+  local after z; after=$(gw_state); z=$(zombies)
+  gw_stop
+  gw_key=""
+  stop_pid "$redis_pid"
+  local note="load on B with a key created through A, a quarter without it; Redis SIGKILLed after $at requests"
+  [[ -n "$down" ]] && note+=", down in B's /health after $down s"
+  note+=", started empty ($empty records); the key's record back in Redis "
+  if [[ -n "$back" ]]; then note+="after $back s"; else note+="not within 10 s"; fi
+  record "$row" "$note; load still running then: $running" "$before" "$after" "$z" "$stop_result"
+}
+
+# A round of requests to the admin routes, sent by one curl (one process, not
+# one per request, so that the round runs while the load does): its
+# arguments, transfers joined by --next, and "WANT WHAT" of each.
+doors_batch=()
+doors_want=()
+doors_log=""
+# attack WANT PORT PATH WHAT [CURL ARGS...]: one more request of the round to
+# PATH on the gateway on PORT, whose answer should have status WANT. WHAT
+# starting with control: is a request the doors must let through.
+attack() {
+  local want="$1" port="$2" path="$3" what="$4"; shift 4
+  (( ${#doors_batch[@]} )) && doors_batch+=(--next)
+  doors_batch+=(-s -o /dev/null -w '%{http_code}\n' --max-time 3 "$@" "http://127.0.0.1:$port$path")
+  doors_want+=("$want $what")
+}
+# doors_send: sends the round; a line "WANT GOT WHAT" for each request in
+# $doors_log (GOT 000: no answer).
+doors_send() {
+  local got=() i
+  mapfile -t got < <(curl "${doors_batch[@]}" || true)
+  for i in "${!doors_want[@]}"; do
+    echo "${doors_want[i]%% *} ${got[i]:-000} ${doors_want[i]#* }"
+  done >>"$doors_log"
+  doors_batch=(); doors_want=()
+}
+
+# door_round PORT: one round of attacks (and controls) on the admin routes of
+# the gateway on PORT, which has no admin_key.
+door_round() {
+  local port="$1" route path body json=(-H 'Content-Type: application/json')
+  local evil="evil.example:$port" here_origin="http://127.0.0.1:$port"
+  for route in "/admin/instances/e1/drain {}" "/admin/profile {\"profile\":\"one\"}" \
+    "/models/unload {\"model\":\"$model\"}" "/admin/login {}"; do
+    path=${route%% *}; body=${route#* }
+    # Cross-site and cross-origin pages: the browser says so.
+    attack 403 "$port" "$path" origin -d "$body" "${json[@]}" -H 'Origin: http://evil.example'
+    attack 403 "$port" "$path" origin-null -d "$body" "${json[@]}" -H 'Origin: null'
+    attack 403 "$port" "$path" sec-fetch-cross-site -d "$body" "${json[@]}" -H 'Sec-Fetch-Site: cross-site'
+    attack 403 "$port" "$path" other-local-port -d "$body" "${json[@]}" \
+      -H 'Sec-Fetch-Site: same-site' -H "Origin: http://127.0.0.1:$((port == 65535 ? 1 : port + 1))"
+    attack 403 "$port" "$path" no-cors-text-plain -d "$body" -H 'Content-Type: text/plain' \
+      -H 'Origin: http://evil.example' -H 'Sec-Fetch-Site: cross-site' -H 'Sec-Fetch-Mode: no-cors'
+    # What a no-cors request can declare, whatever it says of its origin.
+    attack 415 "$port" "$path" text-plain -d "$body" -H 'Content-Type: text/plain'
+    attack 415 "$port" "$path" form -d "$body" -H 'Content-Type: application/x-www-form-urlencoded'
+    attack 415 "$port" "$path" multipart -F "x=$body"
+    attack 415 "$port" "$path" no-content-type -d "$body" -H 'Content-Type:'
+    # DNS rebinding: a page at evil.example resolved to 127.0.0.1 is same-origin to itself.
+    attack 403 "$port" "$path" host-evil -d "$body" "${json[@]}" -H 'Host: evil.example'
+    attack 403 "$port" "$path" rebinding -d "$body" "${json[@]}" -H "Host: $evil" \
+      -H "Origin: http://$evil" -H 'Sec-Fetch-Site: same-origin'
+    attack 403 "$port" "$path" host-suffix -d "$body" "${json[@]}" -H "Host: switchyard.lan.evil.example:$port"
+  done
+  # Reads through a rebinding page: the fleet, the keys, the event stream, the page.
+  for path in /admin/status /admin/keys /admin/events /ui; do
+    attack 403 "$port" "$path" "rebinding-read" -H "Host: $evil"
+  done
+  # Controls: a tool (no Origin) or the same origin gets through the doors
+  # (an unknown instance: 404, nothing changes).
+  attack 200 "$port" /admin/status control:status
+  attack 404 "$port" /admin/instances/nope/drain control:tool -d '{}' "${json[@]}"
+  attack 404 "$port" /admin/instances/nope/drain control:same-origin -d '{}' "${json[@]}" \
+    -H "Origin: $here_origin" -H 'Sec-Fetch-Site: same-origin'
+  # admin_hosts: the name listed opens the admin routes, elsewhere it is another Host.
+  if grep -q '^admin_hosts:' "$work/admin-doors-$port.yaml"; then
+    attack 200 "$port" /admin/status control:admin-hosts -H "Host: switchyard.lan:$port"
+  else
+    attack 403 "$port" /admin/status unlisted-host -H "Host: switchyard.lan:$port"
+  fi
+  doors_send
+}
+
+# fleet_changes PORT: what differs on the gateway on PORT from its start (the
+# first profile active, every instance active and ready, not draining); empty
+# when nothing.
+fleet_changes() {
+  curl -s --max-time 2 "http://127.0.0.1:$1/admin/status" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+out = [] if s.get("active") == "both" else ["profile %s" % s.get("active")]
+if s.get("draining"): out.append("draining")
+for i in s.get("instances", []):
+    if i.get("admin") != "active" or i.get("state") != "ready":
+        out.append("%s %s/%s" % (i.get("name"), i.get("admin"), i.get("state")))
+print(", ".join(out))' 2>/dev/null || echo "no /admin/status"
+}
+
+row_admin-doors() {
+  local row=admin-doors pa pb p
+  read -r pa pb <<<"$(free_ports 2)"
+  doors_log="$work/$row.attacks"; : >"$doors_log"
+  local profiles="profiles: {both: [e1, e2], one: [e1]}"
+  { engine e1 1 4; engine e2 2 4; } |
+    fleet_config "$pa" "$timeouts_short" "$health_fast" "$profiles" "admin_hosts: [switchyard.lan]" >"$work/$row-$pa.yaml"
+  { engine e1 3 4; engine e2 4 4; } | fleet_config "$pb" "$timeouts_short" "$health_fast" "$profiles" >"$work/$row-$pb.yaml"
+  for p in "$pa" "$pb"; do gw_port=$p; gw_start "$work/$row-$p.yaml"; warm_up; done
+  local before; before=$(gw_state)
+  drive "$row" --seconds "$load_s" --concurrency "$conc" --stream-share 0.5 --url "http://127.0.0.1:$pa,http://127.0.0.1:$pb"
+  progress_at "$row" 1 "$conc"
+  local r=0
+  while (( r < door_rounds )) && kill -0 "$drv_pid" 2>/dev/null; do
+    r=$((r + 1))
+    door_round "$pa"; door_round "$pb"
+  done
+  local running=no; kill -0 "$drv_pid" 2>/dev/null && running=yes
+  drive_wait
+  local changed="" c
+  for p in "$pa" "$pb"; do
+    c=$(fleet_changes "$p")
+    [[ -n "$c" ]] && changed+="${changed:+; }$p: $c"
+  done
+  [[ -n "$changed" ]] && add_wrong "$row" 1 fleet-changed
+  local n accepted other controls bad_controls refused
+  read -r n accepted other controls bad_controls <<<"$(awk '
+    $3 ~ /^control:/ { c++; if ($1 != $2) bc++; next }
+    { n++; if ($1 != $2) { if ($2 ~ /^2/) a++; else o++ } }
+    END { printf "%d %d %d %d %d\n", n, a, o, c, bc }' "$doors_log")"
+  refused=$(awk '$3 !~ /^control:/ && $1 == $2 {print $2}' "$doors_log" | sort | uniq -c |
+    awk '{printf "%s%s ×%s", s, $2, $1; s = ", "}')
+  add_wrong "$row" "$accepted" admin-attack-accepted
+  add_wrong "$row" "$other" admin-attack-other-status
+  add_wrong "$row" "$bad_controls" admin-control-refused
+  local after z; after=$(gw_state); z=$(zombies)
+  gw_stop
+  record "$row" "2 gateways (admin_hosts set / absent), half streamed; $n attacks on the admin routes in $r round(s), refused: ${refused:-none}; accepted: $accepted, another status: $other; $controls controls, $bad_controls refused; fleet ${changed:-unchanged}; load running throughout: $running" \
+    "$before" "$after" "$z" "$stop_result"
 }
 
 row_slowloris() {

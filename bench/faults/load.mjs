@@ -10,7 +10,8 @@
 //   lost   anything else: a reset or close with no answer or mid-answer, a
 //          malformed body, a truncated stream
 //   hung   no end within --deadline-ms (the request is then aborted)
-//   wrong  (with --expect-code C) a clean error whose code is not C
+//   wrong  (with --expect-code C) a clean error whose code is not C; (with
+//          --key) a 401 to the valid key, or a 200 to a request sent without it
 //
 // Modes:
 //   load       --requests N (or --seconds S) at --concurrency C; --stream-share
@@ -19,6 +20,11 @@
 //              how long the gateway let them stay. --read-tokens K: each stream
 //              is closed by the client after K content events (ok when it got
 //              them); the summary's `reads` lists [X-Request-Id, events read].
+//              --key K sends `Authorization: Bearer K`; --unauth-share F sends
+//              that share of the requests with no key or a wrong one instead
+//              (alternately), whose expected answer is a 401 (clean).
+//              --url may list several gateways, comma-separated: requests go
+//              to each in turn.
 //   idle       opens --streams N streams to an engine that stalls after one
 //              token, waits until each has its first token, records the
 //              gateway's RSS and descriptors (--gateway-pid), closes them all,
@@ -36,7 +42,7 @@ function parseArgs(argv) {
   const o = {
     mode: 'load', url: '', model: '', requests: 0, seconds: 0, concurrency: 8, maxTokens: 32,
     streamShare: 1, deadlineMs: 60_000, progress: '', slowloris: 0, streams: 0, rounds: 1,
-    gatewayPid: 0, openBatch: 250, settleMs: 20_000, expectCode: '', readTokens: 0,
+    gatewayPid: 0, openBatch: 250, settleMs: 20_000, expectCode: '', readTokens: 0, key: '', unauthShare: 0,
   };
   const names = {
     '--mode': ['mode', String], '--url': ['url', String], '--model': ['model', String],
@@ -47,7 +53,8 @@ function parseArgs(argv) {
     '--streams': ['streams', Number], '--rounds': ['rounds', Number],
     '--gateway-pid': ['gatewayPid', Number], '--open-batch': ['openBatch', Number],
     '--settle-ms': ['settleMs', Number], '--expect-code': ['expectCode', String],
-    '--read-tokens': ['readTokens', Number],
+    '--read-tokens': ['readTokens', Number], '--key': ['key', String],
+    '--unauth-share': ['unauthShare', Number],
   };
   for (let i = 2; i < argv.length; i += 2) {
     const spec = names[argv[i]];
@@ -61,7 +68,8 @@ function parseArgs(argv) {
 }
 
 const opts = parseArgs(process.argv);
-const target = new URL(opts.url);
+const targets = opts.url.split(',').map((u) => new URL(u));
+const target = targets[0];
 // One keep-alive connection per concurrent request, as a client library keeps.
 const agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(opts.concurrency, opts.streams, 1) });
 
@@ -89,35 +97,40 @@ const errorCode = (text) => {
 function writeProgress() {
   if (!opts.progress) return;
   const ended = counts.ok + counts.clean + counts.lost + counts.hung;
-  fs.writeFileSync(opts.progress, `${ended} ${firstTokens} ${counts.sent}\n`);
+  // Renamed into place: a reader never sees the file empty.
+  fs.writeFileSync(`${opts.progress}.new`, `${ended} ${firstTokens} ${counts.sent}\n`);
+  fs.renameSync(`${opts.progress}.new`, opts.progress);
 }
 const progressTimer = opts.progress ? setInterval(writeProgress, 100) : null;
 
-// One request to its end; resolves with [kind, why, error code]. `onFirstToken`
-// runs once a stream has delivered its first content chunk; `id` is sent as
-// X-Request-Id.
-function oneRequest(stream, { onFirstToken, signal, id } = {}) {
+// One request to its end; resolves with [kind, why, error code, HTTP status].
+// `onFirstToken` runs once a stream has delivered its first content chunk; `id`
+// is sent as X-Request-Id, `auth` as Authorization; `to` is the gateway.
+function oneRequest(stream, { onFirstToken, signal, id, auth, to = target } = {}) {
   const body = JSON.stringify({
     model: opts.model, stream, max_tokens: opts.maxTokens,
     messages: [{ role: 'user', content: 'Count to a hundred, slowly.' }],
   });
   return new Promise((resolve) => {
     let settled = false;
+    let status;
     const finish = (kind, why, code) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      resolve([kind, why, code]);
+      resolve([kind, why, code, status]);
     };
     const headers = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
     if (id) headers['x-request-id'] = id;
-    const req = http.request({ agent, host: target.hostname, port: target.port, method: 'POST', path: '/v1/chat/completions', headers });
+    if (auth) headers.authorization = auth;
+    const req = http.request({ agent, host: to.hostname, port: to.port, method: 'POST', path: '/v1/chat/completions', headers });
     const timer = setTimeout(() => { finish('hung', 'deadline'); req.destroy(); }, opts.deadlineMs);
     if (signal) signal.addEventListener('abort', () => { finish('aborted', 'closed by us'); req.destroy(); }, { once: true });
     req.on('error', (e) => {
       finish(e.code === 'ECONNREFUSED' ? 'clean' : 'lost', e.code ?? e.message);
     });
     req.on('response', (res) => {
+      status = res.statusCode;
       let text = '';
       let sawContent = false;
       let contentEvents = 0;
@@ -206,8 +219,20 @@ function slowloris(k, stop) {
   return Promise.all(held);
 }
 
+// --key: what a request with the key (valid) or without it (unauthenticated:
+// no key, or a wrong one) must not get.
+function noteAuth(valid, status) {
+  const why = valid && status === 401 ? '401-to-the-valid-key' : !valid && status === 200 ? '200-without-a-valid-key' : '';
+  if (!why) return;
+  counts.wrong += 1;
+  detail[`wrong:${why}`] = (detail[`wrong:${why}`] ?? 0) + 1;
+}
+
 async function loadMode() {
   const streamEvery = opts.streamShare >= 1 ? 1 : opts.streamShare <= 0 ? 0 : 1 / opts.streamShare;
+  // The last of every unauthEvery requests goes without the key.
+  const unauthEvery = opts.unauthShare > 0 ? Math.max(1, Math.round(1 / opts.unauthShare)) : 0;
+  let unauthSent = 0;
   const until = opts.seconds > 0 ? Date.now() + opts.seconds * 1000 : Infinity;
   const stopSlow = { aborted: false };
   const slow = opts.slowloris > 0 ? slowloris(opts.slowloris, stopSlow) : null;
@@ -217,9 +242,16 @@ async function loadMode() {
     while (more()) {
       const i = next++;
       const stream = streamEvery === 1 || (streamEvery > 0 && i % Math.round(streamEvery) === 0);
+      const valid = !(unauthEvery && i % unauthEvery === unauthEvery - 1);
+      // Without the key: alternately none and a wrong one of the same shape.
+      const auth = valid ? (opts.key && `Bearer ${opts.key}`) : unauthSent++ % 2 ? `Bearer sy-${'x'.repeat(40)}` : '';
       counts.sent += 1;
-      const [kind, why, code] = await oneRequest(stream, { id: `load-${process.pid}-${i}` });
+      // The gateways in turn, the turn shifted by one each round, so that
+      // each gets streamed and whole requests alike.
+      const to = targets[(i + Math.floor(i / targets.length)) % targets.length];
+      const [kind, why, code, status] = await oneRequest(stream, { id: `load-${process.pid}-${i}`, auth, to });
       note(kind, why, code);
+      if (opts.key || unauthEvery) noteAuth(valid, status);
     }
   };
   const t0 = Date.now();
