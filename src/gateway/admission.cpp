@@ -311,7 +311,12 @@ awaitable<Verdict> Authenticate::run(RequestContext& ctx) {
     ctx.key_name = key->name;
     co_return Verdict::next;
   }
-  const ApiError error = ApiError::unauthorized("the API key is not valid");
+  // Fails closed: a key may be among the records still to come from Redis.
+  const ApiError error =
+      keys_.pending()
+          ? ApiError::unavailable("the API keys shared through redis have not been read yet",
+                                  "keys_unavailable")
+          : ApiError::unauthorized("the API key is not valid");
   co_await ctx.answer(error);
   co_return Verdict::answered;
 }

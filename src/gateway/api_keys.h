@@ -29,6 +29,8 @@ class ApiKeys {
           const std::vector<tenancy::KeyRecord>& stored, bool stored_ever);
 
   bool enabled() const { return table_->enabled(); }
+  // Redis's key records not read yet (tenancy::KeyRegistry::await_shared).
+  bool pending() const { return table_->pending(); }
   // The valid key the request presents ("Authorization: Bearer <key>" for
   // OpenAI clients, "x-api-key: <key>" for Anthropic ones); nullptr when
   // none, unknown or revoked.

@@ -173,7 +173,11 @@ struct Gateway::Impl {
     admit.share_limits(shared_limits, c.redis_down == fleet::FleetConfig::RedisDown::local);
     tenancy::SharedLimits& shared = *shared_limits;
     metrics.set_redis_state(false, shared.gateways());
-    shared.on_state([this, &shared](bool up) { metrics.set_redis_state(up, shared.gateways()); });
+    shared.on_state([this, &shared](bool up) {
+      metrics.set_redis_state(up, shared.gateways());
+      // Connected: the key records at once, not at the next check.
+      if (up && shared_keys) shared_keys->changed();
+    });
     shared.client().on_command([this, &shared](bool ok, double seconds) {
       metrics.redis_command(ok, seconds);
       metrics.set_redis_state(shared.up(), shared.gateways());
@@ -184,6 +188,7 @@ struct Gateway::Impl {
           "keys: no redis_secret: whoever can write to redis at {}:{} can add API keys to every "
           "gateway on it (docs/keys.md)",
           c.redis->host, c.redis->port);
+    if (key_registry.await_shared()) keys_changed();
     shared_keys = std::make_unique<tenancy::SharedKeys>(executor, shared.client(), c.redis_secret);
     shared_keys->set_local(key_registry.records());
     shared_keys->on_records([this](const std::vector<tenancy::KeyRecord>& records) {

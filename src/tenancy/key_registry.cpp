@@ -1,5 +1,7 @@
 #include "tenancy/key_registry.h"
 
+#include <utility>
+
 #include "tenancy/key_records.h"
 
 namespace switchyard::tenancy {
@@ -21,8 +23,14 @@ bool KeyRegistry::set_stored(std::vector<KeyRecord> stored) {
   return rebuild(false);
 }
 
+bool KeyRegistry::await_shared() {
+  awaiting_shared_ = true;
+  return rebuild(true);
+}
+
 bool KeyRegistry::add_shared(const std::vector<KeyRecord>& shared) {
-  bool changed = false;
+  const bool first = std::exchange(awaiting_shared_, false);  // the table is pending no more
+  bool changed = first;
   for (const auto& r : shared) {
     auto [it, fresh] = shared_.try_emplace(r.name, r);
     // On a tie Redis's copy, as merge_records() does.
@@ -30,7 +38,7 @@ bool KeyRegistry::add_shared(const std::vector<KeyRecord>& shared) {
     if (newer) it->second = r;
     changed |= fresh || newer;
   }
-  return changed && rebuild(false);
+  return changed && rebuild(first);
 }
 
 bool KeyRegistry::rebuild(bool statics_changed) {
@@ -43,7 +51,8 @@ bool KeyRegistry::rebuild(bool statics_changed) {
   // Once a record was held, authentication stays on whatever a source
   // later lacks (revoking the last key must not open the gateway either).
   records_ever_ |= !records_.empty();
-  table_ = std::make_shared<const KeyTable>(statics_, records_, !statics_.empty() || records_ever_);
+  table_ = std::make_shared<const KeyTable>(statics_, records_, !statics_.empty() || records_ever_,
+                                            awaiting_shared_);
   return true;
 }
 

@@ -40,6 +40,10 @@ class KeyRegistry {
   bool set_stored(std::vector<KeyRecord> stored);
   // Records read from Redis: added to those held, never removing one.
   bool add_shared(const std::vector<KeyRecord>& shared);
+  // With `redis:`, until its records are first read (add_shared), the table
+  // is pending: a key this gateway does not hold yet is refused, never let
+  // through because the table is empty so far.
+  bool await_shared();
 
  private:
   // records_ and table_ from the sources; whether records_ changed.
@@ -51,6 +55,7 @@ class KeyRegistry {
   std::vector<KeyRecord> records_;
   std::shared_ptr<const KeyTable> table_;
   bool records_ever_ = false;
+  bool awaiting_shared_ = false;
 };
 
 }  // namespace switchyard::tenancy

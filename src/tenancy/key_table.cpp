@@ -5,8 +5,8 @@
 namespace switchyard::tenancy {
 
 KeyTable::KeyTable(const std::vector<fleet::StaticKey>& statics,
-                   const std::vector<KeyRecord>& stored, bool enabled)
-    : enabled_(enabled) {
+                   const std::vector<KeyRecord>& stored, bool enabled, bool pending)
+    : enabled_(enabled), pending_(pending) {
   entries_.reserve(statics.size() + stored.size());
   for (const auto& k : statics) entries_.push_back({k.name, sha256(k.key), k.limits, false});
   for (const auto& r : stored)

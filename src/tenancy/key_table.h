@@ -29,14 +29,17 @@ class KeyTable {
  public:
   KeyTable() = default;
   // Static keys first: a stored record with the same digest does not
-  // replace one. Authentication is on when `enabled`.
+  // replace one. Authentication is on when `enabled`, or while `pending`:
+  // records are still to be read from Redis, so a key not (yet) known is
+  // refused, not let through.
   KeyTable(const std::vector<fleet::StaticKey>& statics, const std::vector<KeyRecord>& stored,
-           bool enabled);
+           bool enabled, bool pending = false);
   // Entries are looked up through views of their own names: never copied.
   KeyTable(const KeyTable&) = delete;
   KeyTable& operator=(const KeyTable&) = delete;
 
-  bool enabled() const { return enabled_; }
+  bool enabled() const { return enabled_ || pending_; }
+  bool pending() const { return pending_; }
   // The valid (known, not revoked) entry of `key`, or nullptr.
   const KeyEntry* find(std::string_view key) const;
   // The valid entry named `name`, or nullptr.
@@ -54,10 +57,11 @@ class KeyTable {
   };
   void index();
 
+  bool enabled_ = false;
+  bool pending_ = false;
   std::vector<KeyEntry> entries_;
   std::unordered_map<Digest, std::size_t, DigestHash> by_digest_;
   std::unordered_map<std::string_view, std::size_t> by_name_;
-  bool enabled_ = false;
 };
 
 }  // namespace switchyard::tenancy

@@ -295,6 +295,29 @@ describe('key records shared through Redis (separate state_db files)', { skip },
     assert.ok((await keysOf(b)).some((k) => k.name === 'early'), 'B lists it');
   });
 
+  test('a gateway whose keys are all in redis lets nothing through before it has read them', TIMEOUT, async () => {
+    // B's own state_db has no key; the key is in Redis (created through A's
+    // config). Asked from the moment it listens, B never answers 200 without
+    // the key: 503 keys_unavailable until the records are read, 401 after.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'switchyard-redis-pending-'));
+    const config = { ...gatewayConfig(sim, redis.port), api_keys: [], state_db: path.join(dir, 'state.db') };
+    const gw = await startGateway(config, { waitReady: false });
+    const statuses = [];
+    for (let i = 0; i < 40 && !statuses.includes(401); ++i) {
+      const r = await chat(gw.url, 'sk-not-a-key');
+      statuses.push(r.status);
+      if (r.status === 503) expectError(assert, r, 503, { code: 'keys_unavailable', messageIncludes: 'redis' });
+      const bare = await fetchJson(`${gw.url}/v1/chat/completions`, {
+        body: { model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] }, timeoutMs: 30_000,
+      });
+      statuses.push(bare.status);
+    }
+    assert.ok(!statuses.includes(200), `nothing answered without a valid key: ${statuses}`);
+    assert.ok(statuses.includes(401), `then refused as unknown: ${statuses}`);
+    await gw.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
   test('created through A: works on B within a second; revoked: refused on both, B\'s queued request too', TIMEOUT, async () => {
     const { key, output } = await createKey(a.configFile, 'team', ['--max-concurrency', '1']);
     assert.match(output, /published to redis/);

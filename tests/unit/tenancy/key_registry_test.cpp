@@ -116,5 +116,19 @@ TEST(KeySignature, OnlyRecordsSignedWithTheSecretAreAccepted) {
       signed_text.substr(signed_text.rfind("sig="))));
 }
 
+// With redis: until its records are first read, a key not held is refused
+// (the table is pending), even when no source has a key yet.
+TEST(KeyRegistry, UntilRedisIsReadTheTableIsPending) {
+  KeyRegistry registry({}, {});
+  EXPECT_FALSE(registry.table()->enabled());
+  EXPECT_TRUE(registry.await_shared());
+  EXPECT_TRUE(registry.table()->pending());
+  EXPECT_TRUE(registry.table()->enabled());
+  EXPECT_TRUE(registry.add_shared({}));  // read: Redis has no key either
+  EXPECT_FALSE(registry.table()->pending());
+  EXPECT_FALSE(registry.table()->enabled());
+  EXPECT_FALSE(registry.add_shared({}));
+}
+
 }  // namespace
 }  // namespace switchyard::tenancy
