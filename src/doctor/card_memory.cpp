@@ -1,12 +1,10 @@
 #include "doctor/card_memory.h"
 
-#include <stdio.h>
-
 #include <charconv>
-#include <fstream>
 
 #include "doctor/kfd_topology.h"
 #include "doctor/nvidia_smi.h"
+#include "doctor/sysfs_pci.h"
 
 namespace switchyard::doctor {
 namespace {
@@ -33,10 +31,9 @@ std::vector<CardMemory> read_amd_card_memory(const std::filesystem::path& root) 
   for (const auto& node : topology->nodes) {
     if (!node.is_gpu) continue;
     const auto file = root / "bus" / "pci" / "devices" / node.pci_address / "mem_info_vram_total";
-    std::ifstream in(file);
-    std::string text;
+    const auto text = read_first_line(file);
     std::uint64_t bytes = 0;
-    if (!std::getline(in, text) || !parse_whole(text, bytes) || bytes == 0) break;
+    if (!text || !parse_whole(*text, bytes) || bytes == 0) break;
     cards.push_back({std::to_string(cards.size()), bytes, file.string()});
   }
   return cards;
@@ -62,14 +59,9 @@ std::vector<CardMemory> parse_nvidia_card_memory(std::string_view csv) {
 std::vector<CardMemory> read_card_memory(const std::filesystem::path& root) {
   auto cards = read_amd_card_memory(root);
   if (!cards.empty() || !nvidia_smi_available()) return cards;
-  FILE* pipe = ::popen(
-      "nvidia-smi --query-gpu=index,memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
-  if (!pipe) return cards;
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  if (::pclose(pipe) != 0) return cards;
-  return parse_nvidia_card_memory(output);
+  const auto run = run_nvidia_smi("--query-gpu=index,memory.total --format=csv,noheader,nounits");
+  if (!run || run->status != 0) return cards;
+  return parse_nvidia_card_memory(run->output);
 }
 
 }  // namespace switchyard::doctor

@@ -20,18 +20,24 @@ bool nvidia_smi_available() {
   return false;
 }
 
-std::string nvidia_smi_topology() {
-  FILE* pipe = ::popen("nvidia-smi topo -m 2>&1", "r");
-  if (!pipe) return "could not run nvidia-smi topo -m";
-  std::string output;
+std::optional<NvidiaSmiRun> run_nvidia_smi(const std::string& args) {
+  FILE* pipe = ::popen(("nvidia-smi " + args + " 2>&1").c_str(), "r");
+  if (!pipe) return std::nullopt;
+  NvidiaSmiRun run;
   char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) run.output.append(buffer, n);
   const int status = ::pclose(pipe);
-  if (status != 0) {
-    return "nvidia-smi topo -m failed (exit status " +
-           std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : status) + "): " + output;
-  }
-  return output;
+  run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+std::string nvidia_smi_topology() {
+  const auto run = run_nvidia_smi("topo -m");
+  if (!run) return "could not run nvidia-smi topo -m";
+  if (run->status != 0)
+    return "nvidia-smi topo -m failed (exit status " + std::to_string(run->status) +
+           "): " + run->output;
+  return run->output;
 }
 
 }  // namespace switchyard::doctor

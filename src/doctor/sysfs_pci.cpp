@@ -8,8 +8,6 @@
 
 namespace switchyard::doctor {
 namespace fs = std::filesystem;
-namespace {
-
 std::optional<std::string> read_first_line(const fs::path& file) {
   std::ifstream in(file);
   std::string line;
@@ -17,6 +15,8 @@ std::optional<std::string> read_first_line(const fs::path& file) {
   while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
   return line;
 }
+
+namespace {
 
 Result<unsigned long> read_hex_attribute(const fs::path& file) {
   auto text = read_first_line(file);

@@ -31,6 +31,10 @@ struct PciFunction {
 // "DDDD:BB:DD.F" in lower- or upper-case hex (a five-digit domain behind Intel VMD).
 bool is_pci_address(std::string_view name);
 
+// A sysfs attribute's first line without its trailing space; nullopt when it
+// cannot be read.
+std::optional<std::string> read_first_line(const std::filesystem::path& file);
+
 // Bus 0x06 of "0000:06:00.0"; device 0x1c of "0000:00:1c.0".
 unsigned pci_bus(std::string_view address);
 unsigned pci_device(std::string_view address);

@@ -213,8 +213,7 @@ void KeyState::carry_on_from(const SharedReading& last, const fleet::KeyLimits& 
   };
   if (rpm && whole.rpm) rpm->start_at(t, refilled(last.rates.requests.remaining, *whole.rpm) / n);
   if (tpm && whole.tpm) tpm->start_at(t, refilled(last.rates.tokens.remaining, *whole.tpm) / n);
-  const auto day_of = [](tenancy::Time x) { return std::chrono::floor<std::chrono::days>(x); };
-  if (day && whole.tokens_per_day && day_of(last.at) == day_of(t)) {
+  if (day && whole.tokens_per_day && tenancy::utc_day(last.at) == tenancy::utc_day(t)) {
     const std::int64_t left =
         std::max<std::int64_t>(0, *whole.tokens_per_day - last.rates.used_today);
     day->adjust(t, day->limit() - left / n);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "tenancy/limits.h"
 #include "tenancy/usage_report.h"
 
 namespace switchyard::gateway {
@@ -12,15 +13,9 @@ constexpr std::int64_t kDayMs = 24 * 60 * 60 * 1000;
 
 }  // namespace
 
-std::int64_t UsageToday::day_of(Time t) {
-  const auto ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-  return ms >= 0 ? ms / kDayMs : (ms - kDayMs + 1) / kDayMs;
-}
-
 UsageToday UsageToday::from_ledger(const std::string& state_db, Time now) {
   UsageToday today;
-  today.day_ = day_of(now);
+  today.day_ = tenancy::utc_day(now);
   auto db = tenancy::Database::open(state_db, /*read_only=*/true);
   if (!db) {
     spdlog::error("keys: today's usage not read from {}: {}", state_db, db.error().message);
@@ -38,7 +33,7 @@ UsageToday UsageToday::from_ledger(const std::string& state_db, Time now) {
 
 void UsageToday::add(const std::string& key, std::int64_t prompt_tokens,
                      std::int64_t completion_tokens, Time now) {
-  if (const auto day = day_of(now); day != day_) {
+  if (const auto day = tenancy::utc_day(now); day != day_) {
     by_key_.clear();
     day_ = day;
   }
@@ -49,14 +44,14 @@ void UsageToday::add(const std::string& key, std::int64_t prompt_tokens,
 }
 
 DayUsage UsageToday::of(std::string_view key, Time now) const {
-  if (day_of(now) != day_) return {};
+  if (tenancy::utc_day(now) != day_) return {};
   const auto it = by_key_.find(key);
   return it == by_key_.end() ? DayUsage{} : it->second;
 }
 
 std::map<std::string, std::int64_t, std::less<>> UsageToday::tokens(Time now) const {
   std::map<std::string, std::int64_t, std::less<>> out;
-  if (day_of(now) != day_) return out;
+  if (tenancy::utc_day(now) != day_) return out;
   for (const auto& [key, u] : by_key_)
     if (!key.empty()) out[key] = u.prompt_tokens + u.completion_tokens;
   return out;

@@ -36,8 +36,6 @@ class UsageToday {
   std::map<std::string, std::int64_t, std::less<>> tokens(Time now) const;
 
  private:
-  static std::int64_t day_of(Time t);
-
   std::int64_t day_ = -1;  // the UTC day counted, in days since the epoch
   std::map<std::string, DayUsage, std::less<>> by_key_;
 };

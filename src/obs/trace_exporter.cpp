@@ -22,19 +22,24 @@ TraceExporter::~TraceExporter() {
   thread_.join();
 }
 
-namespace {
-
-std::int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+std::int64_t TraceExporter::now_ns() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(options_.clock().time_since_epoch())
       .count();
 }
 
-}  // namespace
-
 bool TraceExporter::accepting() const {
   const auto until = resume_at_.load(std::memory_order_relaxed);
-  return until == 0 || steady_ns() >= until;
+  return until == 0 || now_ns() >= until;
+}
+
+void TraceExporter::flush() {
+  std::unique_lock lock(mutex_);
+  const auto drained = [this] { return queue_.empty() && !sending_; };
+  if (drained()) return;
+  ++flushing_;
+  wake_.notify_one();
+  drained_.wait(lock, drained);
+  --flushing_;
 }
 
 void TraceExporter::submit(std::vector<Span> spans) {
@@ -62,26 +67,30 @@ void TraceExporter::submit(std::vector<Span> spans) {
 void TraceExporter::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait_for(lock, options_.interval,
-                   [this] { return stopping_ || queue_.size() >= options_.max_batch; });
+    wake_.wait_for(lock, options_.interval, [this] {
+      return stopping_ || queue_.size() >= options_.max_batch || (flushing_ > 0 && !queue_.empty());
+    });
     while (!queue_.empty()) {
       const std::size_t n = std::min(queue_.size(), options_.max_batch);
       std::vector<Span> batch(std::make_move_iterator(queue_.begin()),
                               std::make_move_iterator(queue_.begin() + n));
       queue_.erase(queue_.begin(), queue_.begin() + n);
+      sending_ = true;
       lock.unlock();  // the queue takes spans while this one is sent
       if (accepting())
         export_batch(std::move(batch));
       else
         dropped_ += batch.size();  // queued before the failure: no second try
       lock.lock();
+      sending_ = false;
       if (stopping_ && failing_) {
         // Shutting down with the collector failing: one timeout, not one per batch.
         dropped_ += queue_.size();
         queue_.clear();
       }
-      if (!stopping_ && queue_.size() < options_.max_batch) break;
+      if (!stopping_ && flushing_ == 0 && queue_.size() < options_.max_batch) break;
     }
+    if (queue_.empty()) drained_.notify_all();
     if (stopping_ && queue_.empty()) return;
   }
 }
@@ -97,7 +106,7 @@ void TraceExporter::export_batch(std::vector<Span> batch) {
   }
   dropped_ += batch.size();
   backoff_ = failing_ ? std::min(backoff_ * 2, options_.retry_max) : options_.retry_min;
-  resume_at_ = steady_ns() + std::chrono::nanoseconds(backoff_).count();
+  resume_at_ = now_ns() + std::chrono::nanoseconds(backoff_).count();
   if (!std::exchange(failing_, true))
     spdlog::warn(
         "tracing: export to {} failed: {}; spans are dropped and requests go untraced until it "

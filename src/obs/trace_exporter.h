@@ -33,6 +33,8 @@ struct TraceExporterOptions {
   std::chrono::milliseconds interval{1000};   // a partial batch waits at most this long
   std::chrono::milliseconds retry_min{1000};  // the back-off after a failed export
   std::chrono::milliseconds retry_max{30000};
+  // The back-off's clock (tests give a fake one).
+  std::function<std::chrono::steady_clock::time_point()> clock = std::chrono::steady_clock::now;
 };
 
 class TraceExporter {
@@ -51,6 +53,9 @@ class TraceExporter {
   // Queues one request's spans; never blocks on I/O. Spans past the
   // queue's bound are dropped (counted).
   void submit(std::vector<Span> spans);
+  // Sends what is queued now, without waiting for a full batch or the
+  // interval, and returns once it is exported or dropped.
+  void flush();
 
   // False while backing off after a failed export: spans would be dropped.
   bool accepting() const;
@@ -65,6 +70,7 @@ class TraceExporter {
  private:
   void run();
   void export_batch(std::vector<Span> batch);
+  std::int64_t now_ns() const;
 
   const SpanSource source_;
   const Send send_;
@@ -72,11 +78,14 @@ class TraceExporter {
   const TraceExporterOptions options_;
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable drained_;  // the queue empty, no batch out
   std::deque<Span> queue_;
   bool stopping_ = false;
+  int flushing_ = 0;                      // flush() calls waiting
+  bool sending_ = false;                  // a batch is out of the queue, being sent
   bool failing_ = false;                  // exporter thread only: the last export failed
   std::chrono::milliseconds backoff_{0};  // exporter thread only
-  // steady_clock nanoseconds until which nothing is taken (0: taking).
+  // Nanoseconds of options_.clock until which nothing is taken (0: taking).
   std::atomic<std::int64_t> resume_at_{0};
   std::atomic<std::uint64_t> exported_{0}, dropped_{0}, untraced_{0};
   std::thread thread_;  // last: starts once the rest is set

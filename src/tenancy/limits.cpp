@@ -44,12 +44,12 @@ Duration Gcra::reset(Time now) const {
   return std::max(tat_, now) - now;
 }
 
-std::int64_t DayBudget::day_of(Time t) {
+std::int64_t utc_day(Time t) {
   return std::chrono::floor<std::chrono::days>(t).time_since_epoch().count();
 }
 
 std::int64_t DayBudget::used(Time now) const {
-  return day_of(now) == day_ ? used_ : 0;
+  return utc_day(now) == day_ ? used_ : 0;
 }
 
 Gcra::Taken DayBudget::peek(Time now, std::int64_t cost) const {
@@ -66,8 +66,8 @@ Gcra::Taken DayBudget::take(Time now, std::int64_t cost) {
 }
 
 void DayBudget::adjust(Time now, std::int64_t delta) {
-  if (day_of(now) != day_) {
-    day_ = day_of(now);
+  if (utc_day(now) != day_) {
+    day_ = utc_day(now);
     used_ = 0;
   }
   used_ = std::max<std::int64_t>(0, used_ + delta);

@@ -56,6 +56,9 @@ class Gcra {
   Time tat_{};       // theoretical arrival time: when everything taken has refilled
 };
 
+// The UTC day `t` falls on, as days since the epoch.
+std::int64_t utc_day(Time t);
+
 // Tokens per UTC day. take() reserves, adjust() corrects.
 class DayBudget {
  public:
@@ -69,7 +72,6 @@ class DayBudget {
   std::int64_t used(Time now) const;
 
  private:
-  static std::int64_t day_of(Time t);
   std::int64_t limit_;
   std::int64_t day_ = 0;
   std::int64_t used_ = 0;

@@ -4,7 +4,6 @@
 
 #include <boost/json.hpp>
 
-#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -85,8 +84,8 @@ TEST(TraceExporter, AFailedExportDropsItsBatchAndCountsIt) {
   options.interval = 10ms;
   TraceExporter exporter({}, collector.sender("connection refused"), "test", options);
   exporter.submit(spans(3));
-  collector.wait_entered(1);
-  for (int i = 0; i < 500 && exporter.dropped() < 3; ++i) std::this_thread::sleep_for(1ms);
+  exporter.flush();
+  EXPECT_EQ(collector.entered, 1);
   EXPECT_EQ(exporter.dropped(), 3u);
   EXPECT_EQ(exporter.exported(), 0u);
   EXPECT_NE(exporter.metrics_text().find("switchyard_trace_spans_dropped_total 3"),
@@ -96,12 +95,13 @@ TEST(TraceExporter, AFailedExportDropsItsBatchAndCountsIt) {
 // A dead collector costs no encoding and no connection per batch: after a
 // failure nothing is taken until the back-off ends; the next batch probes.
 TEST(TraceExporter, AfterAFailureItTakesNothingUntilTheBackOffEnds) {
-  std::atomic<int> sends{0};
-  std::atomic<bool> up{false};
+  int sends = 0;  // the exporter's thread only; read after flush()
+  bool up = false;
+  auto now = std::chrono::steady_clock::time_point{} + 1h;
   TraceExporterOptions options;
-  options.interval = 5ms;
   options.retry_min = 100ms;
   options.retry_max = 100ms;
+  options.clock = [&] { return now; };
   TraceExporter exporter(
       {},
       [&](const std::string&) -> std::optional<std::string> {
@@ -112,16 +112,20 @@ TEST(TraceExporter, AfterAFailureItTakesNothingUntilTheBackOffEnds) {
       "test", options);
   EXPECT_TRUE(exporter.accepting());
   exporter.submit(spans(2));
-  for (int i = 0; i < 500 && exporter.accepting(); ++i) std::this_thread::sleep_for(1ms);
+  exporter.flush();
+  EXPECT_EQ(sends, 1);
   ASSERT_FALSE(exporter.accepting());
   exporter.submit(spans(3));  // dropped at once, never sent
+  exporter.flush();
   EXPECT_EQ(exporter.dropped(), 5u);
   EXPECT_EQ(sends, 1);
+  now += 99ms;
+  EXPECT_FALSE(exporter.accepting());
+  now += 1ms;  // the back-off ended: the next batch is the probe
+  ASSERT_TRUE(exporter.accepting());
   up = true;
-  for (int i = 0; i < 2000 && !exporter.accepting(); ++i) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(exporter.accepting());  // the back-off ended: the next batch is the probe
   exporter.submit(spans(1));
-  for (int i = 0; i < 2000 && exporter.exported() < 1; ++i) std::this_thread::sleep_for(1ms);
+  exporter.flush();
   EXPECT_EQ(exporter.exported(), 1u);
   EXPECT_EQ(sends, 2);
   EXPECT_TRUE(exporter.accepting());
