@@ -1,8 +1,10 @@
 // A fixed needle found in many short haystacks (a stream's chunks).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -16,9 +18,9 @@ class ByteSearch {
  public:
   // `needle` (non-empty) must outlive the searcher.
   explicit ByteSearch(std::string_view needle) : needle_(needle) {
-    skip_.fill(needle.size());
+    skip_.fill(capped(needle.size()));
     for (std::size_t i = 0; i + 1 < needle.size(); ++i)
-      skip_[static_cast<unsigned char>(needle[i])] = needle.size() - 1 - i;
+      skip_[static_cast<unsigned char>(needle[i])] = capped(needle.size() - 1 - i);
   }
   // The first occurrence in `haystack` at or after `from`.
   std::optional<std::size_t> find(std::string_view haystack, std::size_t from = 0) const {
@@ -38,8 +40,16 @@ class ByteSearch {
   std::size_t size() const { return needle_.size(); }
 
  private:
+  // Skips are bytes, not words: a stream's rewriter holds a searcher for as
+  // long as the stream is open (256 bytes, not 2 KiB, each of 5,000 idle
+  // streams: docs/reliability.md). A needle over 255 bytes skips at most
+  // 255, which is still safe (Horspool may skip less, never more).
+  static std::uint8_t capped(std::size_t n) {
+    return static_cast<std::uint8_t>(std::min<std::size_t>(n, 255));
+  }
+
   std::string_view needle_;
-  std::array<std::size_t, 256> skip_;
+  std::array<std::uint8_t, 256> skip_;
 };
 
 }  // namespace switchyard

@@ -49,6 +49,17 @@ struct Forwarder::Attempt {
   bool local = false;  // the gateway itself ran short (fds, memory): not the instance's fault
 };
 
+namespace {
+
+// What a relay keeps of the engine's response head.
+struct ReplyHead {
+  int status = 0;
+  std::string content_type;
+  std::optional<std::string> simulated;  // its X-Simulated header
+};
+
+}  // namespace
+
 awaitable<Verdict> Forwarder::run(RequestContext& ctx) {
   const auto budget_end = ctx.record.start + options_.retry_budget;
   std::string last_error;
@@ -84,6 +95,10 @@ awaitable<Verdict> Forwarder::run(RequestContext& ctx) {
     if (routed == RouteStage::Routed::answered) co_return Verdict::answered;
     if (routed == RouteStage::Routed::none_left) break;
   }
+  co_return co_await answer_failed(ctx, last_error);
+}
+
+awaitable<Verdict> Forwarder::answer_failed(RequestContext& ctx, const std::string& last_error) {
   const ApiError error = ApiError::bad_gateway(
       fmt::format("{} attempt(s) failed; the last: {}", ctx.record.attempts, last_error));
   co_await ctx.answer(error);
@@ -101,7 +116,6 @@ awaitable<Verdict> Forwarder::end_for_drain(RequestContext& ctx) {
 awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Instance& inst) {
   auto& record = ctx.record;
   auto& exchange = ctx.exchange;
-  const auto& head = ctx.request.head;
   obs::ScopedSpan span(ctx.trace, "switchyard.attempt", obs::SpanKind::client);
   span.set("switchyard.instance", inst.name());
   span.set("switchyard.attempt", std::int64_t{record.attempts});
@@ -110,34 +124,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     span.set("server.port", std::int64_t{inst.url->port});
   }
 
-  http::UpstreamRequest upstream;
-  upstream.method = head.method;
-  upstream.target = head.target;
-  upstream.headers.add("Content-Type",
-                       std::string(head.headers.find("content-type").value_or("application/json")));
-  for (auto name : kPassedHeaders)
-    if (auto value = head.headers.find(name))
-      upstream.headers.add(std::string(name), std::string(*value));
-  upstream.headers.add("X-Request-Id", record.id);
-  // The engine continues the trace under this attempt (vLLM with
-  // --otlp-traces-endpoint); untraced, the client's context passes on as it came.
-  if (ctx.trace)
-    upstream.headers.add("traceparent", span.traceparent());
-  else if (auto parent = head.headers.find("traceparent"))
-    upstream.headers.add("traceparent", std::string(*parent));
-  if (auto state = head.headers.find("tracestate"))
-    upstream.headers.add("tracestate", std::string(*state));
-  // The client's key is the gateway's business, never the engine's.
-  if (inst.config.api_key) upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
   const bool force_usage = forces_usage(ctx);
-  std::string rewritten;
-  if (openai::needs_rewrite(ctx.facts, inst.served_model(), force_usage)) {
-    rewritten =
-        openai::rewrite_request(ctx.request.body, ctx.facts, inst.served_model(), force_usage);
-    upstream.body = rewritten;
-  } else {
-    upstream.body = ctx.request.body;
-  }
   const auto endpoint = *ctx.route.endpoint;
   openai::ResponseRewriter rewriter(
       ctx.client_model, force_usage && !ctx.facts.include_usage,
@@ -167,11 +154,50 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
     record.client_gone = true;
     call.abort();
   });
-  // The relay, as a lambda so that every return passes the unwatch below.
-  auto relay = [&]() -> awaitable<Attempt> {
-    const auto failed = [&](const Error& e) {
-      return Attempt{true, e.message, call.failure() == http::UpstreamFailure::local};
-    };
+  const auto failed = [&](const Error& e) {
+    return Attempt{true, e.message, call.failure() == http::UpstreamFailure::local};
+  };
+  // What the relay keeps of the engine's response head (the head itself,
+  // its headers some 430 bytes, is gone once read).
+  ReplyHead reply;
+
+  // The relay, in two coroutines so that every return passes the unwatch
+  // below, and so that an open stream's loop holds nothing of what sending
+  // the request and reading the response's head took: a coroutine's frame
+  // holds all its locals for as long as it runs (docs/reliability.md, "Idle
+  // streams"). The first sends the request, reads the response's head into
+  // `reply` and relays a body whole; nullopt: a stream follows.
+  const auto open = [&]() -> awaitable<std::optional<Attempt>> {
+    const auto& head = ctx.request.head;
+    http::UpstreamRequest upstream;
+    upstream.method = head.method;
+    upstream.target = head.target;
+    upstream.headers.add(
+        "Content-Type",
+        std::string(head.headers.find("content-type").value_or("application/json")));
+    for (auto name : kPassedHeaders)
+      if (auto value = head.headers.find(name))
+        upstream.headers.add(std::string(name), std::string(*value));
+    upstream.headers.add("X-Request-Id", record.id);
+    // The engine continues the trace under this attempt (vLLM with
+    // --otlp-traces-endpoint); untraced, the client's context passes on as it came.
+    if (ctx.trace)
+      upstream.headers.add("traceparent", span.traceparent());
+    else if (auto parent = head.headers.find("traceparent"))
+      upstream.headers.add("traceparent", std::string(*parent));
+    if (auto state = head.headers.find("tracestate"))
+      upstream.headers.add("tracestate", std::string(*state));
+    // The client's key is the gateway's business, never the engine's.
+    if (inst.config.api_key)
+      upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
+    std::string rewritten;
+    if (openai::needs_rewrite(ctx.facts, inst.served_model(), force_usage)) {
+      rewritten =
+          openai::rewrite_request(ctx.request.body, ctx.facts, inst.served_model(), force_usage);
+      upstream.body = rewritten;
+    } else {
+      upstream.body = ctx.request.body;
+    }
     auto reply_head = co_await call.send(upstream);
     if (!reply_head) {
       if (record.client_gone) co_return Attempt{};
@@ -182,56 +208,58 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       co_return Attempt{true, fmt::format("{} answered {} {}", inst.name(), reply_head->status,
                                           body ? body->substr(0, 200) : std::string())};
     }
-    const std::string content_type(
-        reply_head->headers.find("content-type").value_or("application/json"));
+    reply.status = reply_head->status;
+    reply.content_type = reply_head->headers.find("content-type").value_or("application/json");
     // The simulator says what it is; clients (switchyard bench) see it through the gateway.
-    const auto simulated = reply_head->headers.find("x-simulated");
+    if (auto simulated = reply_head->headers.find("x-simulated")) reply.simulated = *simulated;
+    if (reply.content_type.starts_with("text/event-stream")) co_return std::nullopt;
 
-    if (!content_type.starts_with("text/event-stream")) {
-      auto body = co_await call.read_all(kMaxBufferedResponse, buffered_);
-      if (!body) {
-        if (record.client_gone) co_return Attempt{};
-        co_return failed(body.error());
-      }
-      answering();
-      if (exchange.started()) {
-        // Told of its model's load, the client has a stream: the engine's
-        // whole answer (an error: a streamed request gets no other) ends it.
-        co_await ctx.answer(ApiError::upstream_failed(fmt::format(
-            "{} answered {} {}", inst.name(), reply_head->status, body->substr(0, 200))));
-        co_return Attempt{};
-      }
-      if (content_type.starts_with("application/json")) rewriter.rewrite_body(*body);
-      if (const auto& usage = rewriter.usage())
-        metrics_.generation().add(inst.name(), usage->completion_tokens);
-      http::Response reply;
-      reply.status = reply_head->status;
-      reply.headers.add("Content-Type", content_type);
-      reply.headers.add("X-Request-Id", record.id);
-      if (simulated) reply.headers.add("X-Simulated", std::string(*simulated));
-      for (auto [name, value] : ctx.response_headers) reply.headers.add(name, value);
-      reply.body = std::move(*body);
-      record.status = reply.status;
-      record.ttfb = record.seconds_since_start();
-      record.bytes_out = reply.body.size();
-      if (!co_await exchange.respond(std::move(reply))) record.client_gone = true;
+    auto body = co_await call.read_all(kMaxBufferedResponse, buffered_);
+    if (!body) {
+      if (record.client_gone) co_return Attempt{};
+      co_return failed(body.error());
+    }
+    answering();
+    if (exchange.started()) {
+      // Told of its model's load, the client has a stream: the engine's
+      // whole answer (an error: a streamed request gets no other) ends it.
+      co_await ctx.answer(ApiError::upstream_failed(
+          fmt::format("{} answered {} {}", inst.name(), reply.status, body->substr(0, 200))));
       co_return Attempt{};
     }
+    if (reply.content_type.starts_with("application/json")) rewriter.rewrite_body(*body);
+    if (const auto& usage = rewriter.usage())
+      metrics_.generation().add(inst.name(), usage->completion_tokens);
+    http::Response response;
+    response.status = reply.status;
+    response.headers.add("Content-Type", reply.content_type);
+    response.headers.add("X-Request-Id", record.id);
+    if (reply.simulated) response.headers.add("X-Simulated", *reply.simulated);
+    for (auto [name, value] : ctx.response_headers) response.headers.add(name, value);
+    response.body = std::move(*body);
+    record.status = response.status;
+    record.ttfb = record.seconds_since_start();
+    record.bytes_out = response.body.size();
+    if (!co_await exchange.respond(std::move(response))) record.client_gone = true;
+    co_return Attempt{};
+  };
 
+  // The stream, event by event.
+  const auto relay_stream = [&]() -> awaitable<Attempt> {
     // The client's stream starts with the first whole event, so an engine
     // that fails before producing one is retried invisibly; after that a
     // failure ends the stream with an error event at an event boundary.
     bool started = false;
     const auto start = [&]() -> awaitable<bool> {
       answering();
-      record.status = reply_head->status;
+      record.status = reply.status;
       started = true;
       bool ok = true;
       // A request held for its model's load may have had its head already.
       if (!exchange.started()) {
-        http::Headers headers = ctx.stream_headers(content_type);
-        if (simulated) headers.add("X-Simulated", *simulated);
-        ok = co_await exchange.start_stream(reply_head->status, std::move(headers));
+        http::Headers headers = ctx.stream_headers(reply.content_type);
+        if (reply.simulated) headers.add("X-Simulated", *reply.simulated);
+        ok = co_await exchange.start_stream(reply.status, std::move(headers));
       }
       record.ttfb = record.seconds_since_start();
       if (ctx.trace) ctx.trace->event(obs::RequestTrace::root, "first_token");
@@ -247,6 +275,27 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       if (!send_now(bytes)) co_return false;
       if (exchange.flushed()) co_return true;
       co_return co_await exchange.flush();
+    };
+    // The end of a started stream whose engine failed (or that the drain's
+    // cutoff broke): what is held back, then an error event.
+    const auto end_broken = [&](const Error& broke) -> awaitable<void> {
+      std::string tail;
+      rewriter.finish_stream(tail);
+      if (cutoff_.cut()) {
+        record.shut_down = true;
+        tail += openai::stream_error_events(cutoff_.error(), ctx.route.dialect);
+        if (co_await send(tail)) co_await exchange.end_stream();
+        co_return;
+      }
+      spdlog::warn("request {}: instance {} failed mid-stream: {}", record.id, inst.name(),
+                   broke.message);
+      if (call.failure() != http::UpstreamFailure::local)
+        upstreams_.report_failure(inst.index, broke.message);
+      record.upstream_failed = true;
+      const ApiError error = ApiError::upstream_failed(
+          fmt::format("instance {} failed mid-stream: {}", inst.name(), broke.message));
+      tail += openai::stream_error_events(error, ctx.route.dialect);
+      if (co_await send(tail)) co_await exchange.end_stream();
     };
     http::SseSplitter splitter;
     std::string out;  // what one read yields for the client: sent in one write
@@ -273,23 +322,7 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
       if (broke) {
         if (record.client_gone) co_return Attempt{};
         if (!started) co_return failed(*broke);
-        std::string tail;
-        rewriter.finish_stream(tail);
-        if (cutoff_.cut()) {
-          record.shut_down = true;
-          tail += openai::stream_error_events(cutoff_.error(), ctx.route.dialect);
-          if (co_await send(tail)) co_await exchange.end_stream();
-          co_return Attempt{};
-        }
-        spdlog::warn("request {}: instance {} failed mid-stream: {}", record.id, inst.name(),
-                     broke->message);
-        if (call.failure() != http::UpstreamFailure::local)
-          upstreams_.report_failure(inst.index, broke->message);
-        record.upstream_failed = true;
-        const ApiError error = ApiError::upstream_failed(
-            fmt::format("instance {} failed mid-stream: {}", inst.name(), broke->message));
-        tail += openai::stream_error_events(error, ctx.route.dialect);
-        if (co_await send(tail)) co_await exchange.end_stream();
+        co_await end_broken(*broke);
         co_return Attempt{};
       }
       if (pieces->empty()) break;
@@ -319,7 +352,10 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
   };
   Attempt outcome;
   try {
-    outcome = co_await relay();
+    if (auto ended = co_await open())
+      outcome = std::move(*ended);
+    else
+      outcome = co_await relay_stream();
   } catch (const std::exception& e) {
     // Nothing in the relay throws by design; a bug must not leave the watch armed.
     spdlog::error("request {}: {}", record.id, e.what());

@@ -66,6 +66,9 @@ class Forwarder final : public Stage {
   boost::asio::awaitable<Attempt> attempt(RequestContext& ctx, fleet::Instance& inst);
   // A request the cutoff caught before its first byte: 503 shutting_down.
   boost::asio::awaitable<Verdict> end_for_drain(RequestContext& ctx);
+  // Every attempt failed: 502 naming the last failure. Out of run(), whose
+  // frame is held for as long as a stream is open.
+  boost::asio::awaitable<Verdict> answer_failed(RequestContext& ctx, const std::string& last_error);
 
   Upstreams upstreams_;
   RouteStage& routing_;

@@ -280,7 +280,7 @@ struct Gateway::Impl {
   bool sees_detail(const http::RequestHead& head) const {
     return !keys.enabled() || config.health_detail_public || keys.allows(head.headers);
   }
-  awaitable<void> handle(http::Request request, http::Exchange& exchange);
+  awaitable<void> handle(http::Request& request, http::Exchange& exchange);
   http::Response local_response(const Route& route, const http::RequestHead& head) const;
 
   // The last stage of the routes the gateway answers itself: the dashboard's
@@ -423,11 +423,11 @@ http::Response Gateway::protocol_error(int status, std::string message, std::str
   return r;
 }
 
-awaitable<void> Gateway::handle(http::Request request, http::Exchange& exchange) {
-  return impl_->handle(std::move(request), exchange);
+awaitable<void> Gateway::handle(http::Request& request, http::Exchange& exchange) {
+  return impl_->handle(request, exchange);
 }
 
-awaitable<void> Gateway::Impl::handle(http::Request request, http::Exchange& exchange) {
+awaitable<void> Gateway::Impl::handle(http::Request& request, http::Exchange& exchange) {
   const Route& route = *find_route(request.head.path());  // screen() made sure it exists
   RequestContext ctx(request, exchange, route);
   ctx.record.id = request_id(request.head.headers, rng);

@@ -44,7 +44,7 @@ class Gateway final : public http::Handler {
   void end_running(std::chrono::milliseconds drain);
 
   std::optional<http::Response> screen(const http::RequestHead& head) override;
-  boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;
+  boost::asio::awaitable<void> handle(http::Request& request, http::Exchange& exchange) override;
   http::Response protocol_error(int status, std::string message, std::string_view path) override;
 
  private:

@@ -79,7 +79,10 @@ class Handler {
     return std::nullopt;
   }
 
-  virtual boost::asio::awaitable<void> handle(Request request, Exchange& exchange) = 0;
+  // The request is the session's, lent until the returned awaitable
+  // completes (the handler may move from it): a copy in the handler's frame
+  // would be over 500 bytes more for every open stream.
+  virtual boost::asio::awaitable<void> handle(Request& request, Exchange& exchange) = 0;
 
   // The body of an error the server itself detects (malformed HTTP, body over
   // the limit, timeouts), in the application's error format; `path`: the

@@ -52,6 +52,10 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   awaitable<void> answer_error(tcp::socket& socket, SocketDeadline& deadline, int status,
                                std::string message, unsigned version, std::string_view path = {});
   awaitable<void> refuse(tcp::socket socket);
+  // The handler's early answer (Handler::screen), if any, on the heap: in
+  // the session's frame a Response would be over 400 bytes for every open
+  // connection.
+  std::unique_ptr<Response> screen(const RequestHead& head);
   awaitable<void> accept_failed(const boost::system::error_code& ec);
   void shed_pending();
   void connection_closed();
@@ -289,7 +293,7 @@ class SessionExchange final : public Exchange {
 // Writes a response outside any exchange (protocol errors) and reports success.
 awaitable<bool> write_response(tcp::socket& socket, SocketDeadline& deadline,
                                ClientWatches& watches, const ServerOptions& options,
-                               Response response, unsigned version) {
+                               Response&& response, unsigned version) {
   SessionExchange ex(socket, deadline, watches, options, version, /*keep_alive=*/false);
   const bool ok = co_await ex.respond(std::move(response));
   co_return ok;
@@ -320,6 +324,35 @@ awaitable<void> linger_close(tcp::socket& socket, SocketDeadline& deadline) {
 bool client_left(const boost::system::error_code& ec) {
   return ec == beast_http::error::end_of_stream || ec == net::error::eof ||
          ec == net::error::connection_reset || ec == net::error::operation_aborted;
+}
+
+// The error answer a connection ends with. `status` 0: none (the client
+// left, or stalled before sending anything).
+struct ErrorAnswer {
+  int status = 0;
+  std::string message;
+  bool names_path = false;  // the request's head was read: its route may speak its own format
+  bool linger = true;       // request bytes may still be on the way (linger_close)
+};
+
+// How a request whose body could not be read is answered.
+ErrorAnswer body_error(const boost::system::error_code& ec, bool timed_out, const Request& request,
+                       std::uint64_t limit) {
+  if (ec == beast_http::error::body_limit)
+    return {413, fmt::format("request body exceeds the limit of {} bytes", limit), true};
+  if (timed_out) return {408, "timed out reading the request body", true};
+  if (ec == beast_http::error::partial_message) {
+    // The client shut its side mid-body (a half-close): it may still read.
+    if (const auto& length = request.head.content_length)
+      return {400,
+              fmt::format("the request body ended after {} of its {} bytes "
+                          "(Content-Length): the client closed its side",
+                          request.body.size(), *length),
+              true};
+    return {400, "the request body ended before its last chunk: the client closed its side", true};
+  }
+  if (!client_left(ec)) return {400, "malformed request body: " + ec.message(), true};
+  return {};
 }
 
 }  // namespace
@@ -493,10 +526,15 @@ void Server::State::connection_closed() {
   }
 }
 
+std::unique_ptr<Response> Server::State::screen(const RequestHead& head) {
+  std::optional<Response> early = handler.screen(head);
+  return early ? std::make_unique<Response>(std::move(*early)) : nullptr;
+}
+
 // The error's Response (its Headers alone are some 450 bytes) lives in this
 // coroutine's frame while it is written, not in the session's: every local
 // of the session coroutine is in its frame for as long as the connection is
-// open, and 5,000 idle streams must fit in 150 MiB (docs/reliability.md).
+// open, and 5,000 idle streams must fit in 100 MiB (docs/reliability.md).
 awaitable<void> Server::State::answer_error(tcp::socket& socket, SocketDeadline& deadline,
                                             int status, std::string message, unsigned version,
                                             std::string_view path) {
@@ -505,6 +543,12 @@ awaitable<void> Server::State::answer_error(tcp::socket& socket, SocketDeadline&
 }
 
 awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
+  // Every local here, and every temporary of a co_await, is in the
+  // coroutine's frame for as long as the connection is open, an open
+  // stream's included (docs/reliability.md, "Idle streams"): the parser
+  // fills `request` in place, a screened request's answer is on the heap,
+  // and the error answers are given in one place after the loop, each built
+  // in a coroutine of its own (answer_error).
   auto self = shared_from_this();
   struct Open {
     State& state;
@@ -522,6 +566,8 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
   });
   // Outside the loop: it may already hold the start of a pipelined request.
   beast::flat_buffer buffer;
+  Request request;        // the one being read, then handled (lent to the handler)
+  unsigned version = 11;  // the request's HTTP version: 10 or 11
   bool answered = false;  // whether a request was answered on this connection
   unsigned requests = 0;  // read on this connection, for keep_alive_max
   // Waiting for a request counts as keep-alive idle time when that is bounded.
@@ -529,12 +575,13 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
   const auto header_timeout =
       std::min({options.header_timeout, options.keep_alive_idle.value_or(options.header_timeout),
                 over_cap ? ServerOptions::kProbeHeaderTimeout : options.header_timeout});
-  // Whether the connection ends on an error answer, with request bytes
-  // perhaps still on the way (linger_close).
-  bool errored = false;
+  ErrorAnswer failure;   // what the connection ends with
+  bool refusal = false;  // a request past the cap: answered 503, then close_refused
 
   for (;;) {
-    RequestParser parser;  // fresh per message
+    request = Request();
+    version = 11;
+    RequestParser parser(request);  // fresh per message
     parser.header_limit(64 * 1024);
     // The limit is applied after the headers, so an oversized Content-Length
     // gets a 413 (below) rather than a parse error.
@@ -551,47 +598,38 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
       // Only a client that started a request and stalled is owed an answer.
       if (header_timed_out && buffer.size() == 0) break;
       if (!header_timed_out && client_left(read_ec)) break;
-      // Named, not a conditional inside the co_await: GCC 12 destroys such a
-      // temporary twice in a coroutine.
-      std::string message = header_timed_out ? std::string("timed out reading request headers")
-                                             : "malformed HTTP request: " + read_ec.message();
-      co_await answer_error(socket, deadline, header_timed_out ? 408 : 400, std::move(message), 11);
-      errored = true;
+      if (header_timed_out)
+        failure = {408, "timed out reading request headers"};
+      else
+        failure = {400, "malformed HTTP request: " + read_ec.message()};
       break;
     }
 
-    RequestHead head;
-    head.method = std::move(parser.method);
-    head.target = std::move(parser.target);
-    head.headers = std::move(parser.headers);
+    RequestHead& head = request.head;
     if (auto cl = parser.content_length()) head.content_length = *cl;
     head.remote = remote;
-    const unsigned version = parser.version;
+    version = parser.version;
 
     if (over_cap &&
         (head.method != "GET" || std::find(options.probe_paths.begin(), options.probe_paths.end(),
                                            head.path()) == options.probe_paths.end())) {
       note_refused();
-      std::string message(kAtTheCap);  // named: see the header-read error above
-      co_await answer_error(socket, deadline, 503, std::move(message), version);
-      co_await close_refused(socket, deadline);
-      co_return;
+      failure = {503, std::string(kAtTheCap)};
+      refusal = true;
+      break;
     }
     if (auto bad = check_request_framing(head.headers, version)) {
-      co_await answer_error(socket, deadline, bad->status, std::move(bad->message), version,
-                            head.path());
-      errored = true;
+      failure = {bad->status, std::move(bad->message), true};
       break;
     }
     if (head.content_length && *head.content_length > options.body_limit) {
-      std::string message = fmt::format("request body is {} bytes; the limit is {} bytes",
-                                        *head.content_length, options.body_limit);
-      co_await answer_error(socket, deadline, 413, std::move(message), version, head.path());
-      errored = true;
+      failure = {413,
+                 fmt::format("request body is {} bytes; the limit is {} bytes",
+                             *head.content_length, options.body_limit),
+                 true};
       break;
     }
-    std::optional<Response> early = handler.screen(head);
-    if (early) {
+    if (auto early = screen(head)) {
       co_await write_response(socket, deadline, watches, options, std::move(*early), version);
       break;
     }
@@ -614,54 +652,40 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
       body_timed_out = deadline.expired();
     }
     if (body_ec) {
-      int status = 0;
-      std::string message;
-      if (body_ec == beast_http::error::body_limit) {
-        status = 413;
-        message = fmt::format("request body exceeds the limit of {} bytes", options.body_limit);
-      } else if (body_timed_out) {
-        status = 408;
-        message = "timed out reading the request body";
-      } else if (body_ec == beast_http::error::partial_message) {
-        // The client shut its side mid-body (a half-close): it may still read.
-        status = 400;
-        message = head.content_length
-                      ? fmt::format(
-                            "the request body ended after {} of its {} bytes "
-                            "(Content-Length): the client closed its side",
-                            parser.body.size(), *head.content_length)
-                      : std::string(
-                            "the request body ended before its last chunk: the client "
-                            "closed its side");
-      } else if (!client_left(body_ec)) {
-        status = 400;
-        message = "malformed request body: " + body_ec.message();
-      }
-      if (status != 0) {
-        co_await answer_error(socket, deadline, status, std::move(message), version, head.path());
-        errored = true;
-      }
+      failure = body_error(body_ec, body_timed_out, request, options.body_limit);
       break;
     }
 
-    Request request{std::move(head), std::move(parser.body)};
     ++requests;
     const bool last = options.keep_alive_max > 0 && requests >= options.keep_alive_max;
     SessionExchange exchange(socket, deadline, watches, options, version,
                              parser.keep_alive() && !last && !over_cap, keep_alive_value);
+    // What the request left in the buffer is the next one's start; an empty
+    // buffer is given back while the request is handled (an open stream
+    // would hold it for nothing) and taken again for the next request.
+    if (buffer.size() == 0) buffer.shrink_to_fit();
     ++active;
-    co_await handler.handle(std::move(request), exchange);
+    co_await handler.handle(request, exchange);
     --active;
     if (exchange.aborted()) co_return;  // the socket is closed already
     if (!exchange.started()) {
-      Response error = handler.protocol_error(500, "the handler produced no response", {});
-      co_await exchange.respond(std::move(error));
+      failure = {500, "the handler produced no response", false, false};
       break;
     }
     if (!exchange.reusable()) break;
     answered = true;
   }
-  if (errored) {
+  if (failure.status != 0) {
+    // Named, not a conditional inside the co_await: GCC 12 destroys such a
+    // temporary twice in a coroutine.
+    const std::string_view path = failure.names_path ? request.head.path() : std::string_view();
+    co_await answer_error(socket, deadline, failure.status, std::move(failure.message), version,
+                          path);
+  }
+  request = Request();  // a connection that lingers holds no body
+  if (refusal) {
+    co_await close_refused(socket, deadline);
+  } else if (failure.status != 0 && failure.linger) {
     co_await linger_close(socket, deadline);
   } else {
     socket.shutdown(tcp::socket::shutdown_send, ec);

@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -68,8 +69,8 @@ KeepAliveHint parse_keep_alive(std::string_view value) {
 struct UpstreamPool::Connection {
   // Room for a whole small response in the first read (Beast reads at most
   // 512 bytes into an empty buffer: two reads for a typical completion).
-  // 4 KiB, not more: every open stream holds one, and 5,000 idle streams
-  // must fit in 150 MiB (docs/reliability.md, "Idle streams").
+  // Given back while a body's next bytes are awaited with none held
+  // (read_some), so an open stream whose engine is silent holds none.
   explicit Connection(net::any_io_executor ex) : socket(ex), deadline(ex, [this] { close(); }) {
     buffer.reserve(kBuffer);
   }
@@ -152,8 +153,11 @@ struct UpstreamCall::State {
   explicit State(std::shared_ptr<UpstreamPool::State> p) : pool(std::move(p)) {}
   std::shared_ptr<UpstreamPool::State> pool;
   std::unique_ptr<UpstreamPool::Connection> conn;
-  std::optional<ResponseParser> parser;  // the response's header
-  std::optional<BodyDecoder> body;       // once the header is in
+  // Whether the response's header lets the connection carry another
+  // request. The header's parser itself lives in send()'s frame only: a
+  // stream's call holds this state as long as the stream is open.
+  bool keep_alive = false;
+  std::optional<BodyDecoder> body;  // once the header is in
   // What read_some() hands out: views of conn->buffer.
   static constexpr std::size_t kMaxPieces = 32;
   std::array<std::string_view, kMaxPieces> pieces;
@@ -190,7 +194,7 @@ UpstreamCall::~UpstreamCall() {
   // response would be read as the next one's), kept alive, not closed by
   // abort() (a client that left after the response was read), and on which
   // the upstream takes another request goes back to the pool.
-  if (s.conn && s.done() && s.conn->buffer.size() == 0 && s.parser->keep_alive() &&
+  if (s.conn && s.done() && s.conn->buffer.size() == 0 && s.keep_alive &&
       failure_ != UpstreamFailure::aborted && s.conn->socket.is_open() &&
       s.conn->lifetime > Clock::duration::zero() && s.conn->requests_left != 0u) {
     s.pool->give_back(std::move(s.conn));
@@ -307,8 +311,10 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
   // (its keep-alive timeout announced late, or not at all); such a failure
   // before any response byte is retried on a newly opened connection, never
   // on another pooled one, which is likely just as stale.
+  std::optional<ResponseParser> parser;
   for (bool may_reuse = true;; may_reuse = false) {
-    s.parser.reset();
+    parser.reset();
+    s.keep_alive = false;
     s.body.reset();
     s.conn = may_reuse ? pool.checkout() : nullptr;
     const bool reused = s.conn != nullptr;
@@ -324,36 +330,37 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
       }
     }
     auto& conn = *s.conn;
+    conn.buffer.reserve(UpstreamPool::Connection::kBuffer);  // given back by a stream's wait
     conn.deadline.expires_after(opts.first_byte_timeout);
     auto wec = co_await write_all(conn.socket, message);
     if (!wec) {
       if (pool.calls > 1) co_await let_loop_run(conn.socket);
-      s.parser.emplace();
-      s.parser->body_limit(boost::none);
+      parser.emplace();
+      parser->body_limit(boost::none);
       auto [rec, rn] =
-          co_await beast_http::async_read_header(conn.socket, conn.buffer, *s.parser, use_tuple);
+          co_await beast_http::async_read_header(conn.socket, conn.buffer, *parser, use_tuple);
       wec = rec;
     }
     conn.deadline.expires_never();
     const bool timed_out = conn.deadline.expired();
     if (!wec) {
-      const auto& parser = *s.parser;
-      if (request.method == "HEAD" || parser.is_done())
+      if (request.method == "HEAD" || parser->is_done())
         s.body = BodyDecoder::with_length(0);
-      else if (parser.chunked())
+      else if (parser->chunked())
         s.body = BodyDecoder::chunked();
-      else if (auto length = parser.content_length())
+      else if (auto length = parser->content_length())
         s.body = BodyDecoder::with_length(*length);
       else
         s.body = BodyDecoder::until_close();
-      note_keep_alive(conn, s.parser->headers, opts);
+      s.keep_alive = parser->keep_alive();
+      note_keep_alive(conn, parser->headers, opts);
       UpstreamHead reply;
-      reply.status = s.parser->status;
-      reply.headers = std::move(s.parser->headers);
+      reply.status = parser->status;
+      reply.headers = std::move(parser->headers);
       co_return reply;
     }
     const bool stale = reused && !timed_out && failure_ != UpstreamFailure::aborted &&
-                       !(s.parser && s.parser->got_some()) && closed_by_peer(wec);
+                       !(parser && parser->got_some()) && closed_by_peer(wec);
     if (stale) {
       pool.drop_idle_since(conn.idle_since);
       continue;
@@ -375,10 +382,31 @@ awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
     if (n > 0 || s.body->done()) co_return BodyPieces(s.pieces.data(), n);
     auto& conn = *s.conn;
     conn.deadline.expires_after(s.pool->options.idle_timeout);
-    auto [ec, got] = co_await conn.socket.async_read_some(
-        conn.buffer.prepare(beast::read_size(conn.buffer, 64 * 1024)), use_tuple);
+    boost::system::error_code ec;
+    std::size_t got = 0;
+    if (conn.buffer.size() == 0) {
+      // Nothing half-read is held: the buffer is given back while the
+      // engine is silent and taken again when it has sent something. A
+      // stream waits here between tokens and for as long as its engine
+      // stalls; 5,000 idle streams held 20 MiB of these buffers
+      // (docs/reliability.md, "Idle streams"). The wait costs an epoll_ctl
+      // where the read it replaces first tried a recv that found nothing.
+      conn.buffer.shrink_to_fit();
+      std::tie(ec) = co_await conn.socket.async_wait(tcp::socket::wait_read, use_tuple);
+      if (!ec) {
+        conn.buffer.reserve(UpstreamPool::Connection::kBuffer);
+        // The socket is non-blocking (write_now): nothing there yet is
+        // would_block, and the wait starts again.
+        got = conn.socket.read_some(conn.buffer.prepare(beast::read_size(conn.buffer, 64 * 1024)),
+                                    ec);
+      }
+    } else {
+      std::tie(ec, got) = co_await conn.socket.async_read_some(
+          conn.buffer.prepare(beast::read_size(conn.buffer, 64 * 1024)), use_tuple);
+    }
     conn.deadline.expires_never();
     conn.buffer.commit(got);
+    if (ec == net::error::would_block || ec == net::error::try_again) continue;
     if (ec == net::error::eof && s.body->end_of_input()) continue;
     if (ec == net::error::eof) ec = beast_http::error::partial_message;
     if (ec) co_return read_failed(ec);

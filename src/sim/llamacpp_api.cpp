@@ -61,7 +61,7 @@ struct LlamacppApi::Impl {
         id_rng(e.options().seed ^ 0x9e3779b97f4a7c15ull),
         started(std::chrono::system_clock::now()) {}
 
-  awaitable<void> handle(http::Request request, http::Exchange& exchange);
+  awaitable<void> handle(http::Request& request, http::Exchange& exchange);
   // The answer to a request that needs no generation, or (with `job` set)
   // the parsed completion to run.
   http::Response respond_now(const http::Request& request, std::optional<CompletionJob>& job);
@@ -93,8 +93,8 @@ LlamacppApi::LlamacppApi(Engine& engine, LlamacppApiOptions options)
     : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
 LlamacppApi::~LlamacppApi() = default;
 
-awaitable<void> LlamacppApi::handle(http::Request request, http::Exchange& exchange) {
-  return impl_->handle(std::move(request), exchange);
+awaitable<void> LlamacppApi::handle(http::Request& request, http::Exchange& exchange) {
+  return impl_->handle(request, exchange);
 }
 
 http::Response LlamacppApi::protocol_error(int status, std::string message, std::string_view) {
@@ -109,7 +109,7 @@ std::string LlamacppApi::Impl::new_id() {
   return id;
 }
 
-awaitable<void> LlamacppApi::Impl::handle(http::Request request, http::Exchange& exchange) {
+awaitable<void> LlamacppApi::Impl::handle(http::Request& request, http::Exchange& exchange) {
   // Loading: llama-server answers every request with its 503 "Loading model".
   std::optional<CompletionJob> job;
   http::Response reply = runner.loading() ? http::Response() : respond_now(request, job);

@@ -32,7 +32,7 @@ class LlamacppApi final : public http::Handler {
   LlamacppApi(Engine& engine, LlamacppApiOptions options);
   ~LlamacppApi() override;
 
-  boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;
+  boost::asio::awaitable<void> handle(http::Request& request, http::Exchange& exchange) override;
   http::Response protocol_error(int status, std::string message, std::string_view path) override;
 
  private:

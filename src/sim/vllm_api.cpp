@@ -98,7 +98,7 @@ struct VllmApi::Impl {
                     std::chrono::system_clock::now().time_since_epoch())
                     .count()) {}
 
-  awaitable<void> handle(http::Request request, http::Exchange& exchange);
+  awaitable<void> handle(http::Request& request, http::Exchange& exchange);
   awaitable<std::optional<http::Response>> sleep_endpoint(const http::Request& request);
   http::Response respond_now(const http::Request& request, std::optional<CompletionJob>& job);
   std::variant<CompletionJob, http::Response> parse_job(Endpoint endpoint,
@@ -129,8 +129,8 @@ VllmApi::VllmApi(Engine& engine, VllmApiOptions options)
     : impl_(std::make_unique<Impl>(engine, std::move(options))) {}
 VllmApi::~VllmApi() = default;
 
-awaitable<void> VllmApi::handle(http::Request request, http::Exchange& exchange) {
-  return impl_->handle(std::move(request), exchange);
+awaitable<void> VllmApi::handle(http::Request& request, http::Exchange& exchange) {
+  return impl_->handle(request, exchange);
 }
 
 http::Response VllmApi::protocol_error(int status, std::string message, std::string_view) {
@@ -181,7 +181,7 @@ awaitable<std::optional<http::Response>> VllmApi::Impl::sleep_endpoint(
   co_return reply;
 }
 
-awaitable<void> VllmApi::Impl::handle(http::Request request, http::Exchange& exchange) {
+awaitable<void> VllmApi::Impl::handle(http::Request& request, http::Exchange& exchange) {
   if (options.sleep_mode && !runner.loading()) {
     std::optional<http::Response> slept = co_await sleep_endpoint(request);
     if (slept) {

@@ -43,7 +43,7 @@ class VllmApi final : public http::Handler {
   VllmApi(Engine& engine, VllmApiOptions options);
   ~VllmApi() override;
 
-  boost::asio::awaitable<void> handle(http::Request request, http::Exchange& exchange) override;
+  boost::asio::awaitable<void> handle(http::Request& request, http::Exchange& exchange) override;
   http::Response protocol_error(int status, std::string message, std::string_view path) override;
 
  private:

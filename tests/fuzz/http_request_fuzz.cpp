@@ -25,10 +25,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // What the server's read buffer holds: Beast's parser keeps no bytes of
   // its own, a header is parsed once it is whole in the buffer.
   std::string buffer;
-  auto parser = std::make_unique<RequestParser>();
+  Request request;
+  auto parser = std::make_unique<RequestParser>(request);
   bool checked = false;
   const auto fresh = [&] {
-    parser = std::make_unique<RequestParser>();
+    parser.reset();
+    request = Request();
+    parser = std::make_unique<RequestParser>(request);
     parser->header_limit(64 * 1024);
     parser->body_limit(1 << 20);
     checked = false;

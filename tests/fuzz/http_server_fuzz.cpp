@@ -35,7 +35,7 @@ class FuzzHandler final : public Handler {
     if (head.path().starts_with("/deny")) return json_response(401, R"({"error":"no"})");
     return std::nullopt;
   }
-  net::awaitable<void> handle(Request request, Exchange& exchange) override {
+  net::awaitable<void> handle(Request& request, Exchange& exchange) override {
     if (request.head.path().starts_with("/stream")) {
       Headers headers;
       headers.add("Content-Type", "text/event-stream");

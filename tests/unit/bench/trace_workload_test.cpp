@@ -282,7 +282,7 @@ class FakeEngine final : public http::Handler {
   std::vector<Arrival> arrivals;
   bool overlapped = false;  // "hold" was answered after another request arrived
 
-  boost::asio::awaitable<void> handle(http::Request request, http::Exchange& ex) override {
+  boost::asio::awaitable<void> handle(http::Request& request, http::Exchange& ex) override {
     const auto body = json::parse(request.body).as_object();
     const std::string prompt(body.at("prompt").as_string());
     arrivals.push_back({Clock::now(), prompt});

@@ -24,7 +24,8 @@ std::size_t feed(Parser& parser, std::string_view wire, boost::system::error_cod
 }
 
 TEST(RequestParser, FillsHeadHeadersAndBody) {
-  RequestParser parser;
+  Request request;
+  RequestParser parser(request);
   parser.eager(true);
   const std::string wire =
       "POST /v1/chat/completions?x=1 HTTP/1.1\r\n"
@@ -50,7 +51,8 @@ TEST(RequestParser, FillsHeadHeadersAndBody) {
 }
 
 TEST(RequestParser, ChunkedBodyArrivingInPieces) {
-  RequestParser parser;
+  Request request;
+  RequestParser parser(request);
   parser.eager(true);
   const std::string head = "POST /tokenize HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n";
   boost::system::error_code ec;
@@ -77,7 +79,8 @@ TEST(RequestParser, ChunkedBodyArrivingInPieces) {
 TEST(RequestParser, ChunkedBodyAndTrailerAByteAtATime) {
   for (const std::string body : {"0\r\nX-Trailer: y\r\n\r\n", "3\r\nabc\r\n0\r\n\r\n",
                                  "2\r\nab\r\n1\r\nc\r\n0\r\nA: 1\r\nB: 2\r\n\r\n"}) {
-    RequestParser parser;
+    Request request;
+    RequestParser parser(request);
     beast::flat_buffer buffer;
     const std::string head = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
     for (char c : head + body) {
@@ -93,7 +96,8 @@ TEST(RequestParser, ChunkedBodyAndTrailerAByteAtATime) {
 }
 
 TEST(RequestParser, BodyLimitIsEnforced) {
-  RequestParser parser;
+  Request request;
+  RequestParser parser(request);
   parser.eager(true);
   parser.body_limit(4);
   boost::system::error_code ec;

@@ -35,7 +35,7 @@ std::string chunk_of(int i) {
 // Streams 64 KiB chunks until the client's socket is full, then 8 more.
 class StreamingHandler final : public Handler {
  public:
-  boost::asio::awaitable<void> handle(Request, Exchange& exchange) override {
+  boost::asio::awaitable<void> handle(Request&, Exchange& exchange) override {
     if (!co_await exchange.start_stream(200, {})) co_return;
     int more = 8;
     for (int i = 0; i < 2000 && more > 0; ++i) {

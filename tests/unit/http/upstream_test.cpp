@@ -351,6 +351,34 @@ TEST_F(UpstreamTest, ABodyWithoutALengthEndsWhenTheUpstreamCloses) {
   EXPECT_EQ(got.failure, UpstreamFailure::reset);
 }
 
+// The read buffer (4 KiB, given back between reads) grows to what a read
+// brings: a body many times its size, in pieces, is read whole.
+TEST_F(UpstreamTest, ABodyMuchLargerThanTheReadBufferIsReadWhole) {
+  std::string body;
+  for (int i = 0; body.size() < 200'000; ++i) body += std::to_string(i) + ",";
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+  upstream.raw = {head + body.substr(0, 10), body.substr(10, 100'000), body.substr(100'010)};
+  const Outcome got = one();
+  ASSERT_TRUE(got.ok) << got.error;
+  EXPECT_EQ(got.body, body);
+  EXPECT_EQ(pool().idle_count(), 1u);
+}
+
+// A call whose upstream falls silent mid-body waits without a read buffer,
+// under the same deadline: idle_timeout ends it.
+TEST_F(UpstreamTest, AnUpstreamSilentMidBodyTimesOut) {
+  options.idle_timeout = 100ms;
+  upstream.raw = {"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"};
+  const auto started = Clock::now();
+  const Outcome got = one();
+  EXPECT_FALSE(got.ok);
+  EXPECT_EQ(got.failure, UpstreamFailure::timeout);
+  EXPECT_NE(got.error.find("no data within the idle timeout"), std::string::npos) << got.error;
+  EXPECT_GE(Clock::now() - started, 100ms);
+  EXPECT_EQ(pool().idle_count(), 0u);
+}
+
 TEST(BufferBudgetTest, TakesOnlyWhatFits) {
   BufferBudget budget(100);
   EXPECT_EQ(budget.total(), 100u);
