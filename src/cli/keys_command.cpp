@@ -55,7 +55,7 @@ void add_limit_flags(CLI::App* sub, LimitFlags& f) {
 }
 
 // `l` with the given flags applied; an error names the flag.
-Result<fleet::KeyLimits> apply(const LimitFlags& f, fleet::KeyLimits l) {
+Result<tenancy::KeyLimits> apply(const LimitFlags& f, tenancy::KeyLimits l) {
   const auto count = [](const std::optional<std::int64_t>& v) {
     return v && *v > 0 ? v : std::nullopt;
   };
@@ -94,7 +94,7 @@ Result<fleet::KeyLimits> apply(const LimitFlags& f, fleet::KeyLimits l) {
   return l;
 }
 
-std::string limits_text(const fleet::KeyLimits& l) {
+std::string limits_text(const tenancy::KeyLimits& l) {
   std::string out;
   const auto add = [&](std::string item) { out += (out.empty() ? "" : " ") + item; };
   if (!l.models.empty()) {

@@ -251,8 +251,8 @@ std::int64_t positive_int64(const YAML::Node& node, const std::string& field) {
 
 // The limit fields of one api_keys entry (the same names as the keys CLI's
 // flags, with underscores).
-KeyLimits parse_key_limits(const YAML::Node& node, const std::string& where) {
-  KeyLimits l;
+tenancy::KeyLimits parse_key_limits(const YAML::Node& node, const std::string& where) {
+  tenancy::KeyLimits l;
   if (node["models"]) l.models = string_list(node["models"], where + ".models");
   if (node["rpm"]) l.rpm = positive_int64(node["rpm"], where + ".rpm");
   if (node["tpm"]) l.tpm = positive_int64(node["tpm"], where + ".tpm");
@@ -292,7 +292,7 @@ void parse_api_keys(const YAML::Node& node, FleetConfig& c) {
   for (std::size_t i = 0; i < node.size(); ++i) {
     const auto where = fmt::format("api_keys[{}]", i);
     const YAML::Node entry = node[i];
-    StaticKey k;
+    tenancy::StaticKey k;
     k.name = where;
     if (entry.IsMap()) {
       check_keys(entry, where,
@@ -302,9 +302,9 @@ void parse_api_keys(const YAML::Node& node, FleetConfig& c) {
       k.key = non_empty(entry["key"], where + ".key");
       if (entry["name"]) {
         k.name = non_empty(entry["name"], where + ".name");
-        if (!valid_key_name(k.name))
-          fail(entry["name"],
-               fmt::format("{}.name: '{}' is not a key name: {}", where, k.name, key_name_rule));
+        if (!tenancy::valid_key_name(k.name))
+          fail(entry["name"], fmt::format("{}.name: '{}' is not a key name: {}", where, k.name,
+                                          tenancy::key_name_rule));
       }
       k.limits = parse_key_limits(entry, where);
     } else {
@@ -328,7 +328,7 @@ void parse_state_db(const YAML::Node& root, FleetConfig& c) {
 // redis, redis_down, redis_lease_ttl: the shared limits.
 void parse_redis(const YAML::Node& root, FleetConfig& c) {
   if (const auto node = root["redis"]) {
-    auto address = parse_redis_url(non_empty(node, "redis"));
+    auto address = tenancy::parse_redis_url(non_empty(node, "redis"));
     if (!address) fail(node, address.error().message);
     c.redis = std::move(*address);
   }
@@ -880,13 +880,6 @@ std::size_t default_max_connections(std::uint64_t fd_limit, const FleetConfig& c
     reserve += std::max<std::uint64_t>(32, static_cast<std::uint64_t>(inst.slots.value_or(1))) + 2;
   const std::uint64_t cap = fd_limit > reserve ? (fd_limit - reserve) / 2 : 0;
   return static_cast<std::size_t>(std::max<std::uint64_t>(cap, 16));
-}
-
-bool valid_key_name(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
-  for (unsigned char c : name)
-    if (!std::isalnum(c) && c != '-' && c != '_' && c != '.' && c != '@') return false;
-  return true;
 }
 
 std::string redact_url(std::string_view url) {

@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "fleet/redis_url.h"
+#include "tenancy/key_limits.h"
+#include "tenancy/redis_url.h"
 
 namespace switchyard::fleet {
 
@@ -136,38 +137,6 @@ struct RoutingOptions {
   bool operator==(const RoutingOptions&) const = default;
 };
 
-// What one API key may use (docs/keys.md). Unset limits do not apply.
-struct KeyLimits {
-  std::vector<std::string> models;  // models (canonical names) the key may use; empty: all
-  // Requests per minute and tokens (prompt + completion) per minute, as
-  // GCRA: a whole minute's worth may come at once, then it refills evenly.
-  std::optional<std::int64_t> rpm;
-  std::optional<std::int64_t> tpm;
-  std::optional<std::int64_t> tokens_per_day;  // per UTC day
-  // Requests in flight at once; the excess waits (up to queue.max_wait).
-  std::optional<int> max_concurrency;
-  // Agent sessions active at once; a session is active from its first
-  // request until session_idle after its last. New sessions beyond the cap
-  // wait for a seat (up to queue.max_wait).
-  std::optional<int> max_sessions;
-  std::chrono::milliseconds session_idle{std::chrono::minutes(5)};
-  // Queue order: higher priority bands are served first; within a band, keys
-  // share slots in proportion to weight (in estimated tokens).
-  int priority = 0;
-  double weight = 1;
-
-  bool operator==(const KeyLimits&) const = default;
-};
-
-// A key from the config file's api_keys (the database holds the others).
-struct StaticKey {
-  std::string name;  // what logs and metrics say; "api_keys[i]" when not given
-  std::string key;
-  KeyLimits limits;
-
-  bool operator==(const StaticKey&) const = default;
-};
-
 // A named set of instances that run together (docs/profiles.md). Instances
 // in no profile always run; of the others only the active profile's do.
 struct ProfileConfig {
@@ -286,8 +255,8 @@ struct FleetConfig {
   std::string listen = "127.0.0.1:8080";
   std::vector<ModelConfig> models;
   std::vector<InstanceConfig> instances;
-  std::vector<std::string> api_keys;   // the static keys' secrets; empty: none
-  std::vector<StaticKey> static_keys;  // the same keys with their names and limits
+  std::vector<std::string> api_keys;            // the static keys' secrets; empty: none
+  std::vector<tenancy::StaticKey> static_keys;  // the same keys with their names and limits
   // SQLite file with the keys `switchyard keys` manages and the usage ledger.
   // Default: switchyard.db beside the config file; a relative path is taken
   // from the config file's directory. Authentication is on when api_keys
@@ -301,7 +270,7 @@ struct FleetConfig {
   // Shared limits (docs/keys.md, "Several gateways"): every gateway with the
   // same `redis:` enforces each key's limits together. Unset: each gateway
   // counts on its own.
-  std::optional<RedisAddress> redis;
+  std::optional<tenancy::RedisAddress> redis;
   // While Redis is unreachable: reject (the default) answers requests that
   // need a limit check 503 limits_unavailable; local lets each gateway
   // enforce limit ÷ gateways (last seen), never the whole limit.
@@ -371,11 +340,6 @@ FleetConfig keep_restart_only_settings(const FleetConfig& running, FleetConfig n
 // config and /proc reads) plus, per instance, its idle pool (max(32, slots))
 // and 2 (the engine's output pipe and the health probe). At least 16.
 std::size_t default_max_connections(std::uint64_t fd_limit, const FleetConfig& config);
-
-// A key name (static or stored): 1 to 64 letters, digits, '-', '_', '.' or
-// '@', so that it is safe in logs, metrics labels and the dashboard.
-bool valid_key_name(std::string_view name);
-inline constexpr const char* key_name_rule = "use 1 to 64 letters, digits, '-', '_', '.' or '@'";
 
 // `url` with any user:password@ replaced by "***@", for logs and messages.
 std::string redact_url(std::string_view url);

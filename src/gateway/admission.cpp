@@ -131,7 +131,7 @@ ApiError tokens_over_tpm(const std::string& name, std::int64_t cost, std::int64_
       "rate_limit_exceeded", std::chrono::minutes(1));
 }
 
-void add_shared_rate_headers(RequestContext& ctx, const fleet::KeyLimits& l,
+void add_shared_rate_headers(RequestContext& ctx, const tenancy::KeyLimits& l,
                              const tenancy::RatesTaken& t) {
   auto& h = ctx.response_headers;
   if (l.rpm) {
@@ -147,7 +147,7 @@ void add_shared_rate_headers(RequestContext& ctx, const fleet::KeyLimits& l,
 }
 
 // The 429 of a rate the shared script refused, worded as the local one.
-ApiError shared_rate_error(const std::string& name, const fleet::KeyLimits& l,
+ApiError shared_rate_error(const std::string& name, const tenancy::KeyLimits& l,
                            const tenancy::RatesTaken& t, std::int64_t cost) {
   using R = tenancy::RatesTaken::Refused;
   if (t.refused == R::rpm) return rpm_error(name, l.rpm.value_or(0), t.retry_after);
@@ -181,12 +181,12 @@ bool generates(openai::Endpoint e) {
 
 }  // namespace
 
-KeyState::KeyState(std::string name_, const fleet::KeyLimits& limits_, tenancy::WallClock now_)
+KeyState::KeyState(std::string name_, const tenancy::KeyLimits& limits_, tenancy::WallClock now_)
     : name(std::move(name_)), now(std::move(now_)), seats(1, limits_.session_idle) {
   set_limits(limits_);
 }
 
-void KeyState::set_limits(const fleet::KeyLimits& next) {
+void KeyState::set_limits(const tenancy::KeyLimits& next) {
   const bool fresh = !rpm && !tpm && !day && running == 0;
   if (fresh || next.rpm != limits.rpm)
     rpm =
@@ -201,7 +201,7 @@ void KeyState::set_limits(const fleet::KeyLimits& next) {
   limits = next;
 }
 
-void KeyState::carry_on_from(const SharedReading& last, const fleet::KeyLimits& whole,
+void KeyState::carry_on_from(const SharedReading& last, const tenancy::KeyLimits& whole,
                              int gateways) {
   const std::int64_t n = std::max(1, gateways);
   const auto t = now();
@@ -605,7 +605,7 @@ void Admit::wake(const std::string& key) {
   if (auto it = states_.find(key); it != states_.end()) serve_waiters(*it->second);
 }
 
-std::string Admit::seat_of(const RequestContext& ctx, const fleet::KeyLimits& limits) {
+std::string Admit::seat_of(const RequestContext& ctx, const tenancy::KeyLimits& limits) {
   // A session needs a seat only when the key caps sessions; a generation
   // without one is a session of one request.
   if (!limits.max_sessions) return {};

@@ -82,7 +82,7 @@ class Admit final : public Stage {
   void start_budget(KeyState& state);
   std::shared_ptr<KeyState> fallback_for(const KeyEntry& key);
   // The seat a request needs under `limits`; empty: none.
-  std::string seat_of(const RequestContext& ctx, const fleet::KeyLimits& limits);
+  std::string seat_of(const RequestContext& ctx, const tenancy::KeyLimits& limits);
   boost::asio::awaitable<Verdict> run_local(RequestContext& ctx, std::shared_ptr<KeyState> state,
                                             std::int64_t cost);
   // nullopt when Redis failed before anything was decided (`failure` says

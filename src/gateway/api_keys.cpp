@@ -8,8 +8,8 @@ namespace switchyard::gateway {
 
 namespace {
 
-std::vector<fleet::StaticKey> named(const std::vector<std::string>& keys) {
-  std::vector<fleet::StaticKey> out;
+std::vector<tenancy::StaticKey> named(const std::vector<std::string>& keys) {
+  std::vector<tenancy::StaticKey> out;
   for (std::size_t i = 0; i < keys.size(); ++i)
     out.push_back({fmt::format("api_keys[{}]", i), keys[i], {}});
   return out;
@@ -21,7 +21,7 @@ ApiKeys::ApiKeys(const std::vector<std::string>& keys)
     : table_(std::make_shared<const tenancy::KeyTable>(
           named(keys), std::vector<tenancy::KeyRecord>{}, !keys.empty())) {}
 
-ApiKeys::ApiKeys(const std::vector<fleet::StaticKey>& statics,
+ApiKeys::ApiKeys(const std::vector<tenancy::StaticKey>& statics,
                  const std::vector<tenancy::KeyRecord>& stored, bool stored_ever)
     : table_(std::make_shared<const tenancy::KeyTable>(statics, stored,
                                                        !statics.empty() || stored_ever)) {}

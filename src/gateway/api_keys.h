@@ -25,7 +25,7 @@ class ApiKeys {
   explicit ApiKeys(const std::vector<std::string>& keys);
   // `stored` from the state database; `stored_ever` is whether it has ever
   // held a key: revoking the last one must not switch authentication off.
-  ApiKeys(const std::vector<fleet::StaticKey>& statics,
+  ApiKeys(const std::vector<tenancy::StaticKey>& statics,
           const std::vector<tenancy::KeyRecord>& stored, bool stored_ever);
 
   bool enabled() const { return table_->enabled(); }

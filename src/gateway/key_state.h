@@ -19,13 +19,13 @@ namespace switchyard::gateway {
 struct KeyWaiter;  // gateway/admission.cpp
 
 struct KeyState {
-  KeyState(std::string name_, const fleet::KeyLimits& limits_, tenancy::WallClock now_);
+  KeyState(std::string name_, const tenancy::KeyLimits& limits_, tenancy::WallClock now_);
   // New limits; counters of the limits that stay the same carry on.
-  void set_limits(const fleet::KeyLimits& next);
+  void set_limits(const tenancy::KeyLimits& next);
 
   std::string name;
   tenancy::WallClock now;  // the Admit stage's
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   std::optional<tenancy::Gcra> rpm, tpm;
   std::optional<tenancy::DayBudget> day;
   tenancy::SessionSeats seats;
@@ -41,7 +41,7 @@ struct KeyState {
   // redis_down: local. These split counters (`limits` = `whole` ÷ `gateways`)
   // start from this gateway's share of what Redis last said was left, refilled
   // since: starting full, every gateway would add its whole share again.
-  void carry_on_from(const SharedReading& last, const fleet::KeyLimits& whole, int gateways);
+  void carry_on_from(const SharedReading& last, const tenancy::KeyLimits& whole, int gateways);
 };
 
 // What admission took for one request: a running slot, a session's seat,

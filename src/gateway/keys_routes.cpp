@@ -18,7 +18,7 @@ json::value or_null(const std::optional<T>& v) {
   return v ? json::value(*v) : json::value(nullptr);
 }
 
-json::object limits_json(const fleet::KeyLimits& l) {
+json::object limits_json(const tenancy::KeyLimits& l) {
   json::array models;
   for (const auto& m : l.models) models.emplace_back(m);
   return {{"models", std::move(models)},

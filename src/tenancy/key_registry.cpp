@@ -6,12 +6,12 @@
 
 namespace switchyard::tenancy {
 
-KeyRegistry::KeyRegistry(std::vector<fleet::StaticKey> statics, std::vector<KeyRecord> stored)
+KeyRegistry::KeyRegistry(std::vector<tenancy::StaticKey> statics, std::vector<KeyRecord> stored)
     : statics_(std::move(statics)), stored_(std::move(stored)) {
   rebuild(true);
 }
 
-bool KeyRegistry::set_statics(std::vector<fleet::StaticKey> statics) {
+bool KeyRegistry::set_statics(std::vector<tenancy::StaticKey> statics) {
   if (statics == statics_) return false;
   statics_ = std::move(statics);
   return rebuild(true);

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "tenancy/key_limits.h"
 #include "tenancy/key_store.h"
 #include "tenancy/key_table.h"
 
@@ -26,7 +26,7 @@ namespace switchyard::tenancy {
 
 class KeyRegistry {
  public:
-  KeyRegistry(std::vector<fleet::StaticKey> statics, std::vector<KeyRecord> stored);
+  KeyRegistry(std::vector<tenancy::StaticKey> statics, std::vector<KeyRecord> stored);
 
   // The table in force.
   std::shared_ptr<const KeyTable> table() const { return table_; }
@@ -35,7 +35,7 @@ class KeyRegistry {
   const std::vector<KeyRecord>& records() const { return records_; }
 
   // Each returns whether the table changed.
-  bool set_statics(std::vector<fleet::StaticKey> statics);
+  bool set_statics(std::vector<tenancy::StaticKey> statics);
   // The state database's records, read whole.
   bool set_stored(std::vector<KeyRecord> stored);
   // Records read from Redis: added to those held, never removing one.
@@ -49,7 +49,7 @@ class KeyRegistry {
   // records_ and table_ from the sources; whether records_ changed.
   bool rebuild(bool statics_changed);
 
-  std::vector<fleet::StaticKey> statics_;
+  std::vector<tenancy::StaticKey> statics_;
   std::vector<KeyRecord> stored_;
   std::map<std::string, KeyRecord> shared_;  // by name, the highest version seen
   std::vector<KeyRecord> records_;

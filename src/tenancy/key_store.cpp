@@ -90,7 +90,7 @@ KeyRecord read_record(const Statement& s) {
 }
 
 // ?4.. ?12 in `columns` order.
-void bind_limits(Statement& s, const fleet::KeyLimits& l) {
+void bind_limits(Statement& s, const tenancy::KeyLimits& l) {
   s.bind(4, join(l.models)).bind(5, l.rpm).bind(6, l.tpm).bind(7, l.tokens_per_day);
   l.max_concurrency ? s.bind(8, std::int64_t{*l.max_concurrency}) : s.bind_null(8);
   l.max_sessions ? s.bind(9, std::int64_t{*l.max_sessions}) : s.bind_null(9);
@@ -146,10 +146,10 @@ Result<Done> KeyStore::write(Statement& change) {
   return db_.exec("COMMIT");
 }
 
-Result<std::string> KeyStore::create(const std::string& name, const fleet::KeyLimits& limits,
+Result<std::string> KeyStore::create(const std::string& name, const tenancy::KeyLimits& limits,
                                      std::int64_t now) {
-  if (!fleet::valid_key_name(name))
-    return Error{fmt::format("'{}' is not a key name: {}", name, fleet::key_name_rule)};
+  if (!tenancy::valid_key_name(name))
+    return Error{fmt::format("'{}' is not a key name: {}", name, tenancy::key_name_rule)};
   if (auto existing = find(name); existing)
     return Error{fmt::format("a key named '{}' exists already{}", name,
                              existing->revoked ? " (revoked)" : "")};
@@ -191,7 +191,7 @@ Result<KeyRecord> KeyStore::find(const std::string& name) {
   return read_record(*select);
 }
 
-Result<Done> KeyStore::update(const std::string& name, const fleet::KeyLimits& limits) {
+Result<Done> KeyStore::update(const std::string& name, const tenancy::KeyLimits& limits) {
   if (auto existing = find(name); !existing) return existing.error();
   auto update = db_.prepare(
       "UPDATE keys SET models = ?4, rpm = ?5, tpm = ?6, tokens_per_day = ?7, "
@@ -214,7 +214,7 @@ Result<Done> KeyStore::revoke(const std::string& name, std::int64_t now) {
 }
 
 Result<bool> KeyStore::put(const KeyRecord& r) {
-  if (!fleet::valid_key_name(r.name)) return Error{fmt::format("'{}' is not a key name", r.name)};
+  if (!tenancy::valid_key_name(r.name)) return Error{fmt::format("'{}' is not a key name", r.name)};
   auto existing = find(r.name);
   if (existing && existing->version >= r.version) return false;
   auto upsert = db_.prepare(

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "fleet/fleet_config.h"
+#include "tenancy/key_limits.h"
 #include "tenancy/sha256.h"
 #include "tenancy/sqlite.h"
 
@@ -22,7 +22,7 @@ struct KeyRecord {
   std::string name;
   std::string prefix;  // the key's first characters, to recognise it in a list
   Digest hash{};
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   std::int64_t created = 0;  // Unix seconds
   std::optional<std::int64_t> last_used;
   std::optional<std::int64_t> revoked;
@@ -43,12 +43,12 @@ class KeyStore {
 
   // A new key named `name` (letters, digits, '-', '_', '.'; unique, revoked
   // ones included); returns the key, which is stored nowhere.
-  Result<std::string> create(const std::string& name, const fleet::KeyLimits& limits,
+  Result<std::string> create(const std::string& name, const tenancy::KeyLimits& limits,
                              std::int64_t now);
   // Every key, revoked ones included, by name.
   Result<std::vector<KeyRecord>> list();
   Result<KeyRecord> find(const std::string& name);
-  Result<Done> update(const std::string& name, const fleet::KeyLimits& limits);
+  Result<Done> update(const std::string& name, const tenancy::KeyLimits& limits);
   Result<Done> revoke(const std::string& name, std::int64_t now);
   // `record` stored as it is (its version included) when the store has no
   // key of its name or an older version of it; returns whether it was.

@@ -4,7 +4,7 @@
 
 namespace switchyard::tenancy {
 
-KeyTable::KeyTable(const std::vector<fleet::StaticKey>& statics,
+KeyTable::KeyTable(const std::vector<tenancy::StaticKey>& statics,
                    const std::vector<KeyRecord>& stored, bool enabled, bool pending)
     : enabled_(enabled), pending_(pending) {
   entries_.reserve(statics.size() + stored.size());

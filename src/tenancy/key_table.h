@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "tenancy/key_limits.h"
 #include "tenancy/key_store.h"
 #include "tenancy/sha256.h"
 
@@ -21,7 +21,7 @@ namespace switchyard::tenancy {
 struct KeyEntry {
   std::string name;
   Digest hash{};
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   bool revoked = false;  // kept so a revoked key is told apart from an unknown one
 };
 
@@ -32,7 +32,7 @@ class KeyTable {
   // replace one. Authentication is on when `enabled`, or while `pending`:
   // records are still to be read from Redis, so a key not (yet) known is
   // refused, not let through.
-  KeyTable(const std::vector<fleet::StaticKey>& statics, const std::vector<KeyRecord>& stored,
+  KeyTable(const std::vector<tenancy::StaticKey>& statics, const std::vector<KeyRecord>& stored,
            bool enabled, bool pending = false);
   // Entries are looked up through views of their own names: never copied.
   KeyTable(const KeyTable&) = delete;

@@ -12,7 +12,7 @@ void BlockingRedis::Free::operator()(redisContext* c) const {
 
 BlockingRedis::~BlockingRedis() = default;
 
-Result<BlockingRedis> BlockingRedis::connect(const fleet::RedisAddress& address,
+Result<BlockingRedis> BlockingRedis::connect(const tenancy::RedisAddress& address,
                                              std::chrono::milliseconds timeout) {
   const timeval tv{static_cast<time_t>(timeout.count() / 1000),
                    static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "fleet/redis_url.h"
 #include "tenancy/redis_client.h"
+#include "tenancy/redis_url.h"
 
 struct redisContext;
 
@@ -18,7 +18,7 @@ namespace switchyard::tenancy {
 class BlockingRedis {
  public:
   // Connects and SELECTs; `timeout` bounds the connect and each command.
-  static Result<BlockingRedis> connect(const fleet::RedisAddress& address,
+  static Result<BlockingRedis> connect(const tenancy::RedisAddress& address,
                                        std::chrono::milliseconds timeout);
   BlockingRedis(BlockingRedis&&) noexcept = default;
   BlockingRedis& operator=(BlockingRedis&&) noexcept = default;

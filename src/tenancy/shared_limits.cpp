@@ -41,8 +41,8 @@ Result<std::vector<long long>> integers(const RedisReply& r, std::string_view sc
 
 }  // namespace
 
-fleet::KeyLimits split_limits(const fleet::KeyLimits& limits, int gateways) {
-  fleet::KeyLimits out = limits;
+tenancy::KeyLimits split_limits(const tenancy::KeyLimits& limits, int gateways) {
+  tenancy::KeyLimits out = limits;
   const auto n = std::max(1, gateways);
   const auto part = [n](auto v) { return std::max<decltype(v)>(1, v / n); };
   if (out.rpm) out.rpm = part(*out.rpm);
@@ -53,7 +53,7 @@ fleet::KeyLimits split_limits(const fleet::KeyLimits& limits, int gateways) {
   return out;
 }
 
-bool needs_shared_state(const fleet::KeyLimits& l) {
+bool needs_shared_state(const tenancy::KeyLimits& l) {
   return l.rpm || l.tpm || l.tokens_per_day || l.max_concurrency || l.max_sessions;
 }
 
@@ -116,7 +116,7 @@ std::string SharedLimits::down_message(const std::string& why) const {
   return fmt::format("redis at {} unreachable: {}", client_.address(), why);
 }
 
-std::uint64_t SharedLimits::open(const std::string& key, const fleet::KeyLimits& limits,
+std::uint64_t SharedLimits::open(const std::string& key, const tenancy::KeyLimits& limits,
                                  const std::string& session) {
   const std::uint64_t id = next_lease_++;
   leases_.emplace(id, Lease{key, limits, session, fmt::format("{}:{}", options_.gateway_id, id), 0,

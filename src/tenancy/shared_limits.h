@@ -19,7 +19,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "fleet/fleet_config.h"
+#include "tenancy/key_limits.h"
 #include "tenancy/limits.h"
 #include "tenancy/redis_client.h"
 #include "tenancy/redis_scripts.h"
@@ -62,9 +62,9 @@ struct SlotTaken {
 
 // limit ÷ gateways for `redis_down: local`, rounded down but at least 1:
 // never the whole limit when more than one gateway shares it.
-fleet::KeyLimits split_limits(const fleet::KeyLimits& limits, int gateways);
+tenancy::KeyLimits split_limits(const tenancy::KeyLimits& limits, int gateways);
 // Whether a key's limits need Redis at all (models, priority and weight do not).
-bool needs_shared_state(const fleet::KeyLimits& limits);
+bool needs_shared_state(const tenancy::KeyLimits& limits);
 
 class SharedLimits {
  public:
@@ -91,7 +91,7 @@ class SharedLimits {
   std::string down_message(const std::string& why) const;
 
   // A request's lease, held until close(): it names the request in Redis.
-  std::uint64_t open(const std::string& key, const fleet::KeyLimits& limits,
+  std::uint64_t open(const std::string& key, const tenancy::KeyLimits& limits,
                      const std::string& session);
   // Takes one request and `cost` tokens of the lease's key.
   boost::asio::awaitable<Result<RatesTaken>> take_rates(std::uint64_t lease, std::int64_t cost);
@@ -107,7 +107,7 @@ class SharedLimits {
  private:
   struct Lease {
     std::string key;
-    fleet::KeyLimits limits;
+    tenancy::KeyLimits limits;
     std::string session;
     std::string member;
     std::int64_t reserved = 0;  // tokens taken by take_rates

@@ -38,8 +38,8 @@ struct Call {
 };
 
 struct AdmitTest : testing::Test {
-  void set_limits(const fleet::KeyLimits& limits) {
-    keys = ApiKeys({fleet::StaticKey{"team", "sk-team", limits}}, {}, false);
+  void set_limits(const tenancy::KeyLimits& limits) {
+    keys = ApiKeys({tenancy::StaticKey{"team", "sk-team", limits}}, {}, false);
     admit.keys_changed();
   }
   // Runs admit for a chat request of `session` (empty: none) to its verdict.
@@ -85,7 +85,7 @@ struct AdmitTest : testing::Test {
 };
 
 TEST_F(AdmitTest, RpmRefusesUntilTheClockMovesOn) {
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   limits.rpm = 2;
   set_limits(limits);
   for (int i = 0; i < 2; ++i) {
@@ -104,7 +104,7 @@ TEST_F(AdmitTest, RpmRefusesUntilTheClockMovesOn) {
 }
 
 TEST_F(AdmitTest, TheDayBudgetStartsFromWhatTheLedgerSpentAndRenewsAtMidnight) {
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   limits.tokens_per_day = 100;
   set_limits(limits);
   admit.start_budgets({{"team", 90}}, now);
@@ -116,7 +116,7 @@ TEST_F(AdmitTest, TheDayBudgetStartsFromWhatTheLedgerSpentAndRenewsAtMidnight) {
 }
 
 TEST_F(AdmitTest, ANewSessionWaitsForASeatThatFreesWhenTheLastIdlesOut) {
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   limits.max_sessions = 1;
   limits.session_idle = 5min;
   set_limits(limits);
@@ -132,7 +132,7 @@ TEST_F(AdmitTest, ANewSessionWaitsForASeatThatFreesWhenTheLastIdlesOut) {
 }
 
 TEST_F(AdmitTest, ARequestWithoutASessionHoldsASeatOnlyWhileItRuns) {
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   limits.max_sessions = 1;
   limits.session_idle = 1h;
   set_limits(limits);
@@ -147,7 +147,7 @@ TEST_F(AdmitTest, ARequestWithoutASessionHoldsASeatOnlyWhileItRuns) {
 }
 
 TEST_F(AdmitTest, AWaitForTheKeyIsRecordedForTheQueuesShareOfTheBound) {
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   limits.max_concurrency = 1;
   set_limits(limits);
   auto running = chat();
@@ -163,7 +163,7 @@ TEST_F(AdmitTest, AWaitForTheKeyIsRecordedForTheQueuesShareOfTheBound) {
 // gateways together stay within the whole limit.
 TEST(KeyStateOutage, SplitCountersStartFromTheLastSharedReading) {
   tenancy::Time now = tenancy::Time{} + 1000h + 12h;
-  fleet::KeyLimits whole;
+  tenancy::KeyLimits whole;
   whole.rpm = 10;
   whole.tpm = 1000;
   whole.tokens_per_day = 10'000;

@@ -13,7 +13,7 @@ http::Headers bearer(std::string_view key) {
 }
 
 TEST(KeyTable, StaticAndStoredKeysByDigest) {
-  fleet::StaticKey ops{"ops", "sk-ops", {}};
+  tenancy::StaticKey ops{"ops", "sk-ops", {}};
   tenancy::KeyRecord alice;
   alice.name = "alice";
   alice.hash = tenancy::sha256("sy-alice");

@@ -28,7 +28,7 @@ using KeyStoreTest = TempDb;
 TEST_F(KeyStoreTest, StoresDigestsAndLimitsNeverTheKey) {
   auto store = KeyStore::open(path);
   ASSERT_TRUE(store) << store.error().message;
-  fleet::KeyLimits limits;
+  tenancy::KeyLimits limits;
   limits.rpm = 10;
   limits.max_sessions = 2;
   limits.models = {"a", "b"};
@@ -54,7 +54,7 @@ TEST_F(KeyStoreTest, EveryChangeBumpsTheVersion) {
   ASSERT_TRUE(store->create("bob", {}, 1));
   const auto v1 = *store->version();
   EXPECT_NE(v1, v0);
-  fleet::KeyLimits l;
+  tenancy::KeyLimits l;
   l.tpm = 500;
   ASSERT_TRUE(store->update("bob", l));
   const auto v2 = *store->version();
@@ -76,7 +76,7 @@ TEST_F(KeyStoreTest, EachRecordCountsItsOwnVersion) {
   ASSERT_TRUE(store->create("bob", {}, 1));
   ASSERT_TRUE(store->create("carol", {}, 1));
   EXPECT_EQ(store->find("bob")->version, 1);
-  fleet::KeyLimits l;
+  tenancy::KeyLimits l;
   l.rpm = 5;
   ASSERT_TRUE(store->update("bob", l));
   EXPECT_EQ(store->find("bob")->version, 2);

@@ -83,7 +83,7 @@ TEST(RedisKeys, UtcDay) {
 }
 
 TEST(SplitLimits, EachGatewayGetsItsShareNeverTheWhole) {
-  fleet::KeyLimits l;
+  tenancy::KeyLimits l;
   l.rpm = 10;
   l.tpm = 1000;
   l.tokens_per_day = 7;
@@ -101,11 +101,11 @@ TEST(SplitLimits, EachGatewayGetsItsShareNeverTheWhole) {
   EXPECT_EQ(split_limits(l, 5).max_concurrency, 1);
   EXPECT_EQ(split_limits(l, 1), l);
   EXPECT_EQ(split_limits(l, 0), l);
-  EXPECT_FALSE(split_limits(fleet::KeyLimits{}, 2).rpm);
+  EXPECT_FALSE(split_limits(tenancy::KeyLimits{}, 2).rpm);
 }
 
 TEST(SplitLimits, OnlyCountingLimitsNeedRedis) {
-  fleet::KeyLimits l;
+  tenancy::KeyLimits l;
   l.models = {"m"};
   l.priority = 2;
   EXPECT_FALSE(needs_shared_state(l));

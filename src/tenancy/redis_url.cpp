@@ -1,10 +1,10 @@
-#include "fleet/redis_url.h"
+#include "tenancy/redis_url.h"
 
 #include <charconv>
 
 #include <fmt/format.h>
 
-namespace switchyard::fleet {
+namespace switchyard::tenancy {
 
 namespace {
 
@@ -64,4 +64,4 @@ Result<RedisAddress> parse_redis_url(std::string_view url, std::string_view fiel
   return a;
 }
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::tenancy

@@ -7,7 +7,7 @@
 
 #include "common/result.h"
 
-namespace switchyard::fleet {
+namespace switchyard::tenancy {
 
 struct RedisAddress {
   std::string host;  // a name or an IP address; [v6] without its brackets
@@ -22,4 +22,4 @@ struct RedisAddress {
 // Redis on the gateways' own network.
 Result<RedisAddress> parse_redis_url(std::string_view url, std::string_view field = "redis");
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::tenancy

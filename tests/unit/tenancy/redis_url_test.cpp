@@ -1,8 +1,8 @@
-#include "fleet/redis_url.h"
+#include "tenancy/redis_url.h"
 
 #include <gtest/gtest.h>
 
-namespace switchyard::fleet {
+namespace switchyard::tenancy {
 namespace {
 
 TEST(RedisUrl, HostPortAndDatabase) {
@@ -45,4 +45,4 @@ TEST(RedisUrl, ErrorsNameTheFieldAndTheProblem) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::tenancy
