@@ -6,7 +6,7 @@
 
 #include "cli/command.h"
 #include "common/json_text.h"
-#include "fleet/config_schema.h"
+#include "config/config_schema.h"
 
 namespace switchyard::cli {
 
@@ -19,7 +19,7 @@ Command add_config_command(CLI::App& app) {
                           "'# yaml-language-server: $schema=...' line)");
   return {sub, [schema] {
             if (!schema->parsed()) return 2;
-            std::cout << to_json_text(fleet::fleet_config_schema()) << "\n";
+            std::cout << to_json_text(config::fleet_config_schema()) << "\n";
             return 0;
           }};
 }

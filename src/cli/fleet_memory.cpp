@@ -24,7 +24,7 @@ std::string per_gpu_text(const std::vector<std::string>& ids,
 
 }  // namespace
 
-Result<FleetMemory> estimate_fleet_memory(const fleet::FleetConfig& config,
+Result<FleetMemory> estimate_fleet_memory(const config::FleetConfig& config,
                                           const std::map<std::string, std::uint64_t>& cards) {
   FleetMemory out;
   std::vector<fleet::MemoryUser> users;
@@ -79,8 +79,8 @@ std::string clash_text(const fleet::MemoryClash& clash) {
                      fmt::join(clash.instances, " and "), need);
 }
 
-fleet::MemoryEstimates handover(const FleetMemory& memory) {
-  fleet::MemoryEstimates out;
+config::MemoryEstimates handover(const FleetMemory& memory) {
+  config::MemoryEstimates out;
   for (const auto& [name, estimate] : memory.estimates) {
     std::uint64_t most = 0;
     for (const auto bytes : estimate.per_gpu) most = std::max(most, bytes);
@@ -89,7 +89,7 @@ fleet::MemoryEstimates handover(const FleetMemory& memory) {
   return out;
 }
 
-std::map<std::string, std::uint64_t> card_memory(const fleet::FleetConfig& config) {
+std::map<std::string, std::uint64_t> card_memory(const config::FleetConfig& config) {
   std::map<std::string, std::uint64_t> cards;
   for (const auto& gpu : config.gpus) {
     if (gpu.memory > 0) cards[gpu.id] = gpu.memory;
@@ -97,7 +97,7 @@ std::map<std::string, std::uint64_t> card_memory(const fleet::FleetConfig& confi
   return cards;
 }
 
-std::optional<std::string> adopt_box_cards(fleet::FleetConfig& config,
+std::optional<std::string> adopt_box_cards(config::FleetConfig& config,
                                            const std::vector<doctor::CardMemory>& box) {
   if (!config.gpus.empty()) return std::nullopt;
   std::set<std::string> named;
@@ -123,7 +123,7 @@ std::optional<std::string> adopt_box_cards(fleet::FleetConfig& config,
                      fmt::join(read, ", "));
 }
 
-Result<FleetMemory> serve_memory(fleet::FleetConfig& config,
+Result<FleetMemory> serve_memory(config::FleetConfig& config,
                                  const std::filesystem::path& sys_root) {
   const auto adopted = config.gpus.empty()
                            ? adopt_box_cards(config, doctor::read_card_memory(sys_root))

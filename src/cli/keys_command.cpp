@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "tenancy/key_records.h"
 #include "tenancy/key_store.h"
 #include "tenancy/redis_blocking.h"
@@ -81,7 +81,7 @@ Result<tenancy::KeyLimits> apply(const LimitFlags& f, tenancy::KeyLimits l) {
   if (f.max_concurrency) l.max_concurrency = small(f.max_concurrency);
   if (f.max_sessions) l.max_sessions = small(f.max_sessions);
   if (f.session_idle) {
-    auto d = fleet::parse_duration(*f.session_idle);
+    auto d = config::parse_duration(*f.session_idle);
     if (!d) return Error{"--session-idle: " + d.error().message};
     if (d->count() == 0) return Error{"--session-idle: must be above 0"};
     l.session_idle = *d;
@@ -143,7 +143,7 @@ enum class Verb { create, list, set, revoke };
 // which a gateway using that file publishes when it sees it.
 class RedisRecords {
  public:
-  explicit RedisRecords(const fleet::FleetConfig& config) : secret_(config.redis_secret) {
+  explicit RedisRecords(const config::FleetConfig& config) : secret_(config.redis_secret) {
     if (!config.redis) return;
     address_ = fmt::format("{}:{}", config.redis->host, config.redis->port);
     auto redis = tenancy::BlockingRedis::connect(*config.redis, std::chrono::seconds(1));
@@ -215,7 +215,7 @@ class RedisRecords {
 };
 
 int run_keys(const KeysFlags& flags, Verb verb) {
-  auto config = fleet::load_fleet_config(flags.config_path);
+  auto config = config::load_fleet_config(flags.config_path);
   if (!config) return fail(config.error().message);
   auto store = tenancy::KeyStore::open(config->state_db);
   if (!store) return fail(store.error().message);

@@ -20,9 +20,9 @@
 #include "common/buffered_log.h"
 #include "common/json_log.h"
 #include "common/sd_notify.h"
+#include "config/fleet_config.h"
 #include "fleet/config_check.h"
 #include "fleet/fleet.h"
-#include "fleet/fleet_config.h"
 #include "gateway/admin_access.h"
 #include "gateway/gateway.h"
 #include "http/server.h"
@@ -85,7 +85,7 @@ std::string self_path(const char* fallback) {
 
 // serve --check: 0 when the config would start, else 2 with a line per problem. Prints what each
 // instance needs of its GPUs and which instances can never be resident together.
-int check_config(fleet::FleetConfig config, const std::string& path) {
+int check_config(config::FleetConfig config, const std::string& path) {
   const auto problems = fleet::missing_executables(config, self_path("switchyard"));
   for (const auto& p : problems) std::cerr << "switchyard serve: " << path << ": " << p << "\n";
   if (!problems.empty()) return 2;
@@ -104,7 +104,7 @@ int check_config(fleet::FleetConfig config, const std::string& path) {
 }
 
 int run_serve(const ServeFlags& flags) {
-  auto config = fleet::load_fleet_config(flags.config_path);
+  auto config = config::load_fleet_config(flags.config_path);
   if (!config) {
     std::cerr << "switchyard serve: " << config.error().message << "\n";
     return 2;
@@ -151,7 +151,7 @@ int run_serve(const ServeFlags& flags) {
   // batches, flushed at least every 50 ms.
   const bool batch_log = !isatty(STDOUT_FILENO);
   if (batch_log) use_buffered_stdout_log();
-  if (config->log.format == fleet::LogOptions::Format::json) use_json_log();
+  if (config->log.format == config::LogOptions::Format::json) use_json_log();
   net::steady_timer log_flush(io);
   std::function<void()> flush_log_periodically = [&] {
     log_flush.expires_after(std::chrono::milliseconds(50));
@@ -174,7 +174,7 @@ int run_serve(const ServeFlags& flags) {
   options.body_timeout = config->timeouts.client_body;
   const std::uint64_t fd_limit = raise_fd_limit();
   options.max_connections =
-      config->max_connections.value_or(fleet::default_max_connections(fd_limit, *config));
+      config->max_connections.value_or(config::default_max_connections(fd_limit, *config));
   // Probes and scrapes still get through at the cap (from the descriptors
   // the derived cap keeps in reserve).
   options.probe_paths = {"/health", "/metrics"};
@@ -277,7 +277,7 @@ int run_serve(const ServeFlags& flags) {
     hangup.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec || draining) return;
       notice.reloading();
-      auto next = fleet::load_fleet_config(flags.config_path);
+      auto next = config::load_fleet_config(flags.config_path);
       if (next && !flags.listen.empty()) next->listen = flags.listen;
       if (next) {
         const auto memory = serve_memory(*next);
@@ -294,11 +294,11 @@ int run_serve(const ServeFlags& flags) {
       } else {
         // Settings that only a restart applies keep their running values
         // everywhere (pools, supervisors, server), so none is applied halfway.
-        const auto restart_only = fleet::restart_only_changes(*config, *next);
+        const auto restart_only = config::restart_only_changes(*config, *next);
         if (!restart_only.empty())
           spdlog::warn("config reload: not applied until restart: {}",
                        fmt::format("{}", fmt::join(restart_only, ", ")));
-        *config = fleet::keep_restart_only_settings(*config, std::move(*next));
+        *config = config::keep_restart_only_settings(*config, std::move(*next));
         spdlog::info("config reloaded from {}: {}", flags.config_path, gateway.reload(*config));
       }
       notice.reloaded();

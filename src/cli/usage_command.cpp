@@ -19,7 +19,7 @@
 
 #include "cli/command.h"
 #include "common/json_text.h"
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "tenancy/sqlite.h"
 #include "tenancy/usage_report.h"
 
@@ -145,9 +145,9 @@ void print_trace(const std::vector<tenancy::UsageRow>& rows) {
 }
 
 int run_usage(const UsageFlags& flags) {
-  auto config = fleet::load_fleet_config(flags.config_path);
+  auto config = config::load_fleet_config(flags.config_path);
   if (!config) return fail(config.error().message);
-  auto since = fleet::parse_duration(flags.since);
+  auto since = config::parse_duration(flags.since);
   if (!since) return fail("--since: " + since.error().message);
   const auto by = group_by(flags.by);
   if (!by) return fail(fmt::format("--by: '{}' is not one of: key, model, day, session", flags.by));

@@ -106,7 +106,7 @@ bool executable_file(const std::string& path) {
 
 }  // namespace
 
-std::vector<std::string> missing_executables(const FleetConfig& config,
+std::vector<std::string> missing_executables(const config::FleetConfig& config,
                                              std::string_view self_path) {
   std::vector<std::string> problems;
   for (std::size_t i = 0; i < config.instances.size(); ++i) {

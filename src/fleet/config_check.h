@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
 namespace switchyard::fleet {
 
@@ -23,6 +23,7 @@ std::vector<std::string> command_words(std::string_view command);
 // builtins (`ulimit -n 4096; exec llama-server ...`) skipped; a word the
 // shell still has to expand is not checked.
 // `self_path` is the value of ${SWITCHYARD}.
-std::vector<std::string> missing_executables(const FleetConfig& config, std::string_view self_path);
+std::vector<std::string> missing_executables(const config::FleetConfig& config,
+                                             std::string_view self_path);
 
 }  // namespace switchyard::fleet

@@ -124,7 +124,7 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
     bool supervising = false;  // supervise() runs for it
   };
 
-  std::size_t add(const InstanceConfig& config);
+  std::size_t add(const config::InstanceConfig& config);
   // Not started: waits for its profile or its model's load.
   void park(Instance& inst, AdminCause cause);
   awaitable<void> stop_processes(std::vector<std::size_t> indices);
@@ -154,7 +154,7 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   // The timers of stop_processes() calls waiting, cut short whenever a child
   // was reaped.
   std::set<net::steady_timer*> stop_waits;
-  FleetConfig config;
+  config::FleetConfig config;
   std::string self_path;
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<std::unique_ptr<Watch>> watches;  // by instance index
@@ -162,7 +162,8 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   bool stopping = false;
 };
 
-Fleet::Fleet(net::any_io_executor executor, const FleetConfig& config, std::string self_path)
+Fleet::Fleet(net::any_io_executor executor, const config::FleetConfig& config,
+             std::string self_path)
     : state_(std::make_shared<State>()) {
   state_->executor = executor;
   state_->reaper = std::make_unique<ChildReaper>(executor);
@@ -177,7 +178,7 @@ Fleet::Fleet(net::any_io_executor executor, const FleetConfig& config, std::stri
   for (std::size_t p = 0; p < config.profiles.size(); ++p)
     for (const auto& name : config.profiles[p].instances) (p == 0 ? first : others).insert(name);
   for (auto& inst : state_->instances) {
-    if (inst->config.load == LoadMode::on_demand) {
+    if (inst->config.load == config::LoadMode::on_demand) {
       state_->park(*inst, AdminCause::model_unloaded);
       continue;
     }
@@ -192,7 +193,7 @@ void Fleet::State::park(Instance& inst, AdminCause cause) {
   watches[inst.index]->halted = true;
 }
 
-std::size_t Fleet::State::add(const InstanceConfig& config) {
+std::size_t Fleet::State::add(const config::InstanceConfig& config) {
   auto inst = std::make_unique<Instance>();
   inst->index = instances.size();
   inst->config = config;
@@ -246,7 +247,7 @@ awaitable<void> Fleet::prestart(std::vector<std::size_t> early) {
   start_unhalted();
 }
 
-Fleet::Changes Fleet::apply(const FleetConfig& config) {
+Fleet::Changes Fleet::apply(const config::FleetConfig& config) {
   auto& s = *state_;
   Changes changes;
   std::vector<bool> kept(s.instances.size(), false);
@@ -293,7 +294,7 @@ Fleet::Changes Fleet::apply(const FleetConfig& config) {
       s.watches[i]->halted = true;
       continue;
     }
-    if (s.instances[i]->config.load == LoadMode::on_demand) {
+    if (s.instances[i]->config.load == config::LoadMode::on_demand) {
       s.park(*s.instances[i], AdminCause::model_unloaded);
       continue;
     }

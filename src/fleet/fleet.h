@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "fleet/instance.h"
 
 namespace switchyard::fleet {
@@ -18,7 +18,8 @@ namespace switchyard::fleet {
 class Fleet {
  public:
   // `self_path` is the running binary, the value of ${SWITCHYARD} in commands.
-  Fleet(boost::asio::any_io_executor executor, const FleetConfig& config, std::string self_path);
+  Fleet(boost::asio::any_io_executor executor, const config::FleetConfig& config,
+        std::string self_path);
   ~Fleet();
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
@@ -50,7 +51,7 @@ class Fleet {
   // Takes a new config (SIGHUP): instances whose settings are unchanged keep
   // running; new and changed ones start (a changed one gets a new index);
   // gone and changed ones are marked removed. Indexes are never reused.
-  Changes apply(const FleetConfig& config);
+  Changes apply(const config::FleetConfig& config);
 
   // Stops one removed instance's engine (SIGTERM, SIGKILL after timeouts.stop).
   boost::asio::awaitable<void> stop_instance(std::size_t index);

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "http/upstream.h"
 #include "http/url.h"
 
@@ -79,7 +79,7 @@ class AdminCauses {
 
 struct Instance {
   std::size_t index = 0;  // position in the fleet, stable for the fleet's life
-  InstanceConfig config;
+  config::InstanceConfig config;
   std::optional<http::Url> url;  // known once the port is chosen
   int slots = 1;                 // requests it runs at once
   long kv_tokens = 0;            // tokens its KV cache holds (/props n_ctx × slots); 0: unknown

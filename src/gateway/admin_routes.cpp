@@ -125,8 +125,8 @@ json::object profiles_json(ProfileControl& control) {
           {"state", to_string(sw.phase())},
           {"target", sw.switching() ? json::value(sw.target()) : json::value(nullptr)},
           {"since", epoch_seconds(sw.since())},
-          {"mode", control.options().mode == fleet::SwitchingOptions::Mode::on_demand ? "on-demand"
-                                                                                      : "manual"},
+          {"mode", control.options().mode == config::SwitchingOptions::Mode::on_demand ? "on-demand"
+                                                                                       : "manual"},
           {"last_switch", sw.last() ? json::value(record_json(*sw.last())) : json::value(nullptr)},
           {"decisions", std::move(decisions)},
           {"profiles", std::move(profiles)}};

@@ -321,7 +321,7 @@ awaitable<Verdict> Authenticate::run(RequestContext& ctx) {
 }
 
 Admit::Admit(net::any_io_executor executor, const bool& draining, const ApiKeys& keys,
-             const fleet::QueueOptions& queue, tenancy::WallClock now)
+             const config::QueueOptions& queue, tenancy::WallClock now)
     : executor_(executor), now_(std::move(now)), draining_(draining), keys_(keys), queue_(queue) {}
 
 std::shared_ptr<KeyState> Admit::state_for(const KeyEntry& key) {

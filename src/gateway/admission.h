@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "gateway/api_keys.h"
 #include "gateway/key_state.h"
 #include "gateway/pipeline.h"
@@ -44,7 +44,7 @@ class Admit final : public Stage {
   // `now`: the wall clock rates, budgets and seats are counted on (the
   // waits themselves are timers on the executor).
   Admit(boost::asio::any_io_executor executor, const bool& draining, const ApiKeys& keys,
-        const fleet::QueueOptions& queue, tenancy::WallClock now = &tenancy::system_now);
+        const config::QueueOptions& queue, tenancy::WallClock now = &tenancy::system_now);
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
 
   // The key table changed: new limits apply now; a revoked or removed key's
@@ -97,7 +97,7 @@ class Admit final : public Stage {
   tenancy::WallClock now_;
   const bool& draining_;
   const ApiKeys& keys_;
-  const fleet::QueueOptions& queue_;
+  const config::QueueOptions& queue_;
   bool closed_ = false;
   std::uint64_t one_request_sessions_ = 0;  // numbers the seats of requests without a session
   std::map<std::string, std::shared_ptr<KeyState>, std::less<>> states_;

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "http/message.h"
 #include "tenancy/key_store.h"
 #include "tenancy/key_table.h"

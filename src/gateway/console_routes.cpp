@@ -48,17 +48,17 @@ json::object point_json(const ChartPoint& p) {
           {"client_closed", p.client_closed}};
 }
 
-json::object residency_json(ModelControl& models, const fleet::FleetConfig& config) {
+json::object residency_json(ModelControl& models, const config::FleetConfig& config) {
   auto& residency = models.residency();
   json::array list;
   for (const auto& state : residency.models()) {
     json::array instances;
     for (std::size_t i = 0; i < config.instances.size(); ++i) {
       const auto& inst = config.instances[i];
-      if (inst.model != state.model || inst.load != fleet::LoadMode::on_demand) continue;
+      if (inst.model != state.model || inst.load != config::LoadMode::on_demand) continue;
       json::array gpus;
       for (const auto& id : inst.gpu_ids()) gpus.emplace_back(id);
-      const auto memory = fleet::instance_memory(config, i);
+      const auto memory = config::instance_memory(config, i);
       json::object o{{"name", inst.name}, {"gpus", std::move(gpus)}};
       o["memory"] = memory ? json::value(memory->per_gpu) : json::value(nullptr);
       o["source"] = memory ? memory->source : "unknown";
@@ -83,7 +83,7 @@ json::object residency_json(ModelControl& models, const fleet::FleetConfig& conf
 
 std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& catalog,
                          const ConsoleFeed& feed, ProfileControl* profiles, ModelControl* residency,
-                         const fleet::FleetConfig& config, json::array keys, bool history) {
+                         const config::FleetConfig& config, json::array keys, bool history) {
   json::array instances;
   for (const auto& i : status.instances)
     instances.push_back(json::object{{"name", i.name},

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "gateway/console_feed.h"
 #include "gateway/model_catalog.h"
 #include "gateway/model_control.h"
@@ -32,7 +32,7 @@ http::Response ui_response(std::string_view path);
 // size and the memory in use by the gateway's figures.
 std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& catalog,
                          const ConsoleFeed& feed, ProfileControl* profiles, ModelControl* residency,
-                         const fleet::FleetConfig& config, boost::json::array keys, bool history);
+                         const config::FleetConfig& config, boost::json::array keys, bool history);
 
 // Streams `picture(first)` as one SSE event a second, and at once on
 // `feed.changed()`, until the client leaves or `ending()` says the gateway

@@ -17,7 +17,7 @@ void add_console_status(obs::StatusSnapshot& status, const obs::GenerationMeter&
         {f.instance, f.finding.check, to_string(f.finding.severity), f.finding.message});
 }
 
-std::string engine_metrics_text(const fleet::MetricsScraper& scraper) {
+std::string engine_metrics_text(const obs::MetricsScraper& scraper) {
   std::vector<obs::EngineScrape> scrapes;
   for (const auto& [name, m] : scraper.latest()) scrapes.push_back({name, m.text});
   return obs::relabel_engine_metrics(scrapes);

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "advisor/live_advisor.h"
-#include "fleet/metrics_scraper.h"
 #include "obs/generation_meter.h"
+#include "obs/metrics_scraper.h"
 #include "obs/status.h"
 
 namespace switchyard::gateway {
@@ -22,6 +22,6 @@ void add_console_status(obs::StatusSnapshot& status, const obs::GenerationMeter&
 
 // The last scrape of every ready instance as re-exported series
 // (obs/engine_metrics.h).
-std::string engine_metrics_text(const fleet::MetricsScraper& scraper);
+std::string engine_metrics_text(const obs::MetricsScraper& scraper);
 
 }  // namespace switchyard::gateway

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "gateway/drain_cutoff.h"
 #include "gateway/pipeline.h"
 #include "gateway/route_stage.h"

@@ -66,7 +66,7 @@ std::string request_id(const http::Headers& headers, std::mt19937_64& rng) {
 }  // namespace
 
 struct Gateway::Impl {
-  Impl(const fleet::FleetConfig& c, fleet::Fleet& f, obs::GatewayMetrics& m,
+  Impl(const config::FleetConfig& c, fleet::Fleet& f, obs::GatewayMetrics& m,
        net::any_io_executor executor, tenancy::StoredKeys stored)
       : executor(executor),
         config(c),
@@ -90,7 +90,7 @@ struct Gateway::Impl {
                             },
                             [this](std::size_t i) { fleet.report_success(i); }},
                   route, forward_options, metrics),
-        accounting(metrics, c.log.format == fleet::LogOptions::Format::json, tracing.get()),
+        accounting(metrics, c.log.format == config::LogOptions::Format::json, tracing.get()),
         answer_locally(*this),
         rng(std::random_device{}()),
         scraper(executor, fleet.instances(), c.health.metrics_interval),
@@ -142,7 +142,7 @@ struct Gateway::Impl {
       feed.changed();  // the dashboard shows it now
     });
     // The advisor checks each engine's scrapes as they come.
-    scraper.on_scrape([this](const fleet::Instance& inst, const fleet::EngineMetrics& m) {
+    scraper.on_scrape([this](const fleet::Instance& inst, const obs::EngineMetrics& m) {
       advisor.observe(inst.name(), m.text, m.at);
       if (const auto kv = vllm_kv_pool_tokens(m.text)) router.set_kv_tokens(inst.index, *kv);
     });
@@ -160,17 +160,17 @@ struct Gateway::Impl {
     if (shared_limits) shared_limits->stop();
   }
   // redis: the keys' limits shared with the other gateways on it.
-  void share_limits(const fleet::FleetConfig& c) {
+  void share_limits(const config::FleetConfig& c) {
     tenancy::SharedLimitsOptions o;
     o.redis.host = c.redis->host;
     o.redis.port = c.redis->port;
     o.redis.db = c.redis->db;
     o.lease_ttl = c.redis_lease_ttl;
     o.gateway_id = fmt::format("{:016x}", rng());
-    o.local_when_down = c.redis_down == fleet::FleetConfig::RedisDown::local;
+    o.local_when_down = c.redis_down == config::FleetConfig::RedisDown::local;
     o.poll = c.redis_poll;
     shared_limits = std::make_shared<tenancy::SharedLimits>(executor, std::move(o));
-    admit.share_limits(shared_limits, c.redis_down == fleet::FleetConfig::RedisDown::local);
+    admit.share_limits(shared_limits, c.redis_down == config::FleetConfig::RedisDown::local);
     tenancy::SharedLimits& shared = *shared_limits;
     metrics.set_redis_state(false, shared.gateways());
     shared.on_state([this, &shared](bool up) {
@@ -238,7 +238,7 @@ struct Gateway::Impl {
           std::chrono::duration_cast<std::chrono::seconds>(client.since().time_since_epoch())
               .count();
       s.redis.last_error = client.last_error();
-      s.redis.required = config.redis_down == fleet::FleetConfig::RedisDown::reject;
+      s.redis.required = config.redis_down == config::FleetConfig::RedisDown::reject;
     }
     return s;
   }
@@ -295,7 +295,7 @@ struct Gateway::Impl {
   };
 
   net::any_io_executor executor;
-  fleet::FleetConfig config;  // replaced field by field on reload()
+  config::FleetConfig config;  // replaced field by field on reload()
   fleet::Fleet& fleet;
   obs::GatewayMetrics& metrics;
   tenancy::KeyRegistry key_registry;  // YAML, SQLite and Redis keys assembled
@@ -320,7 +320,7 @@ struct Gateway::Impl {
   std::set<std::size_t> retiring;            // removed by a reload, still finishing requests
   std::unique_ptr<ProfileControl> profiles;  // null without profiles
   std::unique_ptr<ModelControl> models;      // null without on-demand instances
-  fleet::MetricsScraper scraper;             // each ready engine's /metrics
+  obs::MetricsScraper scraper;               // each ready engine's /metrics
   advisor::LiveAdvisor advisor;              // doctor's backend checks on those scrapes
   ConsoleFeed feed;                          // the dashboard's requests and charts
   ListRequest list_request;
@@ -338,12 +338,12 @@ struct Gateway::Impl {
   tenancy::KeyWatcher key_watcher;
 };
 
-Gateway::Gateway(net::any_io_executor executor, const fleet::FleetConfig& config,
+Gateway::Gateway(net::any_io_executor executor, const config::FleetConfig& config,
                  tenancy::StoredKeys stored_keys, fleet::Fleet& fleet, obs::GatewayMetrics& metrics)
     : impl_(std::make_unique<Impl>(config, fleet, metrics, executor, std::move(stored_keys))) {}
 Gateway::~Gateway() = default;
 
-std::string Gateway::reload(const fleet::FleetConfig& next) {
+std::string Gateway::reload(const config::FleetConfig& next) {
   auto& g = *impl_;
   const auto changes = g.fleet.apply(next);
   for (auto i : changes.removed) {

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <memory>
 
+#include "config/fleet_config.h"
 #include "fleet/fleet.h"
-#include "fleet/fleet_config.h"
 #include "http/exchange.h"
 #include "obs/gateway_metrics.h"
 #include "tenancy/key_watcher.h"
@@ -22,7 +22,7 @@ class Gateway final : public http::Handler {
   // state changes. Runs on `executor` (one thread). `stored_keys`: the
   // state_db's keys, read whole before (tenancy::load_stored_keys: a gateway
   // whose key store cannot be read does not start).
-  Gateway(boost::asio::any_io_executor executor, const fleet::FleetConfig& config,
+  Gateway(boost::asio::any_io_executor executor, const config::FleetConfig& config,
           tenancy::StoredKeys stored_keys, fleet::Fleet& fleet, obs::GatewayMetrics& metrics);
   ~Gateway() override;
 
@@ -30,8 +30,8 @@ class Gateway final : public http::Handler {
   // aliases, API keys, attempts, retry_budget, health_detail and instances
   // (added ones start; removed ones finish what they have, then stop).
   // Settings only a restart applies are the caller's to keep
-  // (fleet::keep_restart_only_settings). Returns a one-line summary.
-  std::string reload(const fleet::FleetConfig& config);
+  // (config::keep_restart_only_settings). Returns a one-line summary.
+  std::string reload(const config::FleetConfig& config);
 
   // Shutdown, step 1: new requests get 503; in-flight and queued ones go on.
   void begin_drain();

@@ -35,7 +35,7 @@ bool served(const std::string& model, const InstanceTable& instances,
   return false;
 }
 
-boost::json::object model_object(const fleet::ModelConfig& m, long long created) {
+boost::json::object model_object(const config::ModelConfig& m, long long created) {
   boost::json::array aliases;
   for (const auto& a : m.aliases) aliases.emplace_back(a);
   return {{"id", m.name},
@@ -80,7 +80,7 @@ http::Response model_response(std::string_view id, const ModelCatalog& catalog,
                               const InstanceTable& instances,
                               const std::vector<profiles::ModelState>& states) {
   const auto model = catalog.resolve(id);
-  const fleet::ModelConfig* config = nullptr;
+  const config::ModelConfig* config = nullptr;
   for (const auto& m : catalog.models())
     if (model && m.name == *model) config = &m;
   if (!config || !served(config->name, instances, states))

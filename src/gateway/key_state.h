@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "tenancy/limits.h"
 #include "tenancy/shared_limits.h"
 

@@ -2,7 +2,7 @@
 
 namespace switchyard::gateway {
 
-ModelCatalog::ModelCatalog(const std::vector<fleet::ModelConfig>& models) : models_(models) {
+ModelCatalog::ModelCatalog(const std::vector<config::ModelConfig>& models) : models_(models) {
   for (const auto& m : models_) {
     canonical_.emplace(m.name, m.name);
     for (const auto& a : m.aliases) canonical_.emplace(a, m.name);

@@ -22,7 +22,7 @@ using namespace net::experimental::awaitable_operators;
 using openai::ApiError;
 
 struct ModelControl::Impl final : profiles::ResidencyEnv {
-  Impl(net::any_io_executor ex, const fleet::FleetConfig& config, fleet::Fleet& f, Router& r,
+  Impl(net::any_io_executor ex, const config::FleetConfig& config, fleet::Fleet& f, Router& r,
        WaitQueue& q, obs::GatewayMetrics& m)
       : options(config.swapping),
         fleet(f),
@@ -103,7 +103,7 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
     for (auto* t : listeners) t->cancel();
   }
 
-  const fleet::SwappingOptions options;
+  const config::SwappingOptions options;
   fleet::Fleet& fleet;
   Router& router;
   WaitQueue& queue;
@@ -115,16 +115,16 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
   std::set<net::steady_timer*> listeners;
 };
 
-ModelControl::ModelControl(net::any_io_executor executor, const fleet::FleetConfig& config,
+ModelControl::ModelControl(net::any_io_executor executor, const config::FleetConfig& config,
                            fleet::Fleet& fleet, Router& router, WaitQueue& queue,
                            obs::GatewayMetrics& metrics)
     : impl_(std::make_unique<Impl>(executor, config, fleet, router, queue, metrics)) {}
 
 ModelControl::~ModelControl() = default;
 
-bool ModelControl::wanted(const fleet::FleetConfig& config) {
+bool ModelControl::wanted(const config::FleetConfig& config) {
   for (const auto& inst : config.instances)
-    if (inst.load == fleet::LoadMode::on_demand) return true;
+    if (inst.load == config::LoadMode::on_demand) return true;
   return false;
 }
 

@@ -26,12 +26,12 @@ namespace switchyard::gateway {
 class ModelControl final : public SwitchGate {
  public:
   // Every reference must outlive this.
-  ModelControl(boost::asio::any_io_executor executor, const fleet::FleetConfig& config,
+  ModelControl(boost::asio::any_io_executor executor, const config::FleetConfig& config,
                fleet::Fleet& fleet, Router& router, WaitQueue& queue, obs::GatewayMetrics& metrics);
   ~ModelControl() override;
 
   // Whether any instance of the config is load: on-demand.
-  static bool wanted(const fleet::FleetConfig& config);
+  static bool wanted(const config::FleetConfig& config);
 
   profiles::ModelResidency& residency();
 

@@ -44,7 +44,7 @@ profiles::WaitingJob estimate_job(const RequestContext& ctx) {
 }  // namespace
 
 struct ProfileControl::Impl final : profiles::SwitchEnv {
-  Impl(net::any_io_executor ex, const fleet::FleetConfig& config, fleet::Fleet& f, Router& r,
+  Impl(net::any_io_executor ex, const config::FleetConfig& config, fleet::Fleet& f, Router& r,
        WaitQueue& q, obs::GatewayMetrics& m)
       : executor(ex),
         options(config.switching),
@@ -73,12 +73,12 @@ struct ProfileControl::Impl final : profiles::SwitchEnv {
       for (const auto& inst : fleet.instances()) models.insert(inst->model());
       for (const auto& m : models) queue.dispatch(m);
     });
-    if (options.mode == fleet::SwitchingOptions::Mode::on_demand)
+    if (options.mode == config::SwitchingOptions::Mode::on_demand)
       net::co_spawn(executor, watch(), net::detached);
   }
   ~Impl() override { tick.cancel(); }
 
-  static std::vector<profiles::ProfileSpeed> speeds(const fleet::FleetConfig& config) {
+  static std::vector<profiles::ProfileSpeed> speeds(const config::FleetConfig& config) {
     std::vector<profiles::ProfileSpeed> out;
     for (const auto& p : config.profiles) {
       profiles::ProfileSpeed speed{p.name, {}};
@@ -90,7 +90,7 @@ struct ProfileControl::Impl final : profiles::SwitchEnv {
           inst.estimate = it->second;
         speed.instances.push_back(inst);
       }
-      if (!speed.known() && config.switching.mode == fleet::SwitchingOptions::Mode::on_demand)
+      if (!speed.known() && config.switching.mode == config::SwitchingOptions::Mode::on_demand)
         spdlog::warn(
             "profile {}: no switching.estimates (decode_tps, prefill_tps) for every instance; "
             "the on-demand policy does not switch to or from it until it has measured them",
@@ -167,7 +167,7 @@ struct ProfileControl::Impl final : profiles::SwitchEnv {
   }
 
   net::any_io_executor executor;
-  const fleet::SwitchingOptions options;
+  const config::SwitchingOptions options;
   const std::chrono::milliseconds max_wait;  // queue.max_wait
   fleet::Fleet& fleet;
   Router& router;
@@ -184,7 +184,7 @@ struct ProfileControl::Impl final : profiles::SwitchEnv {
   std::vector<std::string> decisions;
 };
 
-ProfileControl::ProfileControl(net::any_io_executor executor, const fleet::FleetConfig& config,
+ProfileControl::ProfileControl(net::any_io_executor executor, const config::FleetConfig& config,
                                fleet::Fleet& fleet, Router& router, WaitQueue& queue,
                                obs::GatewayMetrics& metrics)
     : impl_(std::make_unique<Impl>(executor, config, fleet, router, queue, metrics)) {}
@@ -195,7 +195,7 @@ profiles::ProfileSwitch& ProfileControl::switcher() {
   return impl_->switcher;
 }
 
-const fleet::SwitchingOptions& ProfileControl::options() const {
+const config::SwitchingOptions& ProfileControl::options() const {
   return impl_->options;
 }
 
@@ -203,7 +203,7 @@ std::optional<std::chrono::milliseconds> ProfileControl::hold(const RequestConte
   auto& g = *impl_;
   if (!g.profile_models.count(ctx.model)) return std::nullopt;
   g.waiting[&ctx] = {g.arrivals++, estimate_job(ctx)};
-  if (g.options.mode == fleet::SwitchingOptions::Mode::on_demand) g.consider();
+  if (g.options.mode == config::SwitchingOptions::Mode::on_demand) g.consider();
   if (g.switcher.switching() && g.switcher.held_models().count(ctx.model))
     return g.options.max_hold;
   // Behind a long prefill (most often the huge prompt a switch was made

@@ -24,13 +24,13 @@ namespace switchyard::gateway {
 class ProfileControl final : public SwitchGate {
  public:
   // Every reference must outlive this. Precondition: config.profiles is not empty.
-  ProfileControl(boost::asio::any_io_executor executor, const fleet::FleetConfig& config,
+  ProfileControl(boost::asio::any_io_executor executor, const config::FleetConfig& config,
                  fleet::Fleet& fleet, Router& router, WaitQueue& queue,
                  obs::GatewayMetrics& metrics);
   ~ProfileControl() override;
 
   profiles::ProfileSwitch& switcher();
-  const fleet::SwitchingOptions& options() const;
+  const config::SwitchingOptions& options() const;
 
   // SwitchGate: the policy sees the arrival; a request of a held model waits
   // up to switching.max_hold.

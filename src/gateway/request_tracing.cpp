@@ -13,7 +13,7 @@ namespace {
 // it costs the batch, never more (the queue fills meanwhile and drops).
 constexpr std::chrono::milliseconds kExportTimeout{2000};
 
-std::unique_ptr<obs::TraceExporter> otlp_exporter(const fleet::TracingOptions& options) {
+std::unique_ptr<obs::TraceExporter> otlp_exporter(const config::TracingOptions& options) {
   obs::SpanSource source;
   source.resource.push_back({"service.name", options.service_name});
   source.scope_name = "switchyard";
@@ -77,7 +77,7 @@ std::string otlp_traces_url(const std::string& endpoint) {
   return std::string(base) + "/v1/traces";
 }
 
-RequestTracing::RequestTracing(const fleet::TracingOptions& options)
+RequestTracing::RequestTracing(const config::TracingOptions& options)
     : RequestTracing(options.sample, otlp_exporter(options)) {}
 
 RequestTracing::RequestTracing(double sample, std::unique_ptr<obs::TraceExporter> exporter)

@@ -10,7 +10,7 @@
 #include <random>
 #include <string>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "gateway/pipeline.h"
 #include "obs/request_trace.h"
 #include "obs/trace_exporter.h"
@@ -20,7 +20,7 @@ namespace switchyard::gateway {
 class RequestTracing {
  public:
   // Exports to options.endpoint over OTLP/HTTP (JSON).
-  explicit RequestTracing(const fleet::TracingOptions& options);
+  explicit RequestTracing(const config::TracingOptions& options);
   // `exporter` takes the finished spans (tests give one with a fake sender).
   RequestTracing(double sample, std::unique_ptr<obs::TraceExporter> exporter);
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "fleet/instance.h"
 #include "gateway/pipeline.h"
 #include "gateway/router.h"
@@ -40,8 +40,8 @@ class RouteStage final : public Stage {
   // All references must outlive the stage.
   // `hold_progress`: how often a streamed request held for a load is told
   // (swapping.progress; 0: never).
-  RouteStage(Router& router, WaitQueue& queue, const fleet::QueueOptions& queue_options,
-             obs::GatewayMetrics& metrics, fleet::RoutingOptions routing_options = {},
+  RouteStage(Router& router, WaitQueue& queue, const config::QueueOptions& queue_options,
+             obs::GatewayMetrics& metrics, config::RoutingOptions routing_options = {},
              std::chrono::milliseconds hold_progress = {})
       : router_(router),
         queue_(queue),
@@ -85,8 +85,8 @@ class RouteStage final : public Stage {
   std::vector<SwitchGate*> gates_;
   Router& router_;
   WaitQueue& queue_;
-  const fleet::QueueOptions& queue_options_;
-  const fleet::RoutingOptions routing_options_;
+  const config::QueueOptions& queue_options_;
+  const config::RoutingOptions routing_options_;
   const std::chrono::milliseconds hold_progress_;
   obs::GatewayMetrics& metrics_;
 };

@@ -24,7 +24,7 @@ obs::StatusSnapshot take_snapshot(const InstanceTable& instances, const Router& 
     st.health = fleet::to_string(inst->state);
     st.admin = fleet::to_string(inst->admin());
     st.admin_causes = inst->causes.describe();
-    st.on_demand = inst->config.load == fleet::LoadMode::on_demand;
+    st.on_demand = inst->config.load == config::LoadMode::on_demand;
     st.url = inst->url ? "http://" + inst->url->authority() + inst->url->path : "";
     st.gpus = inst->config.gpus;
     st.slots = inst->slots;

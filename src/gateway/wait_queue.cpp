@@ -25,7 +25,7 @@ struct WaitQueue::Waiter {
   bool rearmed = false;  // extend() moved the bound: wait again
 };
 
-WaitQueue::WaitQueue(net::any_io_executor executor, Router& router, fleet::QueueOptions options)
+WaitQueue::WaitQueue(net::any_io_executor executor, Router& router, config::QueueOptions options)
     : executor_(executor), router_(router), options_(options) {}
 
 WaitQueue::~WaitQueue() {

@@ -47,7 +47,7 @@
 #include <utility>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "gateway/queue_share.h"
 #include "gateway/route_query.h"
 #include "gateway/router.h"
@@ -73,7 +73,7 @@ struct Admission {
 // Single-threaded, like the Router it feeds from.
 class WaitQueue {
  public:
-  WaitQueue(boost::asio::any_io_executor executor, Router& router, fleet::QueueOptions options);
+  WaitQueue(boost::asio::any_io_executor executor, Router& router, config::QueueOptions options);
   ~WaitQueue();
 
   // A slot at once when one is free and nobody waits; otherwise waits in
@@ -154,7 +154,7 @@ class WaitQueue {
 
   boost::asio::any_io_executor executor_;
   Router& router_;
-  const fleet::QueueOptions options_;
+  const config::QueueOptions options_;
   std::map<std::string, Line, std::less<>> lines_;
   std::uint64_t arrivals_ = 0;  // numbers waiters in arrival order
   std::uint64_t bands_ = 0;     // numbers bands as they are created

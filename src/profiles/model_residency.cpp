@@ -65,14 +65,14 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
     steady_time since;
   };
 
-  Impl(net::any_io_executor ex, const fleet::FleetConfig& c, ResidencyEnv& e, Clock clk)
+  Impl(net::any_io_executor ex, const config::FleetConfig& c, ResidencyEnv& e, Clock clk)
       : executor(ex), config(c), env(e), clock(std::move(clk)), tick(ex) {
     for (const auto& g : c.gpus) gpus[g.id] = g.memory;
   }
 
   const fleet::Instance& inst(std::size_t i) const { return *env.instances().at(i); }
   bool on_demand(const fleet::Instance& in) const {
-    return in.config.load == fleet::LoadMode::on_demand && in.state != InstanceState::removed;
+    return in.config.load == config::LoadMode::on_demand && in.state != InstanceState::removed;
   }
   Track& track(std::size_t i) { return tracks[i]; }
   std::optional<std::uint64_t> memory_of(const fleet::Instance& in) const;
@@ -98,7 +98,7 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   awaitable<void> ticking();
 
   net::any_io_executor executor;
-  const fleet::FleetConfig config;
+  const config::FleetConfig config;
   ResidencyEnv& env;
   Clock clock;
   GpuMemory gpus;
@@ -405,11 +405,11 @@ double ModelResidency::Impl::expected_load_seconds(const std::string& model) con
   return measured ? longest : std::chrono::duration<double>(config.switching.switch_cost).count();
 }
 
-ModelResidency::ModelResidency(net::any_io_executor executor, const fleet::FleetConfig& config,
+ModelResidency::ModelResidency(net::any_io_executor executor, const config::FleetConfig& config,
                                ResidencyEnv& env, Clock clock)
     : impl_(std::make_shared<Impl>(executor, config, env, std::move(clock))) {
   for (const auto& in : env.instances()) {
-    if (in->config.gpus.empty() && in->config.load != fleet::LoadMode::on_demand) continue;
+    if (in->config.gpus.empty() && in->config.load != config::LoadMode::on_demand) continue;
     const auto memory = impl_->memory_of(*in);
     std::string source = "unknown: never loaded beside an instance sharing one of its GPUs";
     if (in->config.memory)

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "fleet/instance.h"
 #include "profiles/eviction.h"
 
@@ -68,7 +68,7 @@ class ModelResidency {
  public:
   using Clock = std::function<steady_time()>;
   // `env` must outlive this. Every on-demand instance starts unloaded.
-  ModelResidency(boost::asio::any_io_executor executor, const fleet::FleetConfig& config,
+  ModelResidency(boost::asio::any_io_executor executor, const config::FleetConfig& config,
                  ResidencyEnv& env, Clock clock);
   ~ModelResidency();
 

@@ -22,15 +22,15 @@
 #include <string>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "fleet/instance.h"
 
 namespace switchyard::profiles {
 
+using config::ProfileConfig;
+using config::SwitchingOptions;
 using fleet::AdminCause;
 using fleet::AdminState;
-using fleet::ProfileConfig;
-using fleet::SwitchingOptions;
 
 // What a switch does to instances. Used from the executor's thread only.
 class SwitchEnv {

@@ -11,8 +11,8 @@ bool aged(const ModelWait& wait, std::chrono::milliseconds max_wait) {
 }
 
 std::vector<std::string> swap_order(std::vector<ModelWait> waits,
-                                    const fleet::SwappingOptions& options) {
-  using Policy = fleet::SwappingOptions::Policy;
+                                    const config::SwappingOptions& options) {
+  using Policy = config::SwappingOptions::Policy;
   std::stable_sort(waits.begin(), waits.end(), [&](const ModelWait& a, const ModelWait& b) {
     if (options.policy == Policy::fifo) return a.oldest_wait > b.oldest_wait;
     const bool a_aged = aged(a, options.max_wait), b_aged = aged(b, options.max_wait);
@@ -27,8 +27,8 @@ std::vector<std::string> swap_order(std::vector<ModelWait> waits,
 }
 
 bool may_preempt(const ModelWait& want, double resident_seconds,
-                 const fleet::SwappingOptions& options) {
-  if (options.policy == fleet::SwappingOptions::Policy::fifo) return true;
+                 const config::SwappingOptions& options) {
+  if (options.policy == config::SwappingOptions::Policy::fifo) return true;
   return aged(want, options.max_wait) &&
          resident_seconds >= std::chrono::duration<double>(options.min_resident).count();
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
 namespace switchyard::profiles {
 
@@ -32,11 +32,11 @@ bool aged(const ModelWait& wait, std::chrono::milliseconds max_wait);
 
 // The models in the order their loads are tried.
 std::vector<std::string> swap_order(std::vector<ModelWait> waits,
-                                    const fleet::SwappingOptions& options);
+                                    const config::SwappingOptions& options);
 
 // Whether a load for `want` may unload an instance that still has work
 // (requests in flight or queued) and has been resident `resident_seconds`.
 bool may_preempt(const ModelWait& want, double resident_seconds,
-                 const fleet::SwappingOptions& options);
+                 const config::SwappingOptions& options);
 
 }  // namespace switchyard::profiles

@@ -21,12 +21,12 @@
 #include <utility>
 #include <vector>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
 namespace switchyard::profiles {
 
-using fleet::InstanceEstimate;
-using fleet::SwitchingOptions;
+using config::InstanceEstimate;
+using config::SwitchingOptions;
 
 // One request waiting for a slot, as the gateway estimates it from its body.
 struct WaitingJob {

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace switchyard::fleet;
+  using namespace switchyard::config;
   const std::string_view yaml(reinterpret_cast<const char*>(data), size);
   const auto config = parse_fleet_config(yaml, "fuzz.yaml");
   if (!config) {

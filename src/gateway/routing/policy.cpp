@@ -23,24 +23,24 @@ const char* to_string(RouteReason reason) {
   return "balanced";
 }
 
-std::unique_ptr<RoutingPolicy> make_routing_policy(const fleet::RoutingOptions& options) {
+std::unique_ptr<RoutingPolicy> make_routing_policy(const config::RoutingOptions& options) {
   switch (options.policy) {
-    case fleet::RoutingPolicy::round_robin:
+    case config::RoutingPolicy::round_robin:
       return std::make_unique<RoundRobin>();
-    case fleet::RoutingPolicy::prefix_affinity:
+    case config::RoutingPolicy::prefix_affinity:
       return std::make_unique<PrefixAffinity>(options.balance_factor, Homes(),
                                               HomeWait(options.home_wait));
-    case fleet::RoutingPolicy::session:
+    case config::RoutingPolicy::session:
       return std::make_unique<SessionAffinity>(options.balance_factor, Homes(),
                                                HomeWait(options.home_wait));
-    case fleet::RoutingPolicy::least_outstanding:
+    case config::RoutingPolicy::least_outstanding:
       break;
   }
   return std::make_unique<LeastOutstanding>();
 }
 
-std::unique_ptr<RoutingPolicy> make_routing_policy(fleet::RoutingPolicy policy) {
-  return make_routing_policy(fleet::RoutingOptions{policy});
+std::unique_ptr<RoutingPolicy> make_routing_policy(config::RoutingPolicy policy) {
+  return make_routing_policy(config::RoutingOptions{policy});
 }
 
 }  // namespace switchyard::gateway

@@ -13,7 +13,7 @@
 #include <span>
 #include <string_view>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 #include "gateway/route_query.h"
 
 namespace switchyard::gateway {
@@ -97,8 +97,8 @@ class RoutingPolicy {
   virtual double match(const RouteQuery&, const Candidate&) { return 0; }
 };
 
-std::unique_ptr<RoutingPolicy> make_routing_policy(const fleet::RoutingOptions& options);
+std::unique_ptr<RoutingPolicy> make_routing_policy(const config::RoutingOptions& options);
 // `policy` with the default options.
-std::unique_ptr<RoutingPolicy> make_routing_policy(fleet::RoutingPolicy policy);
+std::unique_ptr<RoutingPolicy> make_routing_policy(config::RoutingPolicy policy);
 
 }  // namespace switchyard::gateway

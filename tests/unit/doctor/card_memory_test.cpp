@@ -54,11 +54,11 @@ TEST(CardMemory, NvidiaSmiCsvInMiB) {
   EXPECT_TRUE(parse_nvidia_card_memory("1, 24576\n").empty());  // an index missing
 }
 
-fleet::FleetConfig two_on_demand(const std::string& second_gpu) {
-  fleet::FleetConfig config;
+config::FleetConfig two_on_demand(const std::string& second_gpu) {
+  config::FleetConfig config;
   for (const auto& [name, gpu] :
        {std::pair<std::string, std::string>{"coder", "0"}, {"vision", second_gpu}}) {
-    fleet::InstanceConfig inst;
+    config::InstanceConfig inst;
     inst.name = name;
     inst.gpus = gpu;
     config.instances.push_back(inst);

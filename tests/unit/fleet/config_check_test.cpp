@@ -13,11 +13,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-FleetConfig with_commands(std::initializer_list<const char*> commands) {
-  FleetConfig c;
+config::FleetConfig with_commands(std::initializer_list<const char*> commands) {
+  config::FleetConfig c;
   int i = 0;
   for (const char* command : commands) {
-    InstanceConfig inst;
+    config::InstanceConfig inst;
     inst.name = "gpu" + std::to_string(i++);
     inst.model = "m";
     inst.command = command;
@@ -86,7 +86,7 @@ TEST_F(MissingExecutables, JudgesAShellCommandAsTheShellRunsIt) {
 
 TEST_F(MissingExecutables, LeavesWhatTheShellExpandsAndUrlInstances) {
   auto c = with_commands({"$ENGINE --port ${PORT}", "\"quoted engine\" --port 1"});
-  InstanceConfig remote;
+  config::InstanceConfig remote;
   remote.name = "remote";
   remote.model = "m";
   remote.url = "http://127.0.0.1:9";
@@ -96,13 +96,14 @@ TEST_F(MissingExecutables, LeavesWhatTheShellExpandsAndUrlInstances) {
 
 TEST(FleetConfigMetricsInterval, DefaultsToFiveSecondsAndIsValidated) {
   const char* base = "instances:\n  - {model: m, url: http://127.0.0.1:9}\n";
-  auto c = parse_fleet_config(base, "t.yaml");
+  auto c = config::parse_fleet_config(base, "t.yaml");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->health.metrics_interval, std::chrono::seconds(5));
-  c = parse_fleet_config(std::string(base) + "health: {metrics_interval: 250ms}\n", "t.yaml");
+  c = config::parse_fleet_config(std::string(base) + "health: {metrics_interval: 250ms}\n",
+                                 "t.yaml");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->health.metrics_interval, std::chrono::milliseconds(250));
-  c = parse_fleet_config(std::string(base) + "health:\n  metrics_interval: 0s\n", "t.yaml");
+  c = config::parse_fleet_config(std::string(base) + "health:\n  metrics_interval: 0s\n", "t.yaml");
   ASSERT_FALSE(c);
   EXPECT_EQ(c.error().message, "t.yaml:4: health.metrics_interval: must be above 0");
 }

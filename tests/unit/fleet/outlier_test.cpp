@@ -11,9 +11,9 @@ namespace {
 // its instance table alone.
 struct OutlierTest : testing::Test {
   OutlierTest() {
-    FleetConfig config;
+    config::FleetConfig config;
     for (int i = 0; i < 4; ++i) {
-      InstanceConfig inst;
+      config::InstanceConfig inst;
       inst.name = "e" + std::to_string(i);
       inst.model = "m";
       inst.url = "http://127.0.0.1:9";

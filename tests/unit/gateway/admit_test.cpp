@@ -80,7 +80,7 @@ struct AdmitTest : testing::Test {
   tenancy::Time now = tenancy::Time{} + 1000h;
   bool draining = false;
   ApiKeys keys{std::vector<std::string>{}};
-  fleet::QueueOptions queue{8, 50ms};
+  config::QueueOptions queue{8, 50ms};
   Admit admit{io.get_executor(), draining, keys, queue, [this] { return now; }};
 };
 

@@ -48,8 +48,8 @@ struct FairQueue : testing::Test {
   std::deque<std::string> keys;  // stable addresses for the queries' views; outlives the queue
   net::io_context io;
   InstanceTable table;
-  Router router{table, make_routing_policy(fleet::RoutingPolicy::least_outstanding)};
-  WaitQueue queue{io.get_executor(), router, fleet::QueueOptions{1000, 10s}};
+  Router router{table, make_routing_policy(config::RoutingPolicy::least_outstanding)};
+  WaitQueue queue{io.get_executor(), router, config::QueueOptions{1000, 10s}};
   RouteLease hold, held;
   std::vector<std::string> order;
 };
@@ -206,8 +206,8 @@ struct FloodVsLone : testing::Test {
   const std::string flood_key = "flood", lone_key = "lone";
   net::io_context io;
   InstanceTable table;
-  Router router{table, make_routing_policy(fleet::RoutingPolicy::least_outstanding)};
-  WaitQueue queue{io.get_executor(), router, fleet::QueueOptions{1000, 3600s}};
+  Router router{table, make_routing_policy(config::RoutingPolicy::least_outstanding)};
+  WaitQueue queue{io.get_executor(), router, config::QueueOptions{1000, 3600s}};
   long now = 0;
   std::vector<Running> running;
   std::vector<long> lone_waits;

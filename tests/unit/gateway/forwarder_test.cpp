@@ -64,8 +64,8 @@ struct ForwarderTest : testing::Test {
   std::vector<std::size_t> reported;
   bool eject_on_report = true;
   std::vector<std::size_t> succeeded;
-  Router router{table, make_routing_policy(fleet::RoutingPolicy::round_robin)};
-  fleet::QueueOptions queue_options{8, 10s};
+  Router router{table, make_routing_policy(config::RoutingPolicy::round_robin)};
+  config::QueueOptions queue_options{8, 10s};
   WaitQueue queue{io.get_executor(), router, queue_options};
   obs::GatewayMetrics metrics;
   RouteStage route{router, queue, queue_options, metrics};

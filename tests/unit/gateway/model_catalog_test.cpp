@@ -26,7 +26,7 @@ http::Headers with(std::string name, std::string value) {
 TEST(ModelCatalog, TheDefaultModelIsTheDefaultAliasOrTheOnlyModel) {
   EXPECT_EQ(ModelCatalog({{"qwen-27b", {"default"}}, {"llama-8b", {}}}).default_model(),
             "qwen-27b");
-  EXPECT_EQ(ModelCatalog(std::vector<fleet::ModelConfig>{{"llama-8b", {}}}).default_model(),
+  EXPECT_EQ(ModelCatalog(std::vector<config::ModelConfig>{{"llama-8b", {}}}).default_model(),
             "llama-8b");
   EXPECT_FALSE(ModelCatalog({{"a", {}}, {"b", {}}}).default_model());
 }

@@ -56,8 +56,8 @@ struct PrefixHandoff : testing::Test {
   std::deque<std::string> keys;  // stable addresses for the queries' views; outlives the queue
   net::io_context io;
   InstanceTable table;
-  Router router{table, make_routing_policy(fleet::RoutingPolicy::prefix_affinity)};
-  WaitQueue queue{io.get_executor(), router, fleet::QueueOptions{100, 10s}};
+  Router router{table, make_routing_policy(config::RoutingPolicy::prefix_affinity)};
+  WaitQueue queue{io.get_executor(), router, config::QueueOptions{100, 10s}};
   RouteLease p_lease, q_lease;
   std::vector<RouteLease> held;
   std::vector<std::string> order;

@@ -96,8 +96,8 @@ struct RequestTracingTest : testing::Test {
                "test")};
   net::io_context io;
   InstanceTable table;
-  Router router{table, make_routing_policy(fleet::RoutingPolicy::round_robin)};
-  fleet::QueueOptions queue_options{8, 10s};
+  Router router{table, make_routing_policy(config::RoutingPolicy::round_robin)};
+  config::QueueOptions queue_options{8, 10s};
   WaitQueue queue{io.get_executor(), router, queue_options};
   obs::GatewayMetrics metrics;
   RouteStage route{router, queue, queue_options, metrics};

@@ -9,8 +9,8 @@
 namespace switchyard::gateway {
 namespace {
 
+using config::RoutingPolicy;
 using fleet::InstanceState;
-using fleet::RoutingPolicy;
 using testing_support::add_instance;
 
 struct RouterTest : testing::Test {
@@ -138,7 +138,7 @@ TEST_F(RouterTest, InstancesAddedByAReloadAreCounted) {
 }
 
 TEST_F(RouterTest, ALeaseKeepsItsDecisionThroughMovesAndRelease) {
-  Router r(table, make_routing_policy(fleet::RoutingOptions{RoutingPolicy::session}));
+  Router r(table, make_routing_policy(config::RoutingOptions{RoutingPolicy::session}));
   add_instance(table, "m", 2);
   RouteQuery query = q("m");
   query.session = "s";

@@ -28,7 +28,7 @@ TEST(RoutingEngineKv, VllmsPoolFromCacheConfigInfo) {
 TEST(RoutingEngineKv, TheReportedPoolBoundsThePrefixIndex) {
   InstanceTable table;
   testing_support::add_instance(table, "m", 4);
-  Router r(table, make_routing_policy(fleet::RoutingPolicy::prefix_affinity));
+  Router r(table, make_routing_policy(config::RoutingPolicy::prefix_affinity));
   r.set_kv_tokens(0, 30 * kBlockTokens);  // 30 blocks, not the default 4096
   const std::string a(20 * kBlockBytes, 'a'), b(20 * kBlockBytes, 'b');
   const auto q = [](const std::string& p) { return RouteQuery{"m", nullptr, {}, {}, {}, p}; };

@@ -81,7 +81,7 @@ struct QueuedSessionFleet {
   InstanceTable table;
   Router router;
   boost::asio::io_context io;
-  WaitQueue queue{io.get_executor(), router, fleet::QueueOptions{100, std::chrono::seconds(60)}};
+  WaitQueue queue{io.get_executor(), router, config::QueueOptions{100, std::chrono::seconds(60)}};
 
   QueuedSessionFleet() : router(two_instances(table), measured_policy(clock)) {
     router.on_release(

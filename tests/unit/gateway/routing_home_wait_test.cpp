@@ -185,7 +185,7 @@ struct HomeWaitQueue : testing::Test {
     auto p = std::make_unique<SessionAffinity>(1.25, Homes(clock.fn()), HomeWait(5s, clock.fn()));
     policy = p.get();
     router = std::make_unique<Router>(table, std::move(p));
-    queue = std::make_unique<WaitQueue>(io.get_executor(), *router, fleet::QueueOptions{100, 60s});
+    queue = std::make_unique<WaitQueue>(io.get_executor(), *router, config::QueueOptions{100, 60s});
     router->on_release(
         [this](std::size_t index, const std::string& model) { queue->dispatch(model, index); });
     measure_prefill(*policy, Candidate{0, 0, 1, true, 0, 0, "i0"});

@@ -12,7 +12,7 @@
 namespace switchyard::gateway {
 namespace {
 
-using fleet::RoutingPolicy;
+using config::RoutingPolicy;
 using testing_support::add_instance;
 
 RouteQuery query(std::string_view prompt, std::string_view session) {

@@ -23,7 +23,7 @@ struct QueueFixture : testing::Test {
   }
   void make_queue(int max_length, std::chrono::milliseconds max_wait) {
     queue = std::make_unique<WaitQueue>(io.get_executor(), router,
-                                        fleet::QueueOptions{max_length, max_wait});
+                                        config::QueueOptions{max_length, max_wait});
     this->max_wait = max_wait;
   }
   // Runs `acquire` as a coroutine; the result lands in `out`.
@@ -43,7 +43,7 @@ struct QueueFixture : testing::Test {
 
   net::io_context io;
   InstanceTable table;
-  Router router{table, make_routing_policy(fleet::RoutingPolicy::least_outstanding)};
+  Router router{table, make_routing_policy(config::RoutingPolicy::least_outstanding)};
   std::unique_ptr<WaitQueue> queue;
   std::chrono::milliseconds max_wait{};
   const RouteQuery query{"m", nullptr, {}, {}, {}};
@@ -172,8 +172,8 @@ TEST(QueuePinned, AWaiterBoundToOneInstancePassesAnothersSlotOn) {
   InstanceTable table;
   testing_support::add_instance(table, "m", 1);
   testing_support::add_instance(table, "m", 1);
-  Router router{table, make_routing_policy(fleet::RoutingPolicy::least_outstanding)};
-  WaitQueue queue(io.get_executor(), router, fleet::QueueOptions{8, 10s});
+  Router router{table, make_routing_policy(config::RoutingPolicy::least_outstanding)};
+  WaitQueue queue(io.get_executor(), router, config::QueueOptions{8, 10s});
   router.on_release(
       [&](std::size_t index, const std::string& model) { queue.dispatch(model, index); });
   const RouteQuery any{"m", nullptr, {}, {}, {}};

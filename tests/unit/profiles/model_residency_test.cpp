@@ -46,14 +46,14 @@ class FakeEnv final : public ResidencyEnv {
 struct Box {
   net::io_context io;
   FakeEnv env;
-  fleet::FleetConfig config;
+  config::FleetConfig config;
   steady_time now{std::chrono::hours(1)};
   std::vector<std::string> events;
   std::unique_ptr<ModelResidency> residency;
   int requests = 0;  // each waiting() needs its own address
 
   // One 24 GiB card; models A, B, C of 12, 12 and 20 GiB, on demand.
-  explicit Box(fleet::SwappingOptions::Policy policy = fleet::SwappingOptions::Policy::batch) {
+  explicit Box(config::SwappingOptions::Policy policy = config::SwappingOptions::Policy::batch) {
     config.gpus = {{"0", 24 * GiB}};
     config.swapping.policy = policy;
     config.swapping.max_wait = 120s;
@@ -64,13 +64,13 @@ struct Box {
     add("c", "C", 20);
   }
   void add(std::string name, std::string model, std::uint64_t gib) {
-    fleet::InstanceConfig c;
+    config::InstanceConfig c;
     c.name = std::move(name);
     c.model = model;
     c.gpus = "0";
     c.memory = gib * GiB;
     c.command = "engine";
-    c.load = fleet::LoadMode::on_demand;
+    c.load = config::LoadMode::on_demand;
     config.instances.push_back(c);
     config.models.push_back({model, {}});
     auto inst = std::make_unique<fleet::Instance>();
@@ -141,7 +141,7 @@ TEST(ModelResidency, SeveralModelsStayLoadedWhereMemoryAllows) {
 }
 
 TEST(ModelResidency, ABusyModelIsDrainedBeforeItGoesNeverCut) {
-  Box box(fleet::SwappingOptions::Policy::fifo);
+  Box box(config::SwappingOptions::Policy::fifo);
   box.load_busy("A", 0);
   box.request("C");  // 20 GiB: A must go
   box.run();
@@ -192,7 +192,7 @@ TEST(ModelResidency, MinResidentHoldsEvenAnAgedWaiter) {
 }
 
 TEST(ModelResidency, FifoSwapsForTheOldestWaiter) {
-  Box box(fleet::SwappingOptions::Policy::fifo);
+  Box box(config::SwappingOptions::Policy::fifo);
   box.load_busy("A", 0);
   box.request("C");
   box.run();
@@ -200,7 +200,7 @@ TEST(ModelResidency, FifoSwapsForTheOldestWaiter) {
 }
 
 TEST(ModelResidency, ALoadEveryWaiterLeftIsCancelledWhenAnotherModelWaits) {
-  Box box(fleet::SwappingOptions::Policy::fifo);
+  Box box(config::SwappingOptions::Policy::fifo);
   box.load_busy("A", 0);
   const void* c = box.request("C");
   box.run();

@@ -6,10 +6,10 @@ namespace switchyard::profiles {
 namespace {
 
 using namespace std::chrono_literals;
-using Policy = fleet::SwappingOptions::Policy;
+using Policy = config::SwappingOptions::Policy;
 
-fleet::SwappingOptions options(Policy policy) {
-  fleet::SwappingOptions o;
+config::SwappingOptions options(Policy policy) {
+  config::SwappingOptions o;
   o.policy = policy;
   o.max_wait = 120s;
   o.min_resident = 30s;

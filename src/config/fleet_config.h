@@ -14,7 +14,7 @@
 #include "tenancy/key_limits.h"
 #include "tenancy/redis_url.h"
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 
 struct ModelConfig {
   std::string name;                  // the model's canonical name, as clients may ask for it
@@ -353,4 +353,4 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 // "32MiB", "1GB", "512k" or a bare number of bytes.
 Result<std::uint64_t> parse_size(std::string_view text);
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

@@ -14,7 +14,7 @@
 
 #include "fleet/instance.h"
 
-namespace switchyard::fleet {
+namespace switchyard::obs {
 
 struct EngineMetrics {
   std::string text;                          // the last 200 answer's body
@@ -23,7 +23,7 @@ struct EngineMetrics {
 
 class MetricsScraper {
  public:
-  using InstanceTable = std::vector<std::unique_ptr<Instance>>;
+  using InstanceTable = std::vector<std::unique_ptr<fleet::Instance>>;
   // `instances` must outlive the scraper's loop (stop() ends it). Runs on
   // `executor` (one thread), like the fleet.
   MetricsScraper(boost::asio::any_io_executor executor, const InstanceTable& instances,
@@ -33,7 +33,7 @@ class MetricsScraper {
   MetricsScraper& operator=(const MetricsScraper&) = delete;
 
   // Called after each scrape that answered 200: the instance and its text.
-  void on_scrape(std::function<void(const Instance&, const EngineMetrics&)> callback);
+  void on_scrape(std::function<void(const fleet::Instance&, const EngineMetrics&)> callback);
   // Called when an instance's series are dropped: it is no longer ready, or
   // its /metrics stopped answering 200 (llama-server without --metrics).
   void on_forget(std::function<void(const std::string& name)> callback);
@@ -49,4 +49,4 @@ class MetricsScraper {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::obs

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 namespace {
 
 using namespace std::chrono_literals;
@@ -112,4 +112,4 @@ TEST(ModelsConfig, GpusAndSwappingAreRestartOnly) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 namespace {
 
 constexpr const char* kInstances = R"(
@@ -146,4 +146,4 @@ TEST(ProfileConfig, ProfilesAndSwitchingAreRestartOnly) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

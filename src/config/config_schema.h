@@ -7,8 +7,8 @@
 
 #include <boost/json/value.hpp>
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 
 boost::json::value fleet_config_schema();
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

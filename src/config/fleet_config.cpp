@@ -1,4 +1,4 @@
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -15,7 +15,7 @@
 
 #include "http/url.h"
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 
 namespace {
 
@@ -899,4 +899,4 @@ Result<FleetConfig> load_fleet_config(const std::string& path) {
   return parse_fleet_config(text.str(), path);
 }
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

@@ -1,4 +1,4 @@
-#include "fleet/metrics_scraper.h"
+#include "obs/metrics_scraper.h"
 
 #include <boost/asio.hpp>
 
@@ -6,7 +6,7 @@
 
 #include "http/upstream.h"
 
-namespace switchyard::fleet {
+namespace switchyard::obs {
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -23,7 +23,7 @@ struct MetricsScraper::State : std::enable_shared_from_this<State> {
       : executor(e), instances(i), interval(every), timer(e) {}
 
   net::awaitable<void> run();
-  net::awaitable<void> scrape(const Instance& inst);
+  net::awaitable<void> scrape(const fleet::Instance& inst);
   void forget(const std::string& name) {
     if (latest.erase(name) && forgotten) forgotten(name);
   }
@@ -33,7 +33,7 @@ struct MetricsScraper::State : std::enable_shared_from_this<State> {
   const std::chrono::milliseconds interval;
   net::steady_timer timer;
   bool stopped = false;
-  std::function<void(const Instance&, const EngineMetrics&)> scraped;
+  std::function<void(const fleet::Instance&, const EngineMetrics&)> scraped;
   std::function<void(const std::string&)> forgotten;
   std::map<std::string, EngineMetrics> latest;
   // A pool per instance index (indexes are never reused): scrapes fail fast,
@@ -41,7 +41,7 @@ struct MetricsScraper::State : std::enable_shared_from_this<State> {
   std::map<std::size_t, std::unique_ptr<http::UpstreamPool>> pools;
 };
 
-net::awaitable<void> MetricsScraper::State::scrape(const Instance& inst) {
+net::awaitable<void> MetricsScraper::State::scrape(const fleet::Instance& inst) {
   auto& pool = pools[inst.index];
   if (!pool)
     pool = std::make_unique<http::UpstreamPool>(executor, *inst.url,
@@ -71,10 +71,12 @@ net::awaitable<void> MetricsScraper::State::run() {
     // few. A reload may add instances meanwhile, so walk by index.
     std::map<std::string, bool> ready;
     for (std::size_t i = 0; i < instances.size() && !stopped; ++i) {
-      const Instance& inst = *instances[i];
-      const bool live = inst.state == InstanceState::ready && inst.url.has_value();
+      const fleet::Instance& inst = *instances[i];
+      const bool live = inst.state == fleet::InstanceState::ready && inst.url.has_value();
       // A removed copy never hides the current one under the same name.
-      if (inst.state == InstanceState::removed || inst.state == InstanceState::stopped) continue;
+      if (inst.state == fleet::InstanceState::removed ||
+          inst.state == fleet::InstanceState::stopped)
+        continue;
       ready[inst.name()] = live;
       if (live) co_await scrape(inst);
     }
@@ -97,7 +99,7 @@ MetricsScraper::~MetricsScraper() {
 }
 
 void MetricsScraper::on_scrape(
-    std::function<void(const Instance&, const EngineMetrics&)> callback) {
+    std::function<void(const fleet::Instance&, const EngineMetrics&)> callback) {
   state_->scraped = std::move(callback);
 }
 
@@ -120,4 +122,4 @@ const std::map<std::string, EngineMetrics>& MetricsScraper::latest() const {
   return state_->latest;
 }
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::obs

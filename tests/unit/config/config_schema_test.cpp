@@ -1,4 +1,4 @@
-#include "fleet/config_schema.h"
+#include "config/config_schema.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <set>
 #include <string>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 namespace {
 
 namespace json = boost::json;
@@ -124,4 +124,4 @@ TEST(TracingConfig, ReadsItsFieldsAndRefusesBadOnes) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

@@ -1,9 +1,9 @@
 // The config's api_keys entries with names and limits, and state_db.
 #include <gtest/gtest.h>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 namespace {
 
 constexpr const char* base = R"(
@@ -103,4 +103,4 @@ TEST(KeyConfig, RedisSecretAndAdminHosts) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

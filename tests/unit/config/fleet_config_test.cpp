@@ -1,8 +1,8 @@
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
 #include <gtest/gtest.h>
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 namespace {
 
 TEST(FleetConfig, ParsesAFullConfig) {
@@ -198,4 +198,4 @@ TEST(Sizes, Units) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

@@ -1,9 +1,9 @@
 // The `routing:` section: a policy name, or a map with the bound and header.
 #include <gtest/gtest.h>
 
-#include "fleet/fleet_config.h"
+#include "config/fleet_config.h"
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 namespace {
 
 Result<FleetConfig> parse(const std::string& routing) {
@@ -14,7 +14,7 @@ Result<FleetConfig> parse(const std::string& routing) {
 TEST(RoutingConfig, AScalarNamesThePolicy) {
   auto c = parse("routing: least-outstanding");
   ASSERT_TRUE(c) << c.error().message;
-  EXPECT_EQ(c->routing, RoutingOptions{});
+  EXPECT_EQ(c->routing, config::RoutingOptions{});
   c = parse("routing: session");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->routing.policy, RoutingPolicy::session);
@@ -59,4 +59,4 @@ TEST(RoutingConfig, ErrorsNameTheField) {
 }
 
 }  // namespace
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config

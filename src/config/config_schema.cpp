@@ -1,11 +1,11 @@
-#include "fleet/config_schema.h"
+#include "config/config_schema.h"
 
 #include <boost/json.hpp>
 
 #include <string_view>
 #include <utility>
 
-namespace switchyard::fleet {
+namespace switchyard::config {
 
 namespace json = boost::json;
 
@@ -224,4 +224,4 @@ json::value fleet_config_schema() {
   return schema;
 }
 
-}  // namespace switchyard::fleet
+}  // namespace switchyard::config
