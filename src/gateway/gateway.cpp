@@ -20,6 +20,7 @@
 #include "gateway/feed_stage.h"
 #include "gateway/forwarder.h"
 #include "gateway/info_routes.h"
+#include "gateway/key_service.h"
 #include "gateway/keys_routes.h"
 #include "gateway/ledger_stage.h"
 #include "gateway/log_target.h"
@@ -38,11 +39,6 @@
 #include "gateway/usage_today.h"
 #include "gateway/wait_queue.h"
 #include "openai/api_error.h"
-#include "tenancy/key_records.h"
-#include "tenancy/key_registry.h"
-#include "tenancy/key_watcher.h"
-#include "tenancy/shared_keys.h"
-#include "tenancy/shared_limits.h"
 #include "tenancy/usage_ledger.h"
 
 namespace switchyard::gateway {
@@ -72,8 +68,8 @@ struct Gateway::Impl {
         config(c),
         fleet(f),
         metrics(m),
-        key_registry(c.static_keys, std::move(stored.keys)),
-        keys(key_registry.table()),
+        key_service(executor, c, std::move(stored), m),
+        keys(key_service.table()),
         catalog(c.models),
         forward_options{c.attempts, c.retry_budget},
         router(fleet.instances(), make_routing_policy(c.routing)),
@@ -108,16 +104,19 @@ struct Gateway::Impl {
         record_usage(ledger, usage_today),
         proxy_chain({&accounting, &list_request, &record_usage, &authenticate, &resolve,
                      &stored_responses, &admit, &route, &forwarder}),
-        local_chain({&accounting, &answer_locally}),
-        key_watcher(c.state_db, stored.version, std::chrono::milliseconds(200),
-                    [this, alive = std::weak_ptr<char>(alive)](tenancy::StoredKeys next) {
-                      net::post(this->executor, [this, alive, next = std::move(next)]() mutable {
-                        if (alive.lock()) apply_stored_keys(std::move(next.keys));
-                      });
-                    }) {
+        local_chain({&accounting, &answer_locally}) {
     const auto started = tenancy::Clock::now();
     admit.start_budgets(usage_today.tokens(started), started);
-    if (c.redis) share_limits(c);
+    if (const auto& shared = key_service.shared_limits())
+      admit.share_limits(shared, c.redis_down == config::FleetConfig::RedisDown::local);
+    // A new key table: limits apply at once; requests of a key that is gone
+    // or revoked are refused, queued ones included.
+    key_service.start({.changed =
+                           [this](const std::vector<std::string>& gone) {
+                             admit.keys_changed();
+                             for (const auto& name : gone) queue.refuse_key(name);
+                           },
+                       .released = [this](const std::string& key) { admit.wake(key); }});
     if (!c.profiles.empty()) {
       profiles = std::make_unique<ProfileControl>(executor, c, fleet, router, queue, metrics);
       route.add_gate(profiles.get());
@@ -156,73 +155,7 @@ struct Gateway::Impl {
     router.on_release(nullptr);
     fleet.on_change(nullptr);
     scraper.stop();
-    if (shared_keys) shared_keys->stop();
-    if (shared_limits) shared_limits->stop();
-  }
-  // redis: the keys' limits shared with the other gateways on it.
-  void share_limits(const config::FleetConfig& c) {
-    tenancy::SharedLimitsOptions o;
-    o.redis.host = c.redis->host;
-    o.redis.port = c.redis->port;
-    o.redis.db = c.redis->db;
-    o.lease_ttl = c.redis_lease_ttl;
-    o.gateway_id = fmt::format("{:016x}", rng());
-    o.local_when_down = c.redis_down == config::FleetConfig::RedisDown::local;
-    o.poll = c.redis_poll;
-    shared_limits = std::make_shared<tenancy::SharedLimits>(executor, std::move(o));
-    admit.share_limits(shared_limits, c.redis_down == config::FleetConfig::RedisDown::local);
-    tenancy::SharedLimits& shared = *shared_limits;
-    metrics.set_redis_state(false, shared.gateways());
-    shared.on_state([this, &shared](bool up) {
-      metrics.set_redis_state(up, shared.gateways());
-      // Connected: the key records at once, not at the next check.
-      if (up && shared_keys) shared_keys->changed();
-    });
-    shared.client().on_command([this, &shared](bool ok, double seconds) {
-      metrics.redis_command(ok, seconds);
-      metrics.set_redis_state(shared.up(), shared.gateways());
-    });
-    // The key records too: those held published, Redis's followed.
-    if (c.redis_secret.empty())
-      spdlog::warn(
-          "keys: no redis_secret: whoever can write to redis at {}:{} can add API keys to every "
-          "gateway on it (docs/keys.md)",
-          c.redis->host, c.redis->port);
-    if (key_registry.await_shared()) keys_changed();
-    shared_keys = std::make_unique<tenancy::SharedKeys>(executor, shared.client(), c.redis_secret);
-    shared_keys->set_local(key_registry.records());
-    shared_keys->on_records([this](const std::vector<tenancy::KeyRecord>& records) {
-      if (key_registry.add_shared(records)) keys_changed();
-    });
-    shared.on_released([this](const std::string& key) { admit.wake(key); });
-    shared.listen(std::string(tenancy::key_records::channel),
-                  [this](const std::string&) { shared_keys->changed(); });
-    shared_limits->start();
-    shared_keys->start();
-  }
-  // A new key table (static keys or stored ones changed): limits apply at
-  // once; requests of a key that is gone or revoked are refused, queued
-  // ones included.
-  void set_keys(ApiKeys next) {
-    std::vector<std::string> gone;
-    for (const auto& e : keys.entries())
-      if (!e.revoked && !next.by_name(e.name)) gone.push_back(e.name);
-    keys = std::move(next);
-    admit.keys_changed();
-    for (const auto& name : gone) {
-      spdlog::info("keys: '{}' revoked or removed; its waiting requests are refused", name);
-      queue.refuse_key(name);
-    }
-  }
-  void apply_stored_keys(std::vector<tenancy::KeyRecord> next) {
-    spdlog::info("keys: {} stored key(s) loaded from {}", next.size(), config.state_db);
-    if (key_registry.set_stored(std::move(next))) keys_changed();
-  }
-  // The registry published a new table: in force now, and what this
-  // gateway holds offered to Redis.
-  void keys_changed() {
-    set_keys(ApiKeys(key_registry.table()));
-    if (shared_keys) shared_keys->set_local(key_registry.records());
+    key_service.stop();
   }
   void stop_instance(std::size_t index) {
     net::co_spawn(executor, fleet.stop_instance(index), net::detached);
@@ -231,15 +164,7 @@ struct Gateway::Impl {
     auto s = take_snapshot(fleet.instances(), router, queue, catalog, draining);
     add_console_status(s, metrics.generation(), advisor);
     if (profiles) s.profiles = profiles->status();
-    if (shared_limits) {
-      const auto& client = shared_limits->client();
-      s.redis.state = client.up() ? "up" : "down";
-      s.redis.since =
-          std::chrono::duration_cast<std::chrono::seconds>(client.since().time_since_epoch())
-              .count();
-      s.redis.last_error = client.last_error();
-      s.redis.required = config.redis_down == config::FleetConfig::RedisDown::reject;
-    }
+    s.redis = key_service.redis_status();
     return s;
   }
   AdminView admin_view() {
@@ -250,7 +175,7 @@ struct Gateway::Impl {
                      [this] { return snapshot(); },
                      [this] { return keys_body(keys_view()); }};
   }
-  KeysView keys_view() { return KeysView{keys, key_registry.records(), admit, usage_today}; }
+  KeysView keys_view() { return KeysView{keys, key_service.records(), admit, usage_today}; }
   std::vector<profiles::ModelState> model_states() const {
     return models ? models->residency().models() : std::vector<profiles::ModelState>{};
   }
@@ -298,8 +223,8 @@ struct Gateway::Impl {
   config::FleetConfig config;  // replaced field by field on reload()
   fleet::Fleet& fleet;
   obs::GatewayMetrics& metrics;
-  tenancy::KeyRegistry key_registry;  // YAML, SQLite and Redis keys assembled
-  ApiKeys keys;                       // its table in force
+  KeyService key_service;  // YAML, SQLite and Redis keys assembled; Redis's limits
+  const ApiKeys& keys;     // its table in force
   ModelCatalog catalog;
   ForwardOptions forward_options;
   bool draining = false;
@@ -327,15 +252,8 @@ struct Gateway::Impl {
   tenancy::UsageLedger ledger;
   UsageToday usage_today;  // each key's ledger totals since UTC midnight
   RecordUsage record_usage;
-  Pipeline proxy_chain;                                  // the API's routes, forwarded to an engine
-  Pipeline local_chain;                                  // the routes answered here
-  std::shared_ptr<tenancy::SharedLimits> shared_limits;  // null without redis:
-  // With redis: the key records shared there.
-  std::unique_ptr<tenancy::SharedKeys> shared_keys;
-  // Last: its thread posts key changes here until it is joined. Posted
-  // changes that run after the gateway is gone find `alive` expired.
-  std::shared_ptr<char> alive = std::make_shared<char>();
-  tenancy::KeyWatcher key_watcher;
+  Pipeline proxy_chain;  // the API's routes, forwarded to an engine
+  Pipeline local_chain;  // the routes answered here
 };
 
 Gateway::Gateway(net::any_io_executor executor, const config::FleetConfig& config,
@@ -356,7 +274,7 @@ std::string Gateway::reload(const config::FleetConfig& next) {
   g.config.models = next.models;
   g.config.api_keys = next.api_keys;
   g.config.static_keys = next.static_keys;
-  if (g.key_registry.set_statics(next.static_keys)) g.set_keys(ApiKeys(g.key_registry.table()));
+  g.key_service.set_statics(next.static_keys);
   g.config.attempts = next.attempts;
   g.config.retry_budget = next.retry_budget;
   g.config.health_detail_public = next.health_detail_public;
