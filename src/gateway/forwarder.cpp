@@ -39,6 +39,44 @@ bool forces_usage(const RequestContext& ctx) {
 // Request headers an engine may need that the gateway passes on.
 constexpr std::string_view kPassedHeaders[] = {"accept", "anthropic-version", "anthropic-beta"};
 
+// The request as `inst` gets it: the client's body, or the body rewritten
+// for the instance's model name and the usage the gateway wants (into
+// `rewritten`, which the request then views); the headers an engine may
+// need, the request id, the trace context (`traceparent`: this attempt's
+// span, empty untraced) and the instance's own key.
+http::UpstreamRequest engine_request(const RequestContext& ctx, const fleet::Instance& inst,
+                                     std::string traceparent, bool force_usage,
+                                     std::string& rewritten) {
+  const auto& head = ctx.request.head;
+  http::UpstreamRequest upstream;
+  upstream.method = head.method;
+  upstream.target = head.target;
+  upstream.headers.add("Content-Type",
+                       std::string(head.headers.find("content-type").value_or("application/json")));
+  for (auto name : kPassedHeaders)
+    if (auto value = head.headers.find(name))
+      upstream.headers.add(std::string(name), std::string(*value));
+  upstream.headers.add("X-Request-Id", ctx.record.id);
+  // The engine continues the trace under this attempt (vLLM with
+  // --otlp-traces-endpoint); untraced, the client's context passes on as it came.
+  if (!traceparent.empty())
+    upstream.headers.add("traceparent", std::move(traceparent));
+  else if (auto parent = head.headers.find("traceparent"))
+    upstream.headers.add("traceparent", std::string(*parent));
+  if (auto state = head.headers.find("tracestate"))
+    upstream.headers.add("tracestate", std::string(*state));
+  // The client's key is the gateway's business, never the engine's.
+  if (inst.config.api_key) upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
+  if (openai::needs_rewrite(ctx.facts, inst.served_model(), force_usage)) {
+    rewritten =
+        openai::rewrite_request(ctx.request.body, ctx.facts, inst.served_model(), force_usage);
+    upstream.body = rewritten;
+  } else {
+    upstream.body = ctx.request.body;
+  }
+  return upstream;
+}
+
 }  // namespace
 
 // How one attempt on one instance ended: answered (or abandoned because the
@@ -168,36 +206,9 @@ awaitable<Forwarder::Attempt> Forwarder::attempt(RequestContext& ctx, fleet::Ins
   // streams"). The first sends the request, reads the response's head into
   // `reply` and relays a body whole; nullopt: a stream follows.
   const auto open = [&]() -> awaitable<std::optional<Attempt>> {
-    const auto& head = ctx.request.head;
-    http::UpstreamRequest upstream;
-    upstream.method = head.method;
-    upstream.target = head.target;
-    upstream.headers.add(
-        "Content-Type",
-        std::string(head.headers.find("content-type").value_or("application/json")));
-    for (auto name : kPassedHeaders)
-      if (auto value = head.headers.find(name))
-        upstream.headers.add(std::string(name), std::string(*value));
-    upstream.headers.add("X-Request-Id", record.id);
-    // The engine continues the trace under this attempt (vLLM with
-    // --otlp-traces-endpoint); untraced, the client's context passes on as it came.
-    if (ctx.trace)
-      upstream.headers.add("traceparent", span.traceparent());
-    else if (auto parent = head.headers.find("traceparent"))
-      upstream.headers.add("traceparent", std::string(*parent));
-    if (auto state = head.headers.find("tracestate"))
-      upstream.headers.add("tracestate", std::string(*state));
-    // The client's key is the gateway's business, never the engine's.
-    if (inst.config.api_key)
-      upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
     std::string rewritten;
-    if (openai::needs_rewrite(ctx.facts, inst.served_model(), force_usage)) {
-      rewritten =
-          openai::rewrite_request(ctx.request.body, ctx.facts, inst.served_model(), force_usage);
-      upstream.body = rewritten;
-    } else {
-      upstream.body = ctx.request.body;
-    }
+    const http::UpstreamRequest upstream =
+        engine_request(ctx, inst, span.traceparent(), force_usage, rewritten);
     auto reply_head = co_await call.send(upstream);
     if (!reply_head) {
       if (record.client_gone) co_return Attempt{};
