@@ -1,8 +1,7 @@
-// The forward stage: one upstream call per attempt, retried on another
-// instance while the client has seen nothing (within `attempts` and
-// `retry_budget`), and the relay of the response: a body whole, a stream
-// event by event, with the model named as the client asked and the usage
-// noted on the way.
+// The forward stage: one upstream call per attempt (its relay:
+// gateway/relay.h), retried on another instance while the client has seen
+// nothing (within `attempts` and `retry_budget`); an instance that failed
+// a request is reported, one that served it cleared.
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -11,14 +10,14 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "config/fleet_config.h"
 #include "gateway/drain_cutoff.h"
 #include "gateway/pipeline.h"
+#include "gateway/relay.h"
 #include "gateway/route_stage.h"
 #include "gateway/router.h"
+#include "gateway/unanswered_calls.h"
 #include "http/upstream.h"
 #include "obs/gateway_metrics.h"
 
@@ -62,8 +61,7 @@ class Forwarder final : public Stage {
   void end_running(std::chrono::milliseconds drain) { cutoff_.cut_all(drain); }
 
  private:
-  struct Attempt;
-  boost::asio::awaitable<Attempt> attempt(RequestContext& ctx, fleet::Instance& inst);
+  boost::asio::awaitable<AttemptOutcome> attempt(RequestContext& ctx, fleet::Instance& inst);
   // A request the cutoff caught before its first byte: 503 shutting_down.
   boost::asio::awaitable<Verdict> end_for_drain(RequestContext& ctx);
   // Every attempt failed: 502 naming the last failure. Out of run(), whose
@@ -76,9 +74,7 @@ class Forwarder final : public Stage {
   obs::GatewayMetrics& metrics_;
   // What all non-streamed responses being relayed may hold in memory at once.
   std::shared_ptr<http::BufferBudget> buffered_ = std::make_shared<http::BufferBudget>();
-  // Calls in flight whose client has seen nothing, by instance.
-  using Unanswered = std::pair<std::size_t, http::UpstreamCall*>;
-  std::vector<Unanswered> unanswered_;
+  UnansweredCalls unanswered_;
   DrainCutoff cutoff_;
 };
 

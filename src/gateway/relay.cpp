@@ -1,0 +1,282 @@
+#include "gateway/relay.h"
+
+#include <boost/asio.hpp>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gateway/stream_charge.h"
+#include "http/sse.h"
+#include "openai/api_error.h"
+
+namespace switchyard::gateway {
+
+namespace net = boost::asio;
+using net::awaitable;
+using openai::ApiError;
+using openai::Endpoint;
+
+namespace {
+
+// A non-streamed upstream body larger than this is refused (a 502) rather
+// than buffered: generous for embeddings of large batches.
+constexpr std::size_t kMaxBufferedResponse = std::size_t(256) << 20;
+
+bool retryable_status(int status) {
+  return status == 502 || status == 503 || status == 504;
+}
+
+// Streams whose usage the gateway always wants (the client may not ask).
+bool forces_usage(const RequestContext& ctx) {
+  const auto e = *ctx.route.endpoint;
+  return ctx.facts.stream && (e == Endpoint::chat_completions || e == Endpoint::completions);
+}
+
+openai::ResponseRewriter rewriter_for(const RequestContext& ctx) {
+  const auto endpoint = *ctx.route.endpoint;
+  return openai::ResponseRewriter(
+      ctx.client_model, forces_usage(ctx) && !ctx.facts.include_usage,
+      endpoint == Endpoint::native_completion || endpoint == Endpoint::infill
+          ? openai::UsageMember::tokens_predicted
+          : openai::UsageMember::usage,
+      /*note_response_id=*/endpoint == Endpoint::responses);
+}
+
+// Request headers an engine may need that the gateway passes on.
+constexpr std::string_view kPassedHeaders[] = {"accept", "anthropic-version", "anthropic-beta"};
+
+// The request as `inst` gets it: the client's body, or the body rewritten
+// for the instance's model name and the usage the gateway wants (into
+// `rewritten`, which the request then views); the headers an engine may
+// need, the request id, the trace context (`traceparent`: this attempt's
+// span, empty untraced) and the instance's own key.
+http::UpstreamRequest engine_request(const RequestContext& ctx, const fleet::Instance& inst,
+                                     std::string traceparent, bool force_usage,
+                                     std::string& rewritten) {
+  const auto& head = ctx.request.head;
+  http::UpstreamRequest upstream;
+  upstream.method = head.method;
+  upstream.target = head.target;
+  upstream.headers.add("Content-Type",
+                       std::string(head.headers.find("content-type").value_or("application/json")));
+  for (auto name : kPassedHeaders)
+    if (auto value = head.headers.find(name))
+      upstream.headers.add(std::string(name), std::string(*value));
+  upstream.headers.add("X-Request-Id", ctx.record.id);
+  // The engine continues the trace under this attempt (vLLM with
+  // --otlp-traces-endpoint); untraced, the client's context passes on as it came.
+  if (!traceparent.empty())
+    upstream.headers.add("traceparent", std::move(traceparent));
+  else if (auto parent = head.headers.find("traceparent"))
+    upstream.headers.add("traceparent", std::string(*parent));
+  if (auto state = head.headers.find("tracestate"))
+    upstream.headers.add("tracestate", std::string(*state));
+  // The client's key is the gateway's business, never the engine's.
+  if (inst.config.api_key) upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
+  if (openai::needs_rewrite(ctx.facts, inst.served_model(), force_usage)) {
+    rewritten =
+        openai::rewrite_request(ctx.request.body, ctx.facts, inst.served_model(), force_usage);
+    upstream.body = rewritten;
+  } else {
+    upstream.body = ctx.request.body;
+  }
+  return upstream;
+}
+
+}  // namespace
+
+Relay::Relay(RequestContext& ctx, fleet::Instance& inst, http::UpstreamCall& call,
+             UnansweredCalls::Entry& unanswered, const DrainCutoff& cutoff,
+             obs::GatewayMetrics& metrics)
+    : ctx_(ctx),
+      inst_(inst),
+      call_(call),
+      unanswered_(unanswered),
+      cutoff_(cutoff),
+      metrics_(metrics),
+      rewriter_(rewriter_for(ctx)),
+      force_usage_(forces_usage(ctx)) {}
+
+void Relay::answering() {
+  if (unanswered_.answered()) ctx_.lease.answering();
+}
+
+std::optional<openai::Usage> Relay::charged_usage() const {
+  return gateway::charged_usage(rewriter_.usage(), delivered_);
+}
+
+AttemptOutcome Relay::failed(const Error& e) const {
+  return AttemptOutcome{true, e.message, call_.failure() == http::UpstreamFailure::local};
+}
+
+awaitable<AttemptOutcome> Relay::run(std::string traceparent,
+                                     std::shared_ptr<http::BufferBudget> buffered) {
+  if (auto ended = co_await open(std::move(traceparent), std::move(buffered)))
+    co_return std::move(*ended);
+  co_return co_await relay_stream();
+}
+
+awaitable<std::optional<AttemptOutcome>> Relay::open(std::string traceparent,
+                                                     std::shared_ptr<http::BufferBudget> buffered) {
+  std::string rewritten;
+  const http::UpstreamRequest upstream =
+      engine_request(ctx_, inst_, std::move(traceparent), force_usage_, rewritten);
+  auto head = co_await call_.send(upstream);
+  if (!head) {
+    if (ctx_.record.client_gone) co_return AttemptOutcome{};
+    co_return failed(head.error());
+  }
+  if (retryable_status(head->status)) {
+    auto body = co_await call_.read_all(64 * 1024);
+    co_return AttemptOutcome{true, fmt::format("{} answered {} {}", inst_.name(), head->status,
+                                               body ? body->substr(0, 200) : std::string())};
+  }
+  status_ = head->status;
+  content_type_ = head->headers.find("content-type").value_or("application/json");
+  // The simulator says what it is; clients (switchyard bench) see it through the gateway.
+  if (auto simulated = head->headers.find("x-simulated")) simulated_ = *simulated;
+  if (content_type_.starts_with("text/event-stream")) co_return std::nullopt;
+  co_return co_await relay_body(std::move(buffered));
+}
+
+awaitable<AttemptOutcome> Relay::relay_body(std::shared_ptr<http::BufferBudget> buffered) {
+  auto& record = ctx_.record;
+  auto body = co_await call_.read_all(kMaxBufferedResponse, std::move(buffered));
+  if (!body) {
+    if (record.client_gone) co_return AttemptOutcome{};
+    co_return failed(body.error());
+  }
+  answering();
+  if (ctx_.exchange.started()) {
+    // Told of its model's load, the client has a stream: the engine's
+    // whole answer (an error: a streamed request gets no other) ends it.
+    co_await ctx_.answer(ApiError::upstream_failed(
+        fmt::format("{} answered {} {}", inst_.name(), status_, body->substr(0, 200))));
+    co_return AttemptOutcome{};
+  }
+  if (content_type_.starts_with("application/json")) rewriter_.rewrite_body(*body);
+  if (const auto& usage = rewriter_.usage())
+    metrics_.generation().add(inst_.name(), usage->completion_tokens);
+  http::Response response;
+  response.status = status_;
+  response.headers.add("Content-Type", content_type_);
+  response.headers.add("X-Request-Id", record.id);
+  if (simulated_) response.headers.add("X-Simulated", *simulated_);
+  for (auto [name, value] : ctx_.response_headers) response.headers.add(name, value);
+  response.body = std::move(*body);
+  record.status = response.status;
+  record.ttfb = record.seconds_since_start();
+  record.bytes_out = response.body.size();
+  if (!co_await ctx_.exchange.respond(std::move(response))) record.client_gone = true;
+  co_return AttemptOutcome{};
+}
+
+awaitable<bool> Relay::start_stream() {
+  answering();
+  ctx_.record.status = status_;
+  started_ = true;
+  bool ok = true;
+  // A request held for its model's load may have had its head already.
+  if (!ctx_.exchange.started()) {
+    http::Headers headers = ctx_.stream_headers(content_type_);
+    if (simulated_) headers.add("X-Simulated", *simulated_);
+    ok = co_await ctx_.exchange.start_stream(status_, std::move(headers));
+  }
+  ctx_.record.ttfb = ctx_.record.seconds_since_start();
+  if (ctx_.trace) ctx_.trace->event(obs::RequestTrace::root, "first_token");
+  co_return ok;
+}
+
+// Per read, once started: no coroutine unless the client's socket is full.
+bool Relay::send_now(std::string_view bytes) {
+  ctx_.record.bytes_out += bytes.size();
+  return ctx_.exchange.send_chunk_now(bytes);
+}
+
+awaitable<bool> Relay::send(std::string_view bytes) {
+  // Not `!started_ && !co_await start_stream()`: GCC 12 built that into a
+  // coroutine resumed after it had ended (SIGILL in the forwarder's tests).
+  if (!started_) {
+    const bool ok = co_await start_stream();
+    if (!ok) co_return false;
+  }
+  if (!send_now(bytes)) co_return false;
+  if (ctx_.exchange.flushed()) co_return true;
+  co_return co_await ctx_.exchange.flush();
+}
+
+awaitable<AttemptOutcome> Relay::end_broken(const Error& broke) {
+  std::string tail;
+  rewriter_.finish_stream(tail);
+  AttemptOutcome outcome;
+  if (cutoff_.cut()) {
+    ctx_.record.shut_down = true;
+    tail += openai::stream_error_events(cutoff_.error(), ctx_.route.dialect);
+  } else {
+    spdlog::warn("request {}: instance {} failed mid-stream: {}", ctx_.record.id, inst_.name(),
+                 broke.message);
+    ctx_.record.upstream_failed = true;
+    outcome.error = broke.message;
+    outcome.local = call_.failure() == http::UpstreamFailure::local;
+    const ApiError error = ApiError::upstream_failed(
+        fmt::format("instance {} failed mid-stream: {}", inst_.name(), broke.message));
+    tail += openai::stream_error_events(error, ctx_.route.dialect);
+  }
+  if (co_await send(tail)) co_await ctx_.exchange.end_stream();
+  co_return outcome;
+}
+
+awaitable<AttemptOutcome> Relay::relay_stream() {
+  auto& record = ctx_.record;
+  http::SseSplitter splitter;
+  std::string out;  // what one read yields for the client: sent in one write
+  for (;;) {
+    auto pieces = co_await call_.read_some();
+    std::optional<Error> broke;
+    std::int64_t outputs = 0;  // in this read's events
+    if (!pieces) {
+      broke = pieces.error();
+    } else if (!pieces->empty()) {
+      out.clear();
+      for (auto piece : *pieces)
+        splitter.split(
+            piece, [&](std::string_view event) { outputs += rewriter_.rewrite_event(event, out); });
+      metrics_.generation().add(inst_.name(), outputs);
+      if (splitter.overflowed()) {
+        // An event that never ends cannot be relayed event by event.
+        call_.abort();
+        broke = Error{fmt::format("{} sent an event longer than {} bytes", inst_.name(),
+                                  http::SseSplitter::kDefaultMaxEvent)};
+      }
+    }
+    if (broke) {
+      if (record.client_gone) co_return AttemptOutcome{};
+      if (!started_) co_return failed(*broke);
+      co_return co_await end_broken(*broke);
+    }
+    if (pieces->empty()) break;
+    if (out.empty()) continue;
+    bool sent;
+    if (started_)  // nearly every read: written at once, no coroutine
+      sent = send_now(out);
+    else
+      sent = co_await send(out);
+    if (sent && !ctx_.exchange.flushed()) sent = co_await ctx_.exchange.flush();
+    if (!sent) {
+      record.client_gone = true;
+      co_return AttemptOutcome{};
+    }
+    delivered_ += outputs;
+  }
+  // A held-back finish chunk, then bytes after the last blank line as they came.
+  std::string rest;
+  rewriter_.finish_stream(rest);
+  rest.append(splitter.pending());
+  bool sent = true;
+  if (!rest.empty() || !started_) sent = co_await send(rest);
+  if (sent) sent = co_await ctx_.exchange.end_stream();
+  if (!sent) record.client_gone = true;
+  co_return AttemptOutcome{};
+}
+
+}  // namespace switchyard::gateway

@@ -1,0 +1,88 @@
+// One attempt's exchange with an engine: the request sent as the instance
+// gets it, and its answer relayed to the client, a body whole or a stream
+// event by event, with the model named as the client asked and the usage
+// noted on the way. A stream starts for the client with its first whole
+// event, so an engine that fails before one is retried invisibly; after
+// that a failure ends the stream with an error event at an event boundary.
+#pragma once
+
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "gateway/drain_cutoff.h"
+#include "gateway/pipeline.h"
+#include "gateway/unanswered_calls.h"
+#include "http/upstream.h"
+#include "obs/gateway_metrics.h"
+#include "openai/response_rewrite.h"
+
+namespace switchyard::gateway {
+
+// How one attempt ended.
+struct AttemptOutcome {
+  bool retry = false;  // failed before any byte reached the client: try elsewhere
+  // What failed: when retry, or when the engine broke off a started stream
+  // (ctx.record.upstream_failed).
+  std::string error;
+  bool local = false;  // the gateway itself ran short (fds, memory): not the instance's fault
+};
+
+class Relay {
+ public:
+  // All references must outlive the relay; `call` is the attempt's, on `inst`.
+  Relay(RequestContext& ctx, fleet::Instance& inst, http::UpstreamCall& call,
+        UnansweredCalls::Entry& unanswered, const DrainCutoff& cutoff,
+        obs::GatewayMetrics& metrics);
+
+  // Never throws by design. `traceparent`: the attempt's span, empty untraced.
+  // `buffered`: what all non-streamed bodies being relayed may hold at once.
+  boost::asio::awaitable<AttemptOutcome> run(std::string traceparent,
+                                             std::shared_ptr<http::BufferBudget> buffered);
+
+  // The client is about to see the answer: the call is no longer cut when
+  // its instance is ejected, and its prompt no longer counts as prefilling.
+  void answering();
+  // What the request is charged (stream_charge.h).
+  std::optional<openai::Usage> charged_usage() const;
+  const std::string& response_id() const { return rewriter_.response_id(); }
+
+ private:
+  // Sends the request, reads the answer's head and relays a body whole;
+  // nullopt: a stream follows. Its own coroutine, so that an open stream's
+  // loop holds nothing of what sending the request took (a frame holds all
+  // its locals for as long as it runs: docs/reliability.md, "Idle streams").
+  boost::asio::awaitable<std::optional<AttemptOutcome>> open(
+      std::string traceparent, std::shared_ptr<http::BufferBudget> buffered);
+  boost::asio::awaitable<AttemptOutcome> relay_body(std::shared_ptr<http::BufferBudget> buffered);
+  boost::asio::awaitable<AttemptOutcome> relay_stream();
+  boost::asio::awaitable<bool> start_stream();
+  bool send_now(std::string_view bytes);
+  boost::asio::awaitable<bool> send(std::string_view bytes);
+  // A started stream whose engine failed (or that the drain's cutoff
+  // broke): what is held back, then an error event.
+  boost::asio::awaitable<AttemptOutcome> end_broken(const Error& broke);
+  AttemptOutcome failed(const Error& e) const;
+
+  RequestContext& ctx_;
+  fleet::Instance& inst_;
+  http::UpstreamCall& call_;
+  UnansweredCalls::Entry& unanswered_;
+  const DrainCutoff& cutoff_;
+  obs::GatewayMetrics& metrics_;
+  openai::ResponseRewriter rewriter_;
+  bool force_usage_;
+  // What is kept of the engine's response head (the head itself, its
+  // headers some 430 bytes, is gone once read).
+  int status_ = 0;
+  std::string content_type_;
+  std::optional<std::string> simulated_;  // its X-Simulated header
+  bool started_ = false;                  // the client's stream has begun
+  std::int64_t delivered_ = 0;            // output tokens relayed to the client
+};
+
+}  // namespace switchyard::gateway
