@@ -7,10 +7,11 @@
 //   while draining; then the key's limits (docs/keys.md): the models it may
 //   use, rpm / tpm / tokens per day (429 at once, with Retry-After), and
 //   max_concurrency / max_sessions, whose excess waits in the key's lane up
-//   to queue.max_wait. Tokens are reserved on admission (the estimated
-//   prompt plus max_tokens) and corrected to the usage at the end
-//   (finish()). Every answer past this stage carries the x-ratelimit-*
-//   headers of the key's rpm and tpm.
+//   to queue.max_wait. The limits are counted by a tenancy::Limiter: this
+//   gateway's own, or Redis's shared by several gateways. Tokens are
+//   reserved on admission (the estimated prompt plus max_tokens) and
+//   corrected to the usage at the end (finish()). Every answer past this
+//   stage carries the x-ratelimit-* headers of the key's rpm and tpm.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -23,8 +24,10 @@
 
 #include "config/fleet_config.h"
 #include "gateway/api_keys.h"
-#include "gateway/key_state.h"
+#include "gateway/key_ticket.h"
 #include "gateway/pipeline.h"
+#include "tenancy/local_limits.h"
+#include "tenancy/shared_limits.h"
 
 namespace switchyard::gateway {
 
@@ -78,20 +81,31 @@ class Admit final : public Stage {
   void start_budgets(std::map<std::string, std::int64_t, std::less<>> spent, tenancy::Time as_of);
 
  private:
-  std::shared_ptr<KeyState> state_for(const KeyEntry& key);
-  void start_budget(KeyState& state);
-  std::shared_ptr<KeyState> fallback_for(const KeyEntry& key);
+  struct SlotWait;
+  std::shared_ptr<KeyLane> lane_of(const std::string& key);
   // The seat a request needs under `limits`; empty: none.
   std::string seat_of(const RequestContext& ctx, const tenancy::KeyLimits& limits);
-  boost::asio::awaitable<Verdict> run_local(RequestContext& ctx, std::shared_ptr<KeyState> state,
-                                            std::int64_t cost);
-  // nullopt when Redis failed before anything was decided (`failure` says
-  // why): the caller answers as redis_down says.
-  boost::asio::awaitable<std::optional<Verdict>> run_shared(RequestContext& ctx,
-                                                            const KeyEntry& key,
-                                                            std::shared_ptr<KeyState> state,
-                                                            std::int64_t cost,
-                                                            std::string& failure);
+  // The key's `limits` on `limiter` (this gateway's counters, Redis's, or
+  // the outage's split share): the rates, then a slot and seat, waiting for
+  // them in the key's lane. nullopt when the limiter failed (`failure` says
+  // why): nothing is held then, and the caller answers as redis_down says.
+  boost::asio::awaitable<std::optional<Verdict>> limit(RequestContext& ctx, const std::string& name,
+                                                       const tenancy::KeyLimits& limits,
+                                                       std::shared_ptr<tenancy::Limiter> limiter,
+                                                       std::int64_t cost, std::string& failure);
+  // Waits in `lane` until the limiter grants the lease a slot, up to
+  // queue.max_wait. `first`: the limiter's answer on arrival (none: a pass
+  // was under way, so the request waited its turn).
+  boost::asio::awaitable<SlotWait> wait_for_slot(RequestContext& ctx, tenancy::Limiter& limiter,
+                                                 std::uint64_t lease, std::shared_ptr<KeyLane> lane,
+                                                 std::optional<tenancy::SlotTaken> first);
+  // The answer to a request the wait did not grant a slot.
+  boost::asio::awaitable<Verdict> refuse_slot(RequestContext& ctx, const std::string& name,
+                                              const tenancy::KeyLimits& limits,
+                                              const SlotWait& wait, const KeyLane& lane);
+  // redis_down: local. The key's split limits, its counters started from
+  // what Redis last said.
+  tenancy::KeyLimits fallback_limits(const KeyEntry& key);
 
   boost::asio::any_io_executor executor_;
   tenancy::WallClock now_;
@@ -100,14 +114,12 @@ class Admit final : public Stage {
   const config::QueueOptions& queue_;
   bool closed_ = false;
   std::uint64_t one_request_sessions_ = 0;  // numbers the seats of requests without a session
-  std::map<std::string, std::shared_ptr<KeyState>, std::less<>> states_;
-  // start_budgets(): applied to a key's state when it is made.
-  std::map<std::string, std::int64_t, std::less<>> spent_before_;
-  tenancy::Time spent_as_of_{};
+  std::map<std::string, std::shared_ptr<KeyLane>, std::less<>> lanes_;
+  std::shared_ptr<tenancy::LocalLimits> local_;
   std::shared_ptr<tenancy::SharedLimits> shared_;  // null: limits are this gateway's own
   bool local_when_down_ = false;
   // The split limits' counters while Redis is unreachable (redis_down: local).
-  std::map<std::string, std::shared_ptr<KeyState>, std::less<>> fallback_;
+  std::shared_ptr<tenancy::LocalLimits> fallback_;
 };
 
 // Tokens a request may use at most, for the reservation and the queue's

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway/key_state.h"
+#include "gateway/key_ticket.h"
 #include "gateway/queue_share.h"
 #include "gateway/request_record.h"
 #include "gateway/route_query.h"

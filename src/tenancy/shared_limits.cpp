@@ -133,6 +133,7 @@ awaitable<Result<RatesTaken>> SharedLimits::take_rates(std::uint64_t id, std::in
   auto it = leases_.find(id);
   if (it == leases_.end()) co_return Error{"no such lease"};
   const auto& l = it->second.limits;
+  if (!l.rpm && !l.tpm && !l.tokens_per_day) co_return RatesTaken{};
   std::vector<std::string> args{number(l.rpm), number(l.tpm), std::to_string(cost),
                                 number(l.tokens_per_day), std::to_string(day_counter_ttl_ms)};
   auto reply = co_await eval(redis_scripts::take_rates, rate_keys(it->second), std::move(args));
@@ -162,6 +163,7 @@ awaitable<Result<SlotTaken>> SharedLimits::acquire(std::uint64_t id) {
   auto it = leases_.find(id);
   if (it == leases_.end()) co_return Error{"no such lease"};
   const Lease l = it->second;  // a copy: close() may erase it meanwhile
+  if (!l.limits.max_concurrency && !l.limits.max_sessions) co_return SlotTaken{};
   std::vector<std::string> keys{redis_key(l.key, "running"), redis_key(l.key, "seats")};
   std::vector<std::string> args{l.member, std::to_string(options_.lease_ttl.count()),
                                 std::to_string(l.limits.max_concurrency.value_or(0)), l.session,

@@ -20,6 +20,7 @@
 
 #include "common/result.h"
 #include "tenancy/key_limits.h"
+#include "tenancy/limiter.h"
 #include "tenancy/limits.h"
 #include "tenancy/redis_client.h"
 #include "tenancy/redis_scripts.h"
@@ -41,32 +42,13 @@ struct SharedLimitsOptions {
 // The channel a released slot or seat is published on, with its key's name.
 inline constexpr std::string_view released_channel = "switchyard:released";
 
-// What the rate script saw: for the x-ratelimit-* headers.
-struct RateState {
-  std::int64_t remaining = 0;
-  Duration reset{};
-};
-
-struct RatesTaken {
-  enum class Refused { none, rpm, tpm, day } refused = Refused::none;
-  Duration retry_after{};
-  RateState requests, tokens;
-  std::int64_t used_today = 0;
-};
-
-enum class SlotAnswer { taken, concurrency_full, sessions_full };
-struct SlotTaken {
-  SlotAnswer answer = SlotAnswer::taken;
-  Duration seat_frees_in{};  // sessions_full: until the oldest seat frees
-};
-
 // limit ÷ gateways for `redis_down: local`, rounded down but at least 1:
 // never the whole limit when more than one gateway shares it.
 tenancy::KeyLimits split_limits(const tenancy::KeyLimits& limits, int gateways);
 // Whether a key's limits need Redis at all (models, priority and weight do not).
 bool needs_shared_state(const tenancy::KeyLimits& limits);
 
-class SharedLimits {
+class SharedLimits final : public Limiter {
  public:
   SharedLimits(boost::asio::any_io_executor executor, SharedLimitsOptions options);
   ~SharedLimits();
@@ -90,19 +72,18 @@ class SharedLimits {
   // "redis at 127.0.0.1:6379 unreachable: Connection refused".
   std::string down_message(const std::string& why) const;
 
-  // A request's lease, held until close(): it names the request in Redis.
+  // Limiter. A lease names the request in Redis; its slot is renewed until
+  // close(). correct, refund and close write in the background. A key with
+  // no rate limits (or no max_concurrency / max_sessions) takes its rates
+  // (its slot) without asking Redis.
   std::uint64_t open(const std::string& key, const tenancy::KeyLimits& limits,
-                     const std::string& session);
-  // Takes one request and `cost` tokens of the lease's key.
-  boost::asio::awaitable<Result<RatesTaken>> take_rates(std::uint64_t lease, std::int64_t cost);
-  // A running slot (and seat) for the lease, renewed until close().
-  boost::asio::awaitable<Result<SlotTaken>> acquire(std::uint64_t lease);
-  // The tokens taken corrected to `used` (in the background).
-  void correct(std::uint64_t lease, std::int64_t used);
-  // Gives back what the rates took (the request was refused after them).
-  void refund(std::uint64_t lease);
-  // Gives the slot back (in the background) and forgets the lease.
-  void close(std::uint64_t lease);
+                     const std::string& session) override;
+  boost::asio::awaitable<Result<RatesTaken>> take_rates(std::uint64_t lease,
+                                                        std::int64_t cost) override;
+  boost::asio::awaitable<Result<SlotTaken>> acquire(std::uint64_t lease) override;
+  void correct(std::uint64_t lease, std::int64_t used) override;
+  void refund(std::uint64_t lease) override;
+  void close(std::uint64_t lease) override;
 
  private:
   struct Lease {

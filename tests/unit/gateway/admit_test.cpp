@@ -44,26 +44,33 @@ struct AdmitTest : testing::Test {
   }
   // Runs admit for a chat request of `session` (empty: none) to its verdict.
   std::unique_ptr<Call> chat(std::string session = "", int max_tokens = 10) {
+    return run(start(chat_call(std::move(session), max_tokens)));
+  }
+  static std::unique_ptr<Call> chat_call(std::string session = "", int max_tokens = 10) {
     auto call =
         std::make_unique<Call>("/v1/chat/completions",
                                R"({"model":"m","max_tokens":)" + std::to_string(max_tokens) +
                                    R"(,"messages":[{"role":"user","content":"hi"}]})",
                                openai::Endpoint::chat_completions);
     call->ctx->session = std::move(session);
-    return run(std::move(call));
+    return call;
   }
   std::unique_ptr<Call> completion() {
-    return run(std::make_unique<Call>("/v1/completions",
-                                      R"({"model":"m","max_tokens":10,"prompt":"Once"})",
-                                      openai::Endpoint::completions));
+    return run(start(std::make_unique<Call>("/v1/completions",
+                                            R"({"model":"m","max_tokens":10,"prompt":"Once"})",
+                                            openai::Endpoint::completions)));
   }
-  std::unique_ptr<Call> run(std::unique_ptr<Call> call) {
+  // Admit for `call`, started on the next poll or run.
+  std::unique_ptr<Call> start(std::unique_ptr<Call> call) {
     net::co_spawn(
         io,
         [this, c = call.get()]() -> net::awaitable<void> {
           c->verdict = co_await admit.run(*c->ctx);
         },
         net::detached);
+    return call;
+  }
+  std::unique_ptr<Call> run(std::unique_ptr<Call> call) {
     io.restart();
     io.run();
     EXPECT_TRUE(call->verdict.has_value());
@@ -158,35 +165,33 @@ TEST_F(AdmitTest, AWaitForTheKeyIsRecordedForTheQueuesShareOfTheBound) {
   EXPECT_GE(waited->ctx->waited_for_key, 50ms);
 }
 
-// redis_down: local. The outage's split counters start from this gateway's
-// share of what Redis last said was left, refilled since, so that two
-// gateways together stay within the whole limit.
-TEST(KeyStateOutage, SplitCountersStartFromTheLastSharedReading) {
-  tenancy::Time now = tenancy::Time{} + 1000h + 12h;
-  tenancy::KeyLimits whole;
-  whole.rpm = 10;
-  whole.tpm = 1000;
-  whole.tokens_per_day = 10'000;
-  tenancy::RatesTaken read;
-  read.requests.remaining = 4;
-  read.tokens.remaining = 600;
-  read.used_today = 4000;
-  const auto split = tenancy::split_limits(whole, 2);
-  const auto local = [&](tenancy::Time at) {
-    KeyState s("team", split, [&] { return now; });
-    s.carry_on_from({read, at}, whole, 2);
-    return s;
-  };
-  auto fresh = local(now);
-  EXPECT_EQ(fresh.rpm->remaining(now), 2);
-  EXPECT_EQ(fresh.tpm->remaining(now), 300);
-  EXPECT_EQ(fresh.day->limit() - fresh.day->used(now), 3000);
-  auto older = local(now - 30s);  // half a minute refills 5 requests, 500 tokens
-  EXPECT_EQ(older.rpm->remaining(now), 4);
-  EXPECT_EQ(older.tpm->remaining(now), 500);
-  auto yesterday = local(now - 24h);
-  EXPECT_EQ(yesterday.day->used(now), 0);
-  EXPECT_EQ(yesterday.rpm->remaining(now), 5);
+TEST_F(AdmitTest, AFreedSlotGoesToTheLongestWaitingRequestNotOneArrivingAsItFrees) {
+  queue.max_wait = 1h;  // the waits end by the test, not by the bound
+  tenancy::KeyLimits limits;
+  limits.max_concurrency = 1;
+  set_limits(limits);
+  auto running = chat();
+  ASSERT_EQ(running->verdict, Verdict::next);
+  auto first = start(chat_call());
+  auto second = start(chat_call());
+  io.restart();
+  io.poll();
+  ASSERT_EQ(admit.load("team")->waiting, 2);
+  // The slot frees just before a newcomer's turn to run, and ahead of the
+  // waiters' wake-ups.
+  net::post(io, [&] { admit.finish(*running->ctx); });
+  auto newcomer = start(chat_call());
+  io.poll();
+  EXPECT_EQ(first->verdict, Verdict::next);
+  EXPECT_FALSE(second->verdict);
+  EXPECT_FALSE(newcomer->verdict);
+  admit.finish(*first->ctx);
+  io.poll();
+  EXPECT_EQ(second->verdict, Verdict::next);
+  EXPECT_FALSE(newcomer->verdict);
+  admit.release_all();
+  io.run();
+  EXPECT_EQ(newcomer->exchange.status, 503);
 }
 
 }  // namespace
