@@ -3,6 +3,8 @@
 // its tokens to the key's totals for today.
 #pragma once
 
+#include <string>
+
 #include "gateway/pipeline.h"
 #include "gateway/usage_today.h"
 #include "tenancy/usage_ledger.h"
@@ -11,14 +13,18 @@ namespace switchyard::gateway {
 
 class RecordUsage final : public Stage {
  public:
-  // Both must outlive the stage.
-  RecordUsage(tenancy::UsageLedger& ledger, UsageToday& today) : ledger_(ledger), today_(today) {}
+  // `state_db`: the ledger's database; each key's totals for the UTC day
+  // of `now` are read back from it.
+  RecordUsage(const std::string& state_db, UsageToday::Time now)
+      : ledger_(state_db), today_(UsageToday::from_ledger(state_db, now)) {}
   boost::asio::awaitable<Verdict> run(RequestContext&) override { co_return Verdict::next; }
   void finish(RequestContext& ctx) override;
+  // Each key's totals since UTC midnight.
+  UsageToday& today() { return today_; }
 
  private:
-  tenancy::UsageLedger& ledger_;
-  UsageToday& today_;
+  tenancy::UsageLedger ledger_;
+  UsageToday today_;
 };
 
 }  // namespace switchyard::gateway
