@@ -102,6 +102,26 @@ void WaitQueue::grant(Waiter& waiter, RouteLease lease) {
   waiter.timer.cancel();
 }
 
+void WaitQueue::enqueue(Line& line, const std::shared_ptr<Waiter>& waiter) {
+  ++line.size;
+  if (waiter->retry) {
+    line.retries.push_back(waiter);
+    return;
+  }
+  Band& band = line.bands[waiter->share.priority];
+  if (band.id == 0) band.id = ++bands_;
+  auto [lane, added] = band.lanes.try_emplace(std::string(waiter->query.key));
+  if (added) {
+    lane->second.start = band.now;
+    if (auto f = band.finish.find(waiter->query.key); f != band.finish.end()) {
+      lane->second.start = std::max(band.now, f->second);
+      band.finish.erase(f);
+    }
+  }
+  lane->second.weight = waiter->share.weight;
+  lane->second.waiters.push_back(waiter);
+}
+
 net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
                                              std::chrono::milliseconds max_wait, QueueShare share) {
   Admission result;
@@ -133,23 +153,7 @@ net::awaitable<Admission> WaitQueue::acquire(RouteQuery query, bool retry,
   waiter->retry = retry;
   waiter->arrival = ++arrivals_;
   waiter->timer.expires_after(max_wait);
-  ++line.size;
-  if (retry) {
-    line.retries.push_back(waiter);
-  } else {
-    Band& band = line.bands[waiter->share.priority];
-    if (band.id == 0) band.id = ++bands_;
-    auto [lane, added] = band.lanes.try_emplace(std::string(query.key));
-    if (added) {
-      lane->second.start = band.now;
-      if (auto f = band.finish.find(query.key); f != band.finish.end()) {
-        lane->second.start = std::max(band.now, f->second);
-        band.finish.erase(f);
-      }
-    }
-    lane->second.weight = waiter->share.weight;
-    lane->second.waiters.push_back(waiter);
-  }
+  enqueue(line, waiter);
   // A waiter ahead that the policy keeps for its busy home leaves a free
   // slot to the next: this one may take it now.
   dispatch(model);

@@ -132,6 +132,8 @@ class WaitQueue {
     std::map<int, Band, std::greater<>> bands;  // highest priority first
     int size = 0;
   };
+  // A new waiter at the back of its lane (or of the retries).
+  void enqueue(Line& line, const std::shared_ptr<Waiter>& waiter);
   void remove(Line& line, const std::shared_ptr<Waiter>& waiter);
   // Waiters that passed on the slot being handed (waiting for their homes):
   // the next of their key goes in their place.
