@@ -90,7 +90,10 @@ awaitable<AttemptOutcome> Forwarder::attempt(RequestContext& ctx, fleet::Instanc
   });
   AttemptOutcome outcome;
   try {
-    outcome = co_await relay.run(span.traceparent(), buffered_);
+    if (auto ended = co_await relay.open(span.traceparent(), buffered_))
+      outcome = std::move(*ended);
+    else
+      outcome = co_await relay.relay_stream();
   } catch (const std::exception& e) {
     // Nothing in the relay throws by design; a bug must not leave the watch armed.
     spdlog::error("request {}: {}", record.id, e.what());

@@ -109,21 +109,15 @@ AttemptOutcome Relay::failed(const Error& e) const {
   return AttemptOutcome{true, e.message, call_.failure() == http::UpstreamFailure::local};
 }
 
-awaitable<AttemptOutcome> Relay::run(std::string traceparent,
-                                     std::shared_ptr<http::BufferBudget> buffered) {
-  if (auto ended = co_await open(std::move(traceparent), std::move(buffered)))
-    co_return std::move(*ended);
-  co_return co_await relay_stream();
-}
-
 awaitable<std::optional<AttemptOutcome>> Relay::open(std::string traceparent,
                                                      std::shared_ptr<http::BufferBudget> buffered) {
+  auto& record = ctx_.record;
   std::string rewritten;
   const http::UpstreamRequest upstream =
       engine_request(ctx_, inst_, std::move(traceparent), force_usage_, rewritten);
   auto head = co_await call_.send(upstream);
   if (!head) {
-    if (ctx_.record.client_gone) co_return AttemptOutcome{};
+    if (record.client_gone) co_return AttemptOutcome{};
     co_return failed(head.error());
   }
   if (retryable_status(head->status)) {
@@ -136,11 +130,7 @@ awaitable<std::optional<AttemptOutcome>> Relay::open(std::string traceparent,
   // The simulator says what it is; clients (switchyard bench) see it through the gateway.
   if (auto simulated = head->headers.find("x-simulated")) simulated_ = *simulated;
   if (content_type_.starts_with("text/event-stream")) co_return std::nullopt;
-  co_return co_await relay_body(std::move(buffered));
-}
 
-awaitable<AttemptOutcome> Relay::relay_body(std::shared_ptr<http::BufferBudget> buffered) {
-  auto& record = ctx_.record;
   auto body = co_await call_.read_all(kMaxBufferedResponse, std::move(buffered));
   if (!body) {
     if (record.client_gone) co_return AttemptOutcome{};
@@ -154,21 +144,26 @@ awaitable<AttemptOutcome> Relay::relay_body(std::shared_ptr<http::BufferBudget> 
         fmt::format("{} answered {} {}", inst_.name(), status_, body->substr(0, 200))));
     co_return AttemptOutcome{};
   }
-  if (content_type_.starts_with("application/json")) rewriter_.rewrite_body(*body);
-  if (const auto& usage = rewriter_.usage())
-    metrics_.generation().add(inst_.name(), usage->completion_tokens);
-  http::Response response;
-  response.status = status_;
-  response.headers.add("Content-Type", content_type_);
-  response.headers.add("X-Request-Id", record.id);
-  if (simulated_) response.headers.add("X-Simulated", *simulated_);
-  for (auto [name, value] : ctx_.response_headers) response.headers.add(name, value);
-  response.body = std::move(*body);
+  http::Response response = body_response(std::move(*body));
   record.status = response.status;
   record.ttfb = record.seconds_since_start();
   record.bytes_out = response.body.size();
   if (!co_await ctx_.exchange.respond(std::move(response))) record.client_gone = true;
   co_return AttemptOutcome{};
+}
+
+http::Response Relay::body_response(std::string body) {
+  if (content_type_.starts_with("application/json")) rewriter_.rewrite_body(body);
+  if (const auto& usage = rewriter_.usage())
+    metrics_.generation().add(inst_.name(), usage->completion_tokens);
+  http::Response response;
+  response.status = status_;
+  response.headers.add("Content-Type", content_type_);
+  response.headers.add("X-Request-Id", ctx_.record.id);
+  if (simulated_) response.headers.add("X-Simulated", *simulated_);
+  for (auto [name, value] : ctx_.response_headers) response.headers.add(name, value);
+  response.body = std::move(body);
+  return response;
 }
 
 awaitable<bool> Relay::start_stream() {

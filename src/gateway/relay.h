@@ -39,10 +39,17 @@ class Relay {
         UnansweredCalls::Entry& unanswered, const DrainCutoff& cutoff,
         obs::GatewayMetrics& metrics);
 
-  // Never throws by design. `traceparent`: the attempt's span, empty untraced.
-  // `buffered`: what all non-streamed bodies being relayed may hold at once.
-  boost::asio::awaitable<AttemptOutcome> run(std::string traceparent,
-                                             std::shared_ptr<http::BufferBudget> buffered);
+  // Sends the request, reads the answer's head and relays a body whole;
+  // nullopt: a stream follows (relay_stream). Two coroutines, so that an
+  // open stream's loop holds nothing of what sending the request took (a
+  // frame holds all its locals for as long as it runs: docs/reliability.md,
+  // "Idle streams"). Neither throws by design. `traceparent`: the attempt's
+  // span, empty untraced; `buffered`: what all non-streamed bodies being
+  // relayed may hold at once.
+  boost::asio::awaitable<std::optional<AttemptOutcome>> open(
+      std::string traceparent, std::shared_ptr<http::BufferBudget> buffered);
+  // The stream, event by event.
+  boost::asio::awaitable<AttemptOutcome> relay_stream();
 
   // The client is about to see the answer: the call is no longer cut when
   // its instance is ejected, and its prompt no longer counts as prefilling.
@@ -52,14 +59,8 @@ class Relay {
   const std::string& response_id() const { return rewriter_.response_id(); }
 
  private:
-  // Sends the request, reads the answer's head and relays a body whole;
-  // nullopt: a stream follows. Its own coroutine, so that an open stream's
-  // loop holds nothing of what sending the request took (a frame holds all
-  // its locals for as long as it runs: docs/reliability.md, "Idle streams").
-  boost::asio::awaitable<std::optional<AttemptOutcome>> open(
-      std::string traceparent, std::shared_ptr<http::BufferBudget> buffered);
-  boost::asio::awaitable<AttemptOutcome> relay_body(std::shared_ptr<http::BufferBudget> buffered);
-  boost::asio::awaitable<AttemptOutcome> relay_stream();
+  // The client's response: the body rewritten, the usage noted.
+  http::Response body_response(std::string body);
   boost::asio::awaitable<bool> start_stream();
   bool send_now(std::string_view bytes);
   boost::asio::awaitable<bool> send(std::string_view bytes);
