@@ -219,7 +219,10 @@ std::string reset_text(Duration d) {
 
 awaitable<Verdict> Authenticate::run(RequestContext& ctx) {
   if (!keys_.enabled()) co_return Verdict::next;
-  if (const KeyEntry* key = keys_.find(ctx.request.head.headers)) {
+  const auto& head = ctx.request.head;
+  const KeyEntry* key = keys_.by_note(head.screen_note);
+  if (!key) key = keys_.find(head.headers);  // the table changed since the head
+  if (key) {
     ctx.key_name = key->name;
     co_return Verdict::next;
   }
@@ -262,7 +265,9 @@ awaitable<Verdict> Admit::run(RequestContext& ctx) {
     co_return Verdict::answered;
   }
   if (ctx.key_name.empty()) co_return Verdict::next;
-  const KeyEntry* key = keys_.by_name(ctx.key_name);
+  // Held while the request waits: the key table may be swapped meanwhile.
+  const auto table = keys_.table();
+  const KeyEntry* key = table->by_name(ctx.key_name);
   if (!key) {
     const ApiError error = ApiError::unauthorized("the API key was revoked");
     co_await ctx.answer(error);
@@ -276,7 +281,7 @@ awaitable<Verdict> Admit::run(RequestContext& ctx) {
     co_await ctx.answer(error);
     co_return Verdict::answered;
   }
-  const KeyEntry entry = *key;  // the key table may be swapped while the request waits
+  const KeyEntry& entry = *key;
   const std::int64_t cost = estimated_tokens(ctx);
   ctx.share = QueueShare{entry.limits.priority, entry.limits.weight, cost};
   std::string failure;
@@ -460,12 +465,12 @@ std::string Admit::seat_of(const RequestContext& ctx, const tenancy::KeyLimits& 
 }
 
 tenancy::KeyLimits Admit::fallback_limits(const KeyEntry& key) {
+  // Split by the gateways seen now: their count may change during an outage.
   const auto split = tenancy::split_limits(key.limits, shared_->gateways());
-  if (!fallback_->counts(key.name)) {
-    fallback_->set_limits(key.name, split);
-    if (const auto& last = lane_of(key.name)->last_shared)
-      fallback_->carry_on_from(key.name, *last, key.limits, shared_->gateways());
-  }
+  const bool fresh = !fallback_->counts(key.name);
+  fallback_->set_limits(key.name, split);
+  if (const auto& last = lane_of(key.name)->last_shared; fresh && last)
+    fallback_->carry_on_from(key.name, *last, key.limits, shared_->gateways());
   return split;
 }
 

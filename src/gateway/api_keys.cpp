@@ -42,4 +42,17 @@ const KeyEntry* ApiKeys::find(const http::Headers& headers) const {
   return key ? table_->find(*key) : nullptr;
 }
 
+std::uint64_t ApiKeys::note(const KeyEntry* key) const {
+  if (!key) return 0;
+  const auto index = static_cast<std::uint64_t>(key - table_->entries().data());
+  return std::uint64_t{table_->serial()} << 32 | (index + 1);
+}
+
+const KeyEntry* ApiKeys::by_note(std::uint64_t note) const {
+  const auto index = note & 0xffffffffu;
+  if (index == 0 || note >> 32 != table_->serial() || index > table_->entries().size())
+    return nullptr;
+  return &table_->entries()[index - 1];
+}
+
 }  // namespace switchyard::gateway

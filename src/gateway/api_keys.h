@@ -3,6 +3,7 @@
 // request's headers.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,7 +39,14 @@ class ApiKeys {
   // The valid key named `name`; nullptr when none or revoked.
   const KeyEntry* by_name(std::string_view name) const { return table_->by_name(name); }
   bool allows(const http::Headers& headers) const { return !enabled() || find(headers); }
+  // What find() found at a request's head, noted for its body stage to take
+  // back without hashing the key again (one SHA-256 per request). by_note()
+  // gives nullptr for 0, or when the table changed since.
+  std::uint64_t note(const KeyEntry* key) const;
+  const KeyEntry* by_note(std::uint64_t note) const;
   const std::vector<KeyEntry>& entries() const { return table_->entries(); }
+  // The table in force, kept whole by its holder while the table is swapped.
+  std::shared_ptr<const tenancy::KeyTable> table() const { return table_; }
 
   // The key a request presents, if any.
   static std::optional<std::string_view> presented(const http::Headers& headers);

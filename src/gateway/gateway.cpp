@@ -176,7 +176,7 @@ void Gateway::end_running(std::chrono::milliseconds drain) {
   impl_->chains.forwarder.end_running(drain);
 }
 
-std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
+std::optional<http::Response> Gateway::screen(http::RequestHead& head) {
   // The head-only stages: screen (path, method) and authenticate.
   const Route* route = find_route(head.path());
   std::optional<http::Response> refusal;
@@ -194,13 +194,16 @@ std::optional<http::Response> Gateway::screen(const http::RequestHead& head) {
              route->kind == RouteKind::admin) {
     if (auto refused = impl_->admin.screen(head, *route))
       refusal = openai::error_response(*refused);
-  } else if (route->needs_key && !impl_->keys().allows(head.headers)) {
-    refusal = openai::error_response(
-        ApiError::unauthorized(ApiKeys::presented(head.headers)
-                                   ? "the API key is not valid"
-                                   : "an API key is required: send 'Authorization: Bearer <key>' "
-                                     "or 'x-api-key: <key>'"),
-        dialect);
+  } else if (route->needs_key && impl_->keys().enabled()) {
+    const KeyEntry* key = impl_->keys().find(head.headers);
+    head.screen_note = impl_->keys().note(key);
+    if (!key)
+      refusal = openai::error_response(
+          ApiError::unauthorized(ApiKeys::presented(head.headers)
+                                     ? "the API key is not valid"
+                                     : "an API key is required: send 'Authorization: Bearer <key>' "
+                                       "or 'x-api-key: <key>'"),
+          dialect);
   }
   if (refusal) {
     refusal->headers.add("X-Request-Id", request_id(head.headers, impl_->rng));

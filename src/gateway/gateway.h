@@ -43,7 +43,7 @@ class Gateway final : public http::Handler {
   // the route's dialect, else a 503.
   void end_running(std::chrono::milliseconds drain);
 
-  std::optional<http::Response> screen(const http::RequestHead& head) override;
+  std::optional<http::Response> screen(http::RequestHead& head) override;
   boost::asio::awaitable<void> handle(http::Request& request, http::Exchange& exchange) override;
   http::Response protocol_error(int status, std::string message, std::string_view path) override;
 

@@ -73,8 +73,9 @@ class Handler {
 
   // Called when the headers are in, before the body is read, to answer early
   // (authentication, unknown path, wrong method) without reading a body that
-  // will not be used. The connection closes after such an answer.
-  virtual std::optional<Response> screen(const RequestHead& head) {
+  // will not be used. The connection closes after such an answer. It may
+  // leave a note for handle() in head.screen_note.
+  virtual std::optional<Response> screen(RequestHead& head) {
     (void)head;
     return std::nullopt;
   }

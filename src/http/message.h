@@ -91,6 +91,8 @@ struct RequestHead {
   Headers headers;
   std::optional<std::uint64_t> content_length;
   std::string remote;  // the peer's "address:port"
+  // What the handler's screen() noted for its handle() (Handler); 0: nothing.
+  std::uint64_t screen_note = 0;
 
   // The target without its query string.
   std::string_view path() const;

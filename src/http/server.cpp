@@ -55,7 +55,7 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   // The handler's early answer (Handler::screen), if any, on the heap: in
   // the session's frame a Response would be over 400 bytes for every open
   // connection.
-  std::unique_ptr<Response> screen(const RequestHead& head);
+  std::unique_ptr<Response> screen(RequestHead& head);
   awaitable<void> accept_failed(const boost::system::error_code& ec);
   void shed_pending();
   void connection_closed();
@@ -526,7 +526,7 @@ void Server::State::connection_closed() {
   }
 }
 
-std::unique_ptr<Response> Server::State::screen(const RequestHead& head) {
+std::unique_ptr<Response> Server::State::screen(RequestHead& head) {
   std::optional<Response> early = handler.screen(head);
   return early ? std::make_unique<Response>(std::move(*early)) : nullptr;
 }

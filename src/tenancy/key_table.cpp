@@ -1,8 +1,16 @@
 #include "tenancy/key_table.h"
 
+#include <atomic>
+
 #include "common/constant_time.h"
 
 namespace switchyard::tenancy {
+
+std::uint32_t KeyTable::next_serial() {
+  // Tables may be built off the I/O thread (the key watcher's).
+  static std::atomic<std::uint32_t> serial{0};
+  return ++serial;
+}
 
 KeyTable::KeyTable(const std::vector<tenancy::StaticKey>& statics,
                    const std::vector<KeyRecord>& stored, bool enabled, bool pending)

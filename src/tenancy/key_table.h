@@ -6,6 +6,7 @@
 // constant-time comparison. Logs and metrics name a key by its name only.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -45,6 +46,9 @@ class KeyTable {
   // The valid entry named `name`, or nullptr.
   const KeyEntry* by_name(std::string_view name) const;
   const std::vector<KeyEntry>& entries() const { return entries_; }
+  // Tells this table apart from every other made in the process, so that
+  // what was found in one is never read back from another.
+  std::uint32_t serial() const { return serial_; }
 
  private:
   // A digest is uniformly distributed: its first bytes are a hash already.
@@ -57,8 +61,11 @@ class KeyTable {
   };
   void index();
 
+  static std::uint32_t next_serial();
+
   bool enabled_ = false;
   bool pending_ = false;
+  std::uint32_t serial_ = next_serial();
   std::vector<KeyEntry> entries_;
   std::unordered_map<Digest, std::size_t, DigestHash> by_digest_;
   std::unordered_map<std::string_view, std::size_t> by_name_;

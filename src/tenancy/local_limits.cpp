@@ -43,11 +43,23 @@ RateState rate_state(const std::optional<Gcra>& g, Time now) {
 
 std::uint64_t LocalLimits::open(const std::string& key, const KeyLimits& limits,
                                 const std::string& session) {
-  set_limits(key, limits);
-  auto counters = keys_.find(key)->second;
-  ++counters->leases;
-  const std::uint64_t id = next_lease_++;
-  leases_.emplace(id, Lease{std::move(counters), session});
+  auto it = keys_.find(key);
+  if (it == keys_.end()) {
+    set_limits(key, limits);
+    it = keys_.find(key);
+  }
+  ++it->second->leases;
+  std::uint64_t id;
+  if (free_.empty()) {
+    leases_.emplace_back();
+    id = leases_.size();
+  } else {
+    id = free_.back();
+    free_.pop_back();
+  }
+  Lease& lease = leases_[id - 1];
+  lease.counters = it->second;
+  lease.session.assign(session);  // the slot's own buffer, where it fits
   return id;
 }
 
@@ -62,8 +74,9 @@ void LocalLimits::set_limits(const std::string& key, const KeyLimits& limits) {
 }
 
 LocalLimits::Lease* LocalLimits::find(std::uint64_t id) {
-  auto it = leases_.find(id);
-  return it == leases_.end() ? nullptr : &it->second;
+  if (id == 0 || id > leases_.size()) return nullptr;
+  Lease& lease = leases_[id - 1];
+  return lease.counters ? &lease : nullptr;
 }
 
 awaitable<Result<RatesTaken>> LocalLimits::take_rates(std::uint64_t id, std::int64_t cost) {
@@ -141,16 +154,19 @@ void LocalLimits::refund(std::uint64_t id) {
 }
 
 void LocalLimits::close(std::uint64_t id) {
-  auto it = leases_.find(id);
-  if (it == leases_.end()) return;
-  Lease& lease = it->second;
-  Counters& c = *lease.counters;
-  if (lease.holds_slot) {
+  Lease* lease = find(id);
+  if (!lease) return;
+  Counters& c = *lease->counters;
+  if (lease->holds_slot) {
     --c.running;
-    if (!lease.session.empty()) c.seats.leave(lease.session, now_());
+    if (!lease->session.empty()) c.seats.leave(lease->session, now_());
   }
   --c.leases;
-  leases_.erase(it);
+  lease->counters.reset();
+  lease->session.clear();
+  lease->reserved = 0;
+  lease->took_request = lease->holds_slot = false;
+  free_.push_back(id);
 }
 
 void LocalLimits::forget(std::string_view key) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tenancy/limiter.h"
 
@@ -21,8 +22,8 @@ class LocalLimits final : public Limiter {
  public:
   explicit LocalLimits(WallClock now = &system_now) : now_(std::move(now)) {}
 
-  // Limiter: every answer at once, never an error. open() applies `limits`
-  // to the key's counters as set_limits does.
+  // Limiter: every answer at once, never an error. open() counts a key new
+  // to it under `limits`; a known key's limits change by set_limits.
   std::uint64_t open(const std::string& key, const KeyLimits& limits,
                      const std::string& session) override;
   boost::asio::awaitable<Result<RatesTaken>> take_rates(std::uint64_t lease,
@@ -65,9 +66,9 @@ class LocalLimits final : public Limiter {
  private:
   struct Counters;
   struct Lease {
-    std::shared_ptr<Counters> counters;
-    std::string session;        // empty: no seat needed
-    std::int64_t reserved = 0;  // tokens take_rates took
+    std::shared_ptr<Counters> counters;  // null: the place is free
+    std::string session;                 // empty: no seat needed
+    std::int64_t reserved = 0;           // tokens take_rates took
     bool took_request = false;
     bool holds_slot = false;
   };
@@ -76,8 +77,9 @@ class LocalLimits final : public Limiter {
 
   WallClock now_;
   std::map<std::string, std::shared_ptr<Counters>, std::less<>> keys_;
-  std::map<std::uint64_t, Lease> leases_;
-  std::uint64_t next_lease_ = 1;
+  // By id - 1; a closed lease's place is reused (no allocation per request).
+  std::vector<Lease> leases_;
+  std::vector<std::uint64_t> free_;
   // start_budgets(): applied to a key's counters when they are made.
   std::map<std::string, std::int64_t, std::less<>> spent_before_;
   Time spent_as_of_{};

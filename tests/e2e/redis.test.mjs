@@ -407,7 +407,9 @@ describe('keys fail closed with Redis: a restart without persistence, an unsigne
     await waitUntil(() => redisCli(redis.port, 'HEXISTS', 'switchyard:{keys}:records', 'alice') === '1',
       { timeoutMs: 10_000, what: 'alice published back to redis by B' });
     for (let i = 0; i < 3; ++i) assert.equal((await chat(b.url, key, 1)).status, 200, `alice on B, ${i + 1}`);
-    assert.match(b.output(), /key record\(s\) this gateway holds published to redis/);
+    // The log is written in batches: the line may come a moment after Redis has the record.
+    await waitUntil(() => /key record\(s\) this gateway holds published to redis/.test(b.output()),
+      { timeoutMs: 5000, what: "B's log of the records it published" });
   });
 
   test('a record HSET directly into Redis without a valid signature is ignored and logged', TIMEOUT, async () => {

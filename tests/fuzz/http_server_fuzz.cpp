@@ -31,7 +31,7 @@ using namespace switchyard::http;
 
 class FuzzHandler final : public Handler {
  public:
-  std::optional<Response> screen(const RequestHead& head) override {
+  std::optional<Response> screen(RequestHead& head) override {
     if (head.path().starts_with("/deny")) return json_response(401, R"({"error":"no"})");
     return std::nullopt;
   }

@@ -32,6 +32,22 @@ TEST(KeyTable, StaticAndStoredKeysByDigest) {
   EXPECT_NE(keys.by_name("alice"), nullptr);
 }
 
+TEST(KeyTable, AKeyFoundAtTheHeadIsTakenBackFromItsNoteOnlyFromTheSameTable) {
+  tenancy::StaticKey ops{"ops", "sk-ops", {}};
+  tenancy::StaticKey ci{"ci", "sk-ci", {}};
+  ApiKeys keys({ops, ci}, {}, true);
+  const auto note = keys.note(keys.find(bearer("sk-ci")));
+  ASSERT_NE(note, 0u);
+  ASSERT_NE(keys.by_note(note), nullptr);
+  EXPECT_EQ(keys.by_note(note)->name, "ci");
+  EXPECT_EQ(keys.note(nullptr), 0u);
+  EXPECT_EQ(keys.by_note(0), nullptr);
+  // The same keys published again (a reload, a revocation elsewhere): a
+  // note from before is not read, the key is looked up again.
+  const ApiKeys republished({ops, ci}, {}, true);
+  EXPECT_EQ(republished.by_note(note), nullptr);
+}
+
 TEST(KeyTable, RevokingTheLastStoredKeyKeepsAuthenticationOn) {
   tenancy::KeyRecord gone;
   gone.name = "gone";
