@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "openai/json_scan.h"
+#include "openai/request_estimate.h"
 
 namespace switchyard::gateway {
 
@@ -199,13 +200,13 @@ void KeyTicket::release() {
   if (lane) wake(*lane);
 }
 
-std::int64_t estimated_tokens(const RequestContext& ctx) {
-  const auto prompt = static_cast<std::int64_t>(ctx.facts.prompt.length / 4);
+std::int64_t reserved_tokens(const RequestContext& ctx) {
   const bool generating = ctx.route.endpoint && generates(*ctx.route.endpoint);
-  const std::int64_t output = generating ? ctx.facts.max_tokens.value_or(1024) : 0;
+  const auto e = openai::estimate_tokens(ctx.facts, 1024);
+  const std::int64_t output = generating ? e.output : 0;
   // Saturated: a max_tokens near 2^63 must not wrap around to a cost that fits.
   constexpr auto kMost = std::numeric_limits<std::int64_t>::max();
-  return std::max<std::int64_t>(1, output > kMost - prompt ? kMost : prompt + output);
+  return std::max<std::int64_t>(1, output > kMost - e.prompt ? kMost : e.prompt + output);
 }
 
 std::string reset_text(Duration d) {
@@ -282,7 +283,7 @@ awaitable<Verdict> Admit::run(RequestContext& ctx) {
     co_return Verdict::answered;
   }
   const KeyEntry& entry = *key;
-  const std::int64_t cost = estimated_tokens(ctx);
+  const std::int64_t cost = reserved_tokens(ctx);
   ctx.share = QueueShare{entry.limits.priority, entry.limits.weight, cost};
   std::string failure;
   std::optional<Verdict> verdict;

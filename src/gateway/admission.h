@@ -123,9 +123,9 @@ class Admit final : public Stage {
 };
 
 // Tokens a request may use at most, for the reservation and the queue's
-// charge: its prompt (a byte count / 4) plus its max_tokens (or
-// max_completion_tokens, n_predict; 1024 when absent on a generating route).
-std::int64_t estimated_tokens(const RequestContext& ctx);
+// charge (openai/request_estimate.h): its prompt plus its max_tokens (1024
+// when absent on a generating route).
+std::int64_t reserved_tokens(const RequestContext& ctx);
 
 // "250ms", "1s", "6m0s", "1h2m3s": how OpenAI writes x-ratelimit-reset-*.
 std::string reset_text(tenancy::Duration d);

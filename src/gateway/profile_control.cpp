@@ -3,12 +3,12 @@
 #include <boost/asio.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "openai/request_estimate.h"
 #include "profiles/switch_policy.h"
 
 namespace switchyard::gateway {
@@ -20,25 +20,11 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// What a request will cost, from its body: prompt tokens at ~4 bytes each
-// (the prompt's JSON text; a /tokenize round trip would cost more than the
-// estimate is worth), output from max_tokens (or its synonyms), else 256.
+// What a request will cost (openai/request_estimate.h), a typical answer's
+// 256 tokens when it names no limit.
 profiles::WaitingJob estimate_job(const RequestContext& ctx) {
-  profiles::WaitingJob job;
-  job.prompt_tokens = static_cast<long>(ctx.facts.prompt.length / 4);
-  job.output_tokens = 256;
-  const std::string_view body = ctx.request.body;
-  for (std::string_view key : {"\"max_tokens\"", "\"max_completion_tokens\"", "\"n_predict\""}) {
-    auto at = body.find(key);
-    if (at == std::string_view::npos) continue;
-    at = body.find_first_not_of(" \t\r\n:", at + key.size());
-    if (at == std::string_view::npos) break;
-    long n = 0;
-    auto [end, ec] = std::from_chars(body.data() + at, body.data() + body.size(), n);
-    if (ec == std::errc() && n > 0) job.output_tokens = n;
-    break;
-  }
-  return job;
+  const auto e = openai::estimate_tokens(ctx.facts, 256);
+  return {static_cast<long>(e.prompt), static_cast<long>(e.output)};
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "openai/request_estimate.h"
+
 namespace switchyard::gateway {
 
 using BlockHash = std::uint64_t;
@@ -21,9 +23,9 @@ inline constexpr std::size_t kBlockBytes = 64;
 // Tokens a block stands for, to size an index by an engine's KV cache.
 inline constexpr long kBlockTokens = 16;
 
-// Tokens a prompt of `bytes` is estimated at (about 4 bytes a token).
+// Tokens a prompt of `bytes` is estimated at (openai/request_estimate.h).
 inline long estimated_tokens(std::size_t bytes) {
-  return static_cast<long>(bytes * kBlockTokens / kBlockBytes);
+  return static_cast<long>(openai::prompt_tokens_estimate(bytes));
 }
 
 // The hashes of every full block of `prompt` (a trailing partial block is
