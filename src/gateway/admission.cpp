@@ -339,24 +339,20 @@ awaitable<std::optional<Verdict>> Admit::limit(RequestContext& ctx, const std::s
   std::optional<tenancy::SlotTaken> first;
   if (!lane->passing) {
     auto slot = co_await limiter->acquire(lease);
-    if (!slot) failure = slot.error().message;
-    if (slot) first = *slot;
+    if (slot && slot->answer == tenancy::SlotAnswer::taken) co_return Verdict::next;
+    if (slot)
+      first = *slot;
+    else
+      failure = slot.error().message;
   }
-  if (failure.empty() && (!first || first->answer != tenancy::SlotAnswer::taken)) {
-    const SlotWait wait = co_await wait_for_slot(ctx, *limiter, lease, lane, first);
-    failure = wait.failure;
-    if (!wait.granted && failure.empty()) {
-      ctx.ticket.refund();
-      ctx.ticket.release();
-      co_return co_await refuse_slot(ctx, name, limits, wait, *lane);
-    }
-  }
-  if (!failure.empty()) {
-    ctx.ticket.refund();
-    ctx.ticket.release();
-    co_return std::nullopt;
-  }
-  co_return Verdict::next;
+  SlotWait wait;
+  if (failure.empty()) wait = co_await wait_for_slot(ctx, *limiter, lease, lane, first);
+  if (wait.granted) co_return Verdict::next;
+  ctx.ticket.refund();
+  ctx.ticket.release();
+  if (failure.empty()) failure = wait.failure;
+  if (!failure.empty()) co_return std::nullopt;
+  co_return co_await refuse_slot(ctx, name, limits, wait, *lane);
 }
 
 awaitable<Admit::SlotWait> Admit::wait_for_slot(RequestContext& ctx, tenancy::Limiter& limiter,
