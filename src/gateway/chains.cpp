@@ -4,7 +4,7 @@
 
 namespace switchyard::gateway {
 
-Chains::Chains(const ChainParts& p, Stage& answer_locally)
+Chains::Chains(const ChainParts& p, Stage& local_routes)
     : catalog(p.config.models),
       forward_options{p.config.attempts, p.config.retry_budget},
       tracing(p.config.tracing ? std::make_unique<RequestTracing>(*p.config.tracing) : nullptr),
@@ -25,7 +25,7 @@ Chains::Chains(const ChainParts& p, Stage& answer_locally)
                 route, forward_options, p.metrics),
       proxy({&accounting, &list_request, &record_usage, &authenticate, &resolve, &stored_responses,
              &admit, &route, &forwarder}),
-      local({&accounting, &answer_locally}) {
+      local({&accounting, &local_routes}) {
   const auto started = tenancy::Clock::now();
   admit.start_budgets(record_usage.today().tokens(started), started);
   for (SwitchGate* gate : p.dispatch.gates()) route.add_gate(gate);

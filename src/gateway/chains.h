@@ -42,7 +42,7 @@ struct ChainParts {
 };
 
 struct Chains {
-  Chains(const ChainParts& parts, Stage& answer_locally);
+  Chains(const ChainParts& parts, Stage& local_routes);
   Chains(const Chains&) = delete;
   Chains& operator=(const Chains&) = delete;
 

@@ -6,21 +6,15 @@
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
-#include "gateway/admin_gate.h"
-#include "gateway/admin_routes.h"
 #include "gateway/chains.h"
 #include "gateway/console_feed.h"
-#include "gateway/console_routes.h"
-#include "gateway/console_status.h"
 #include "gateway/dispatch.h"
 #include "gateway/engine_watch.h"
-#include "gateway/info_routes.h"
+#include "gateway/head_checks.h"
 #include "gateway/key_service.h"
-#include "gateway/keys_routes.h"
+#include "gateway/local_routes.h"
 #include "gateway/routes.h"
-#include "gateway/status.h"
 #include "openai/api_error.h"
 
 namespace switchyard::gateway {
@@ -53,18 +47,19 @@ struct Gateway::Impl {
         dispatch(executor, c, fleet, metrics),
         feed(executor,
              [this] {
-               const auto s = snapshot();
+               const auto s = local.snapshot();
                ConsoleFeed::Gauges g;
                for (const auto& i : s.instances) g.tokens_per_second += i.tokens_per_second;
                for (const auto& m : s.models) g.queued += m.queued;
                return g;
              }),
         watch(executor, fleet.instances(), c.health.metrics_interval, dispatch.router()),
-        admin(config),
-        answer_locally(*this),
+        head(config, key_service.table()),
+        local({config, fleet, metrics, key_service, dispatch, feed, watch, head.admin, chains,
+               draining}),
         rng(std::random_device{}()),
         chains({executor, config, fleet, metrics, key_service.table(), dispatch, feed, draining},
-               answer_locally) {
+               local) {
     if (const auto& shared = key_service.shared_limits())
       chains.admit.share_limits(shared, c.redis_down == config::FleetConfig::RedisDown::local);
     // A new key table: limits apply at once; requests of a key that is gone
@@ -89,44 +84,7 @@ struct Gateway::Impl {
     fleet.on_change(nullptr);
     key_service.stop();
   }
-  const ApiKeys& keys() const { return key_service.table(); }
-  obs::StatusSnapshot snapshot() const {
-    auto s = take_snapshot(fleet.instances(), dispatch.router(), dispatch.queue(), chains.catalog,
-                           draining);
-    add_console_status(s, metrics.generation(), watch.advisor());
-    if (dispatch.profiles()) s.profiles = dispatch.profiles()->status();
-    s.redis = key_service.redis_status();
-    return s;
-  }
-  AdminView admin_view() {
-    return AdminView{
-        fleet,    dispatch.profiles(),           dispatch.models(),
-        draining, [this] { return snapshot(); }, [this] { return keys_body(keys_view()); }};
-  }
-  KeysView keys_view() {
-    return KeysView{keys(), key_service.records(), chains.admit, chains.record_usage.today()};
-  }
-  std::vector<profiles::ModelState> model_states() const {
-    return dispatch.models() ? dispatch.models()->residency().models()
-                             : std::vector<profiles::ModelState>{};
-  }
-  // Whether the request may see instance detail (names, URLs) in /health.
-  bool sees_detail(const http::RequestHead& head) const {
-    return !keys().enabled() || config.health_detail_public || keys().allows(head.headers);
-  }
   awaitable<void> handle(http::Request& request, http::Exchange& exchange);
-  http::Response local_response(const Route& route, const http::RequestHead& head) const;
-
-  // The last stage of the routes the gateway answers itself: the dashboard's
-  // event stream, the admin API, and the status and model routes.
-  class AnswerLocally final : public Stage {
-   public:
-    explicit AnswerLocally(Impl& g) : g_(g) {}
-    awaitable<Verdict> run(RequestContext& ctx) override;
-
-   private:
-    Impl& g_;
-  };
 
   config::FleetConfig config;  // replaced field by field on reload()
   fleet::Fleet& fleet;
@@ -135,9 +93,9 @@ struct Gateway::Impl {
   Dispatch dispatch;       // the router, the queues, the profile and model gates
   ConsoleFeed feed;        // the dashboard's requests and charts
   EngineWatch watch;       // each ready engine's /metrics and the advisor's checks on them
-  AdminGate admin;         // who may use the admin routes; the dashboard's logins
+  HeadChecks head;         // method, admin door, API key: before the body is read
   bool draining = false;
-  AnswerLocally answer_locally;
+  LocalRoutes local;    // the routes the gateway answers itself: the local chain's end
   std::mt19937_64 rng;  // request ids
   Chains chains;        // the stages and the two chains
 };
@@ -177,34 +135,11 @@ void Gateway::end_running(std::chrono::milliseconds drain) {
 }
 
 std::optional<http::Response> Gateway::screen(http::RequestHead& head) {
-  // The head-only stages: screen (path, method) and authenticate.
   const Route* route = find_route(head.path());
-  std::optional<http::Response> refusal;
-  const auto dialect = route ? route->dialect : openai::Dialect::openai;
-  if (!route) {
-    refusal = openai::error_response(ApiError::not_found(
-        fmt::format("no route for {} {}", head.method, head.path()), "unknown_url"));
-  } else if (!route->allows(head.method)) {
-    refusal =
-        openai::error_response(ApiError::method_not_allowed(fmt::format(
-                                   "{} takes {}, not {}", route->path, route->method, head.method)),
-                               dialect);
-    refusal->headers.add("Allow", std::string(route->method));
-  } else if (route->kind == RouteKind::ui || route->kind == RouteKind::events ||
-             route->kind == RouteKind::admin) {
-    if (auto refused = impl_->admin.screen(head, *route))
-      refusal = openai::error_response(*refused);
-  } else if (route->needs_key && impl_->keys().enabled()) {
-    const KeyEntry* key = impl_->keys().find(head.headers);
-    head.screen_note = impl_->keys().note(key);
-    if (!key)
-      refusal = openai::error_response(
-          ApiError::unauthorized(ApiKeys::presented(head.headers)
-                                     ? "the API key is not valid"
-                                     : "an API key is required: send 'Authorization: Bearer <key>' "
-                                       "or 'x-api-key: <key>'"),
-          dialect);
-  }
+  auto refusal =
+      route ? impl_->head.run(head, *route)
+            : openai::error_response(ApiError::not_found(
+                  fmt::format("no route for {} {}", head.method, head.path()), "unknown_url"));
   if (refusal) {
     refusal->headers.add("X-Request-Id", request_id(head.headers, impl_->rng));
     impl_->chains.accounting.refused(head, *refusal->headers.find("x-request-id"), refusal->status);
@@ -234,82 +169,8 @@ awaitable<void> Gateway::Impl::handle(http::Request& request, http::Exchange& ex
   RequestContext ctx(request, exchange, route);
   ctx.record.id = request_id(request.head.headers, rng);
   ctx.record.bytes_in = request.body.size();
-  if (route.kind == RouteKind::proxy && chains.tracing)
-    ctx.trace = chains.tracing->start(request.head);
-  co_await (route.kind == RouteKind::proxy ? chains.proxy : chains.local).run(ctx);
-}
-
-awaitable<Verdict> Gateway::Impl::AnswerLocally::run(RequestContext& ctx) {
-  if (ctx.route.kind == RouteKind::events) {
-    ctx.record.status = 200;
-    co_await stream_events(
-        ctx.exchange, g_.feed,
-        [this](bool first) {
-          return console_json(g_.snapshot(), g_.chains.catalog, g_.feed, g_.dispatch.profiles(),
-                              g_.dispatch.models(), g_.config, keys_json(g_.keys_view()), first);
-        },
-        [this] { return g_.draining; });
-    co_return Verdict::answered;
-  }
-  if (ctx.route.kind == RouteKind::sse && g_.dispatch.models()) {
-    ctx.record.status = 200;
-    co_await g_.dispatch.models()->stream_events(ctx.exchange, [this] { return g_.draining; });
-    co_return Verdict::answered;
-  }
-  http::Response reply;
-  if (ctx.route.kind == RouteKind::admin) {
-    AdminView view = g_.admin_view();
-    // Not a conditional expression: GCC 12 destroys a co_await's result
-    // inside ?: a second time at the coroutine's end.
-    if (ctx.route.path == admin_login_path)
-      reply = g_.admin.login();
-    else
-      reply = co_await admin_response(view, ctx.request);
-  } else {
-    reply = g_.local_response(ctx.route, ctx.request.head);
-  }
-  reply.headers.add("X-Request-Id", ctx.record.id);
-  ctx.record.status = reply.status;
-  ctx.record.bytes_out = reply.body.size();
-  if (!co_await ctx.exchange.respond(std::move(reply))) ctx.record.client_gone = true;
-  co_return Verdict::answered;
-}
-
-http::Response Gateway::Impl::local_response(const Route& route,
-                                             const http::RequestHead& head) const {
-  switch (route.kind) {
-    case RouteKind::models:
-      return models_response(chains.catalog, fleet.instances(), model_states());
-    case RouteKind::model:
-      return model_response(head.path().substr(route.path.size()), chains.catalog,
-                            fleet.instances(), model_states());
-    case RouteKind::sse:
-      return openai::error_response(ApiError::not_found(
-          "no load: on-demand instances are configured (docs/models.md)", "no_models"));
-    case RouteKind::health:
-      return health_response(snapshot(), sees_detail(head));
-    case RouteKind::metrics: {
-      // Per-key series name the keys: only to a scrape that presents one.
-      std::string text = metrics.render(snapshot(), keys().allows(head.headers)) +
-                         engine_metrics_text(watch.scraper());
-      if (chains.tracing) text += chains.tracing->metrics_text();
-      http::Response reply = http::json_response(200, std::move(text));
-      reply.headers.set("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-      return reply;
-    }
-    case RouteKind::ui: {
-      http::Response reply = ui_response(head.path());
-      add_page_headers(reply.headers);
-      return reply;
-    }
-    case RouteKind::root:
-      return root_response(head.method == "HEAD");
-    case RouteKind::proxy:
-    case RouteKind::events:
-    case RouteKind::admin:
-      break;
-  }
-  return openai::error_response(ApiError::internal("no local handler for this route"));
+  if (route.forwarded() && chains.tracing) ctx.trace = chains.tracing->start(request.head);
+  co_await (route.forwarded() ? chains.proxy : chains.local).run(ctx);
 }
 
 }  // namespace switchyard::gateway

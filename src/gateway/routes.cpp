@@ -1,5 +1,7 @@
 #include "gateway/routes.h"
 
+#include "gateway/local_routes.h"
+
 namespace switchyard::gateway {
 
 namespace {
@@ -7,58 +9,82 @@ namespace {
 using openai::Dialect;
 using openai::Endpoint;
 
+// An API route: forwarded to an instance of the body's model.
+constexpr Route api(std::string_view path, Endpoint endpoint, Dialect dialect = Dialect::openai) {
+  return {.path = path,
+          .method = "POST",
+          .door = Door::api_key,
+          .endpoint = endpoint,
+          .dialect = dialect};
+}
+
+// A route the gateway answers itself.
+constexpr Route local(std::string_view path, std::string_view method, Door door,
+                      LocalHandler answer) {
+  return {.path = path, .method = method, .door = door, .answer = answer};
+}
+
+// The same for every path under `route.path`.
+constexpr Route under(Route route) {
+  route.prefix = true;
+  return route;
+}
+
 // llama.cpp's server answers its own paths and the OpenAI ones; the
 // Anthropic Messages API is served by llama-server and vLLM alike.
 constexpr Route kRoutes[] = {
-    {"/v1/chat/completions", "POST", RouteKind::proxy, Endpoint::chat_completions, true},
-    {"/v1/completions", "POST", RouteKind::proxy, Endpoint::completions, true},
-    {"/v1/embeddings", "POST", RouteKind::proxy, Endpoint::embeddings, true},
-    {"/v1/messages", "POST", RouteKind::proxy, Endpoint::messages, true, Dialect::anthropic},
-    {"/v1/messages/count_tokens", "POST", RouteKind::proxy, Endpoint::count_tokens, true,
-     Dialect::anthropic},
-    {"/v1/responses", "POST", RouteKind::proxy, Endpoint::responses, true, Dialect::responses},
-    {"/responses", "POST", RouteKind::proxy, Endpoint::responses, true, Dialect::responses},
-    {"/v1/responses/input_tokens", "POST", RouteKind::proxy, Endpoint::responses_input_tokens,
-     true},
-    {"/responses/input_tokens", "POST", RouteKind::proxy, Endpoint::responses_input_tokens, true},
-    {"/v1/chat/completions/input_tokens", "POST", RouteKind::proxy, Endpoint::chat_input_tokens,
-     true},
+    api("/v1/chat/completions", Endpoint::chat_completions),
+    api("/v1/completions", Endpoint::completions),
+    api("/v1/embeddings", Endpoint::embeddings),
+    api("/v1/messages", Endpoint::messages, Dialect::anthropic),
+    api("/v1/messages/count_tokens", Endpoint::count_tokens, Dialect::anthropic),
+    api("/v1/responses", Endpoint::responses, Dialect::responses),
+    api("/responses", Endpoint::responses, Dialect::responses),
+    api("/v1/responses/input_tokens", Endpoint::responses_input_tokens),
+    api("/responses/input_tokens", Endpoint::responses_input_tokens),
+    api("/v1/chat/completions/input_tokens", Endpoint::chat_input_tokens),
     // A stored response (vLLM's retrieve and cancel; DELETE as OpenAI's API
     // has it): forwarded to the instance that made it (gateway/stored_responses.h).
-    {"/v1/responses/", "GET, DELETE, POST", RouteKind::proxy, Endpoint::stored_response, true,
-     Dialect::openai, true},
-    {"/v1/audio/transcriptions", "POST", RouteKind::proxy, Endpoint::audio, true},
-    {"/v1/audio/translations", "POST", RouteKind::proxy, Endpoint::audio, true},
-    {"/v1/rerank", "POST", RouteKind::proxy, Endpoint::rerank, true},
-    {"/completion", "POST", RouteKind::proxy, Endpoint::native_completion, true},
-    {"/infill", "POST", RouteKind::proxy, Endpoint::infill, true},
-    {"/embedding", "POST", RouteKind::proxy, Endpoint::embedding, true},
-    {"/reranking", "POST", RouteKind::proxy, Endpoint::rerank, true},
-    {"/rerank", "POST", RouteKind::proxy, Endpoint::rerank, true},
-    {"/apply-template", "POST", RouteKind::proxy, Endpoint::apply_template, true},
-    {"/tokenize", "POST", RouteKind::proxy, Endpoint::tokenize, true},
-    {"/detokenize", "POST", RouteKind::proxy, Endpoint::detokenize, true},
-    {"/v1/models", "GET", RouteKind::models, std::nullopt, true},
-    {"/v1/models/", "GET", RouteKind::model, std::nullopt, true, Dialect::openai, true},
-    // llama.cpp router mode's model routes (docs/models.md).
-    {"/models", "GET", RouteKind::models, std::nullopt, true},
-    {"/models/sse", "GET", RouteKind::sse, std::nullopt, true},
-    // POST /models/load|unload are admin routes: the admin key opens them.
-    {"/models/load", "POST", RouteKind::admin, std::nullopt, false},
-    {"/models/unload", "POST", RouteKind::admin, std::nullopt, false},
-    {"/", "GET", RouteKind::root, std::nullopt, false, Dialect::openai, false, true},
-    {"/health", "GET", RouteKind::health, std::nullopt, false},
-    {"/metrics", "GET", RouteKind::metrics, std::nullopt, false},
-    // The console: admin access is checked in Gateway::screen.
-    {"/ui", "GET", RouteKind::ui, std::nullopt, false},
-    {"/ui/", "GET", RouteKind::ui, std::nullopt, false, Dialect::openai, true},
-    {"/admin/events", "GET", RouteKind::events, std::nullopt, false},
-    // The admin key, not an API key, opens these (Gateway::screen).
-    {"/admin/status", "GET", RouteKind::admin, std::nullopt, false},
-    {"/admin/keys", "GET", RouteKind::admin, std::nullopt, false},
-    {"/admin/profile", "POST", RouteKind::admin, std::nullopt, false},
-    {admin_login_path, "POST", RouteKind::admin, std::nullopt, false},
-    {"/admin/instances/", "POST", RouteKind::admin, std::nullopt, false, Dialect::openai, true},
+    {.path = "/v1/responses/",
+     .method = "GET, DELETE, POST",
+     .door = Door::api_key,
+     .endpoint = Endpoint::stored_response,
+     .prefix = true},
+    api("/v1/audio/transcriptions", Endpoint::audio),
+    api("/v1/audio/translations", Endpoint::audio),
+    api("/v1/rerank", Endpoint::rerank),
+    api("/completion", Endpoint::native_completion),
+    api("/infill", Endpoint::infill),
+    api("/embedding", Endpoint::embedding),
+    api("/reranking", Endpoint::rerank),
+    api("/rerank", Endpoint::rerank),
+    api("/apply-template", Endpoint::apply_template),
+    api("/tokenize", Endpoint::tokenize),
+    api("/detokenize", Endpoint::detokenize),
+    local("/v1/models", "GET", Door::api_key, &LocalRoutes::models),
+    under(local("/v1/models/", "GET", Door::api_key, &LocalRoutes::model)),
+    // llama.cpp router mode's model routes (docs/models.md); loading and
+    // unloading are the operator's: the admin key opens them.
+    local("/models", "GET", Door::api_key, &LocalRoutes::models),
+    local("/models/sse", "GET", Door::api_key, &LocalRoutes::model_events),
+    local("/models/load", "POST", Door::admin, &LocalRoutes::admin),
+    local("/models/unload", "POST", Door::admin, &LocalRoutes::admin),
+    {.path = "/",
+     .method = "GET",
+     .door = Door::open,
+     .answer = &LocalRoutes::root,
+     .head_too = true},
+    local("/health", "GET", Door::open, &LocalRoutes::health),
+    local("/metrics", "GET", Door::open, &LocalRoutes::metrics),
+    // The console and the admin API.
+    local("/ui", "GET", Door::page, &LocalRoutes::page),
+    under(local("/ui/", "GET", Door::page, &LocalRoutes::page)),
+    local("/admin/events", "GET", Door::admin, &LocalRoutes::console_events),
+    local("/admin/status", "GET", Door::admin, &LocalRoutes::admin),
+    local("/admin/keys", "GET", Door::admin, &LocalRoutes::admin),
+    local("/admin/profile", "POST", Door::admin, &LocalRoutes::admin),
+    local(admin_login_path, "POST", Door::admin, &LocalRoutes::login),
+    under(local("/admin/instances/", "POST", Door::admin, &LocalRoutes::admin)),
 };
 
 }  // namespace

@@ -1,7 +1,10 @@
 // The gateway's route table: path → what answers it. Forwarded routes name
 // the API their body speaks (the inspector's endpoint) and the dialect their
-// errors take.
+// errors take; the routes the gateway answers itself name their handler
+// (gateway/local_routes.h). Each row says which door it is behind.
 #pragma once
+
+#include <boost/asio/awaitable.hpp>
 
 #include <optional>
 #include <string_view>
@@ -11,29 +14,31 @@
 
 namespace switchyard::gateway {
 
-enum class RouteKind {
-  proxy,    // forwarded to an instance of the body's model
-  models,   // GET /v1/models
-  model,    // GET /v1/models/{id}
-  health,   // GET /health
-  metrics,  // GET /metrics
-  ui,       // GET /ui and /ui/<file>: the dashboard
-  events,   // GET /admin/events: the dashboard's live status (SSE)
-  admin,    // /admin/... (gateway/admin_routes.h), behind gateway/admin_access.h
-  sse,      // GET /models/sse: model status events (gateway/model_control.h)
-  root,     // GET and HEAD /: what clients probe before they start
+class LocalRoutes;
+struct RequestContext;
+
+// A route the gateway answers itself (it answers the request, streamed or not).
+using LocalHandler = boost::asio::awaitable<void> (LocalRoutes::*)(RequestContext&);
+
+// Who may pass, checked on the head (gateway/head_checks.h).
+enum class Door {
+  open,     // anyone
+  api_key,  // an API key, when keys are configured
+  admin,    // the admin key (or a dashboard login) from an allowed host and origin
+  page,     // the dashboard's page: from an allowed host; it asks for the admin key itself
 };
 
 struct Route {
   std::string_view path;    // exact, or a prefix when `prefix`
   std::string_view method;  // one, or several as an Allow header lists them ("GET, DELETE")
-  RouteKind kind;
-  std::optional<openai::Endpoint> endpoint;  // set for proxy routes
-  bool needs_key;                            // when API keys are configured
+  Door door;
+  std::optional<openai::Endpoint> endpoint = std::nullopt;  // set for forwarded routes
+  LocalHandler answer = nullptr;                            // set for the others
   openai::Dialect dialect = openai::Dialect::openai;
   bool prefix = false;
   bool head_too = false;  // HEAD is answered as well, without a body
 
+  bool forwarded() const { return endpoint.has_value(); }
   bool allows(std::string_view m) const;
 };
 

@@ -54,6 +54,29 @@ class HomeWait {
   std::unordered_map<std::string, Clock::time_point> since_;  // waiting sessions: since when
 };
 
+// Which candidates may take a request of `session` now, as the affinity
+// policies weigh them: usable by the prefill cost (PrefillCost::usable) and
+// not reserved for another session's home (Homes::reserve).
+class Eligible {
+ public:
+  // The references must outlive this.
+  Eligible(const PrefillCost& cost, const Homes& homes, std::string_view session)
+      : cost_(cost), homes_(homes), session_(session) {}
+  bool operator()(const Candidate& c) const {
+    return cost_.usable(c) && !homes_.reserved_for_other(c.index, session_);
+  }
+  // Those of them that would start it about as soon as `home` would: where
+  // a request may go instead of waiting for its home.
+  auto beside(const Candidate& home) const {
+    return [this, &home](const Candidate& c) { return (*this)(c) && cost_.no_later_than(c, home); };
+  }
+
+ private:
+  const PrefillCost& cost_;
+  const Homes& homes_;
+  std::string_view session_;
+};
+
 // The affinity policies' wait for a `home` that cannot take the request of
 // `session` (weighing `weight` tokens) now: until when it waits, or nullopt
 // to spill now (HomeWait::until, with `worth_it`). When every free slot

@@ -18,19 +18,13 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     matches_[i] = state_.match(candidates[i].index, blocks);
   const long tokens = estimated_tokens(query.prompt.size());
   const PrefillCost cost(candidates, bound, tokens, matches_);
-  const auto usable = [&](const Candidate& c) {
-    return cost.usable(c) && !homes_.reserved_for_other(c.index, query.session);
-  };
+  const Eligible usable(cost, homes_, query.session);
   std::size_t longest = 0, longest_usable = 0, best = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (matches_[i] > longest) best = i;
     longest = std::max(longest, matches_[i]);
     if (usable(candidates[i])) longest_usable = std::max(longest_usable, matches_[i]);
   }
-  // A spill from `home` that starts about as soon as `home` would.
-  const auto soon_beside = [&](const Candidate& home) {
-    return [&, at = &home](const Candidate& c) { return usable(c) && cost.no_later_than(c, *at); };
-  };
 
   RouteDecision d;
   if (longest > longest_usable && query.tried.empty()) {
@@ -38,7 +32,7 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     // retry has waited already.
     const double rate = state_.speed().prefill_rate();
     const long redo = static_cast<long>(longest - longest_usable) * kBlockTokens;
-    const bool slow_only = !any_free(candidates, soon_beside(candidates[best]));
+    const bool slow_only = !any_free(candidates, usable.beside(candidates[best]));
     const bool worth_it = wait_.outlasts_wait(prefill_seconds(redo, rate).count()) || slow_only;
     if (const auto until = wait_for_home(wait_, homes_, cost, candidates[best], query.session,
                                          tokens, worth_it, slow_only, rate)) {
@@ -46,53 +40,60 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
       return d;
     }
   }
-  std::size_t pos = kNoCandidate;
   if (longest_usable > 0) {
     // Among equal matches (a prefix sent to two instances), the freer one.
-    pos = soonest_free(candidates, state_.speed(), rotation_, [&](const Candidate& c) {
+    d.position = soonest_free(candidates, state_.speed(), rotation_, [&](const Candidate& c) {
       const auto i = static_cast<std::size_t>(&c - candidates.data());
       return matches_[i] == longest_usable && usable(c);
     });
     d.reason = longest_usable == longest ? RouteReason::hit : RouteReason::bounded_out;
   } else if (longest == 0 && !query.session.empty()) {
-    // A new session, or one whose context died with its home: its home is
-    // the lightest instance, busy or not, as the session policy places it,
-    // and a session heavier than the mean waits for it (homes.h), as does
-    // one that would start later anywhere else.
-    const auto moved = lost_home(query.session, candidates);
-    const std::size_t home = homes_.lightest(candidates, query.session);
-    const auto soon = soon_beside(candidates[home]);
-    if (!usable(candidates[home]) && query.tried.empty()) {
-      const bool slow_only = !any_free(candidates, soon);
-      const bool worth_it = homes_.outweighs_mean(candidates, query.session, tokens) || slow_only;
-      if (const auto until =
-              wait_for_home(wait_, homes_, cost, candidates[home], query.session, tokens, worth_it,
-                            slow_only, state_.speed().prefill_rate())) {
-        d.wait_until = until;
-        return d;
-      }
-    }
-    pos = usable(candidates[home])
-              ? home
-              : homes_.place(candidates, soon, state_.speed(), rotation_, cost.soonest_start());
-    d.reason = moved ? RouteReason::session_moved : RouteReason::cold;
-    if (moved)
-      spdlog::info("routing: session moved from instance #{} (not routable) to {}", *moved,
-                   candidates[pos].name);
+    place_session(d, query, candidates, cost, usable);
+    if (d.wait_until) return d;
   } else {
     // The prompt starts a new home: spread homes evenly.
-    pos = homes_.place(candidates, usable, state_.speed(), rotation_, cost.soonest_start());
+    d.position = homes_.place(candidates, usable, state_.speed(), rotation_, cost.soonest_start());
     d.reason = longest > 0 ? RouteReason::bounded_out : RouteReason::cold;
   }
   d.home_waited = wait_.end(query.session);
-  d.position = pos;
   d.match = blocks.empty()
                 ? 0.0
-                : static_cast<double>(matches_[pos]) / static_cast<double>(blocks.size());
-  state_.record(candidates[pos].index, blocks);
+                : static_cast<double>(matches_[d.position]) / static_cast<double>(blocks.size());
+  state_.record(candidates[d.position].index, blocks);
   // Where the session's context now is (its longest prefix anywhere).
-  if (!query.session.empty()) homes_.set(query.session, candidates[pos].index, query.prompt.size());
+  if (!query.session.empty())
+    homes_.set(query.session, candidates[d.position].index, query.prompt.size());
   return d;
+}
+
+void PrefixAffinity::place_session(RouteDecision& d, const RouteQuery& query,
+                                   std::span<const Candidate> candidates, const PrefillCost& cost,
+                                   const Eligible& usable) {
+  // A new session, or one whose context died with its home: its home is
+  // the lightest instance, busy or not, as the session policy places it,
+  // and a session heavier than the mean waits for it (homes.h), as does
+  // one that would start later anywhere else.
+  const auto moved = lost_home(query.session, candidates);
+  const std::size_t home = homes_.lightest(candidates, query.session);
+  const auto soon = usable.beside(candidates[home]);
+  if (!usable(candidates[home]) && query.tried.empty()) {
+    const long tokens = estimated_tokens(query.prompt.size());
+    const bool slow_only = !any_free(candidates, soon);
+    const bool worth_it = homes_.outweighs_mean(candidates, query.session, tokens) || slow_only;
+    if (const auto until =
+            wait_for_home(wait_, homes_, cost, candidates[home], query.session, tokens, worth_it,
+                          slow_only, state_.speed().prefill_rate())) {
+      d.wait_until = until;
+      return;
+    }
+  }
+  d.position = usable(candidates[home]) ? home
+                                        : homes_.place(candidates, soon, state_.speed(), rotation_,
+                                                       cost.soonest_start());
+  d.reason = moved ? RouteReason::session_moved : RouteReason::cold;
+  if (moved)
+    spdlog::info("routing: session moved from instance #{} (not routable) to {}", *moved,
+                 candidates[d.position].name);
 }
 
 std::optional<std::size_t> PrefixAffinity::lost_home(std::string_view session,

@@ -43,6 +43,11 @@ class PrefixAffinity final : public RoutingPolicy {
   double match(const RouteQuery& query, const Candidate& instance) override;
 
  private:
+  // A session's request whose prompt no instance holds: to its home (new,
+  // or instead of one that is gone), or waiting for it (d.wait_until).
+  void place_session(RouteDecision& d, const RouteQuery& query,
+                     std::span<const Candidate> candidates, const PrefillCost& cost,
+                     const Eligible& usable);
   // The session's home when it is not among `candidates` (it died, or is
   // drained or ejected); nullopt for a new session or a home that is there.
   std::optional<std::size_t> lost_home(std::string_view session,

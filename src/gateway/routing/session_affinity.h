@@ -49,6 +49,22 @@ class SessionAffinity final : public RoutingPolicy {
   std::optional<std::size_t> home(std::string_view session) const { return homes_.find(session); }
 
  private:
+  // Where the session's home is among the candidates, and whether this
+  // request gives the session its home (new, or `moved` from one that is gone).
+  struct Seat {
+    std::size_t pos;
+    bool placed;
+    bool moved;
+  };
+  RouteDecision to_home(const RouteQuery& query, std::span<const Candidate> candidates,
+                        const PrefillCost& cost, const Eligible& usable);
+  // The home cannot take the request now: wait for it (d.wait_until), or spill.
+  void away_from_home(RouteDecision& d, const RouteQuery& query,
+                      std::span<const Candidate> candidates, const PrefillCost& cost,
+                      const Eligible& usable, Seat home);
+  std::size_t least_loaded(std::span<const Candidate> candidates, const PrefillCost& cost,
+                           const Eligible& usable);
+
   const double balance_factor_;
   AffinityState state_;  // match ratios for the route header, rates, restarts
   Rotation rotation_;
