@@ -16,7 +16,6 @@ namespace switchyard::gateway {
 namespace net = boost::asio;
 using net::awaitable;
 using namespace std::chrono_literals;
-using clock_type = std::chrono::steady_clock;
 
 namespace {
 
@@ -31,8 +30,9 @@ profiles::WaitingJob estimate_job(const RequestContext& ctx) {
 
 struct ProfileControl::Impl final : profiles::SwitchEnv {
   Impl(net::any_io_executor ex, const config::FleetConfig& config, fleet::Fleet& f, Router& r,
-       WaitQueue& q, obs::GatewayMetrics& m)
-      : executor(ex),
+       WaitQueue& q, obs::GatewayMetrics& m, Clock c)
+      : now(std::move(c)),
+        executor(ex),
         options(config.switching),
         max_wait(config.queue.max_wait),
         fleet(f),
@@ -53,7 +53,7 @@ struct ProfileControl::Impl final : profiles::SwitchEnv {
     });
     switcher.on_done([this](const profiles::SwitchRecord& r) {
       metrics.profile_switched(r.from, r.ok ? r.to : r.from, r.reason, r.seconds);
-      policy.switched(r.from, r.to, r.seconds, r.ok, clock_type::now());
+      policy.switched(r.from, r.to, r.seconds, r.ok, now());
       // The held requests go, in order, to what is routable now.
       std::set<std::string> models;
       for (const auto& inst : fleet.instances()) models.insert(inst->model());
@@ -124,7 +124,7 @@ struct ProfileControl::Impl final : profiles::SwitchEnv {
   // Asks the policy; starts the switch it wants.
   void consider() {
     if (switcher.switching()) return;
-    auto decision = policy.decide(switcher.active(), demand(), clock_type::now());
+    auto decision = policy.decide(switcher.active(), demand(), now());
     if (!decision) return;
     decisions.push_back(policy.last_explanation());
     if (decisions.size() > 20) decisions.erase(decisions.begin());
@@ -146,12 +146,13 @@ struct ProfileControl::Impl final : profiles::SwitchEnv {
   // Whether an instance of `model` is busy with a long prefill: a request
   // queued behind it waits for all of it.
   bool behind_long_prefill(const std::string& model) const {
-    const auto now = clock_type::now();
+    const auto at = now();
     for (const auto& inst : fleet.instances())
-      if (inst->model() == model && policy.long_prefill(inst->name(), now)) return true;
+      if (inst->model() == model && policy.long_prefill(inst->name(), at)) return true;
     return false;
   }
 
+  const Clock now;
   net::any_io_executor executor;
   const config::SwitchingOptions options;
   const std::chrono::milliseconds max_wait;  // queue.max_wait
@@ -172,8 +173,9 @@ struct ProfileControl::Impl final : profiles::SwitchEnv {
 
 ProfileControl::ProfileControl(net::any_io_executor executor, const config::FleetConfig& config,
                                fleet::Fleet& fleet, Router& router, WaitQueue& queue,
-                               obs::GatewayMetrics& metrics)
-    : impl_(std::make_unique<Impl>(executor, config, fleet, router, queue, metrics)) {}
+                               obs::GatewayMetrics& metrics, Clock now)
+    : impl_(std::make_unique<Impl>(executor, config, fleet, router, queue, metrics,
+                                   std::move(now))) {}
 
 ProfileControl::~ProfileControl() = default;
 
@@ -209,7 +211,7 @@ void ProfileControl::routed(const RequestContext& ctx) {
   // Long: longer than half of queue.max_wait, as a request behind it waits
   // for all of it and then for one of the slots it held.
   const auto& name = g.fleet.instances().at(*ctx.target)->name();
-  if (!g.policy.started(name, job, clock_type::now(), g.max_wait / 2)) return;
+  if (!g.policy.started(name, job, g.now(), g.max_wait / 2)) return;
   spdlog::info(
       "profile: {} is busy with a {}-token prefill; requests for {} wait up to switching.max_hold",
       name, job.prompt_tokens, ctx.model);

@@ -7,6 +7,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,10 +24,13 @@ namespace switchyard::gateway {
 
 class ProfileControl final : public SwitchGate {
  public:
-  // Every reference must outlive this. Precondition: config.profiles is not empty.
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  // Every reference must outlive this. Precondition: config.profiles is not
+  // empty. `now`: the policy's clock (idleness, sustained queues, how long
+  // a prefill lasts).
   ProfileControl(boost::asio::any_io_executor executor, const config::FleetConfig& config,
                  fleet::Fleet& fleet, Router& router, WaitQueue& queue,
-                 obs::GatewayMetrics& metrics);
+                 obs::GatewayMetrics& metrics, Clock now = &std::chrono::steady_clock::now);
   ~ProfileControl() override;
 
   profiles::ProfileSwitch& switcher();
