@@ -23,7 +23,7 @@ run: build
 	build/switchyard serve -c examples/sim-demo.yaml
 
 test-build: setup
-	@cmake -S . -B build-check -G Ninja -DSWITCHYARD_SANITIZE=ON >/dev/null
+	@cmake -S . -B build-check -G Ninja -DSWITCHYARD_SANITIZE=ON -DCMAKE_UNITY_BUILD=ON >/dev/null
 	@cmake --build build-check
 
 # make install PREFIX=/opt/switchyard (default /usr/local; DESTDIR for packaging)

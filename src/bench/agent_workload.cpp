@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bench/prompt_builder.h"
+#include "http/use_tuple.h"
 
 namespace switchyard::bench {
 
@@ -23,8 +24,6 @@ namespace json = boost::json;
 using asio::awaitable;
 
 namespace {
-
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 // Smallest user message: a turn always says something.
 constexpr long kMinUserTokens = 16;
@@ -57,7 +56,7 @@ awaitable<void> think(asio::steady_timer& timer, const LoadGenerator& generator,
   while (!generator.stopped() && Clock::now() < until) {
     const auto slice = std::min(until, Clock::now() + std::chrono::milliseconds(100));
     timer.expires_at(slice);
-    co_await timer.async_wait(kAwait);
+    co_await timer.async_wait(http::use_tuple);
   }
 }
 
@@ -195,7 +194,7 @@ awaitable<AgentOutcome> run_agent(LoadGenerator& generator, asio::any_io_executo
   }
   while (pending > 0) {
     joined.expires_at(Clock::time_point::max());
-    co_await joined.async_wait(kAwait);
+    co_await joined.async_wait(http::use_tuple);
   }
   double last_end = 0;
   for (const auto& r : outcome.records)

@@ -33,6 +33,8 @@
 #include "bench/report_table.h"
 #include "bench/run_report.h"
 #include "bench/trace_workload.h"
+#include "common/command_error.h"
+#include "http/use_tuple.h"
 
 namespace switchyard::bench {
 
@@ -41,13 +43,6 @@ namespace json = boost::json;
 using asio::awaitable;
 
 namespace {
-
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
-
-int fail(const std::string& line, int status = 1) {
-  std::cerr << "switchyard bench: " << line << "\n";
-  return status;
-}
 
 // A generator for one request's prompt: a function of the seed, the step,
 // the request and the phase only, so runs are reproducible.
@@ -260,7 +255,7 @@ awaitable<bool> BenchSession::probe() {
 awaitable<void> BenchSession::progress(std::shared_ptr<Ticker> ticker, std::string label) {
   while (ticker->running) {
     ticker->timer.expires_after(std::chrono::milliseconds(250));
-    auto [ec] = co_await ticker->timer.async_wait(kAwait);
+    auto [ec] = co_await ticker->timer.async_wait(http::use_tuple);
     if (ec || !ticker->running) break;
     const auto& live = gen_.live();
     std::string line;
@@ -540,11 +535,11 @@ int write_outputs(const BenchOptions& o, const RunReport& run) {
   int status = 0;
   if (!o.json_path.empty()) {
     if (auto w = write_file_atomically(o.json_path, run_to_json(run)); !w)
-      status = fail(w.error().message);
+      status = command_error("bench", w.error().message, 1);
   }
   if (!o.html_path.empty()) {
     if (auto w = write_file_atomically(o.html_path, render_html({run}, {""})); !w)
-      status = fail(w.error().message);
+      status = command_error("bench", w.error().message, 1);
   }
   return status;
 }
@@ -590,24 +585,26 @@ Result<bool> validate(const BenchOptions& o) {
 }
 
 int run_bench(const BenchOptions& options) {
-  if (auto ok = validate(options); !ok) return fail(ok.error().message, 2);
+  if (auto ok = validate(options); !ok) return command_error("bench", ok.error().message, 2);
   const bool agent = options.workload == "agent";
   const bool trace = options.workload == "trace";
   std::vector<TraceEntry> trace_entries;
   if (trace) {
     std::ifstream in(options.trace_path, std::ios::binary);
-    if (!in) return fail(fmt::format("--trace: cannot read {}", options.trace_path), 2);
+    if (!in)
+      return command_error("bench", fmt::format("--trace: cannot read {}", options.trace_path), 2);
     std::stringstream text;
     text << in.rdbuf();
     auto entries = parse_trace(text.str(), options.output_len);
     if (!entries)
-      return fail(fmt::format("--trace: {}: {}", options.trace_path, entries.error().message), 2);
+      return command_error(
+          "bench", fmt::format("--trace: {}: {}", options.trace_path, entries.error().message), 2);
     trace_entries = std::move(*entries);
   }
   const std::string base = base_url(options.url);
   const HeaderList headers = request_headers(options.api_key, options.headers);
   auto info = probe_endpoint(base, headers, options.model);
-  if (!info) return fail(info.error().message);
+  if (!info) return command_error("bench", info.error().message, 1);
   BenchOptions resolved = options;
   resolved.model = info->model;
   if (agent) {
@@ -617,10 +614,12 @@ int run_bench(const BenchOptions& options) {
   if (trace) resolved.concurrency = {1};  // the trace's own times decide what is in flight
   const BenchOptions& o = resolved;
   if (info->n_vocab && o.vocab_size > *info->n_vocab)
-    return fail(fmt::format("--vocab-size: {} is beyond the engine's vocabulary of {} tokens "
-                            "(/v1/models meta.n_vocab); leave it out to use the engine's",
-                            o.vocab_size, *info->n_vocab),
-                2);
+    return command_error(
+        "bench",
+        fmt::format("--vocab-size: {} is beyond the engine's vocabulary of {} tokens "
+                    "(/v1/models meta.n_vocab); leave it out to use the engine's",
+                    o.vocab_size, *info->n_vocab),
+        2);
 
   PromptPlan prompts;
   prompts.target = o.input_len;
@@ -638,11 +637,13 @@ int run_bench(const BenchOptions& options) {
     auto counted = count_tokens(prompts.tokenize_url, headers, o.model, "hello world");
     prompts.mode = counted ? "text_exact" : "text_estimated";
     if (!counted && !o.allow_estimate)
-      return fail(fmt::format("no token counting at {} ({}): text prompts cannot be made "
-                              "--input-len tokens; give the engine's tokenizer with "
-                              "--tokenize-url, or --allow-estimate to estimate their lengths",
-                              prompts.tokenize_url, counted.error().message),
-                  2);
+      return command_error(
+          "bench",
+          fmt::format("no token counting at {} ({}): text prompts cannot be made "
+                      "--input-len tokens; give the engine's tokenizer with "
+                      "--tokenize-url, or --allow-estimate to estimate their lengths",
+                      prompts.tokenize_url, counted.error().message),
+          2);
     if (!counted)
       run.notes.push_back(fmt::format(
           "no token counting at {} ({}): prompt lengths are estimated, the engine's real counts "
@@ -678,7 +679,7 @@ int run_bench(const BenchOptions& options) {
   report.started_at = utc_now_iso8601();
 
   const bool interrupted = run_interruptible(io, generator, session.drive());
-  if (!session.failure.empty()) return fail(session.failure);
+  if (!session.failure.empty()) return command_error("bench", session.failure, 1);
   report.simulated = info->simulated || o.simulated || session.simulated;
 
   const auto& p = session.prompts;
@@ -734,7 +735,7 @@ int run_bench(const BenchOptions& options) {
 
   std::cout << format_table(report) << std::flush;
   const int written = write_outputs(o, report);
-  if (interrupted) return fail("interrupted: partial results written", 130);
+  if (interrupted) return command_error("bench", "interrupted: partial results written", 130);
   if (written != 0) return written;
   for (const auto& s : report.steps)
     if (!s.errors.empty() || s.short_outputs > 0 || s.succeeded == 0) return 1;
@@ -756,38 +757,39 @@ bool is_needle_result(const std::string& text) {
 
 int run_report(const std::vector<std::string>& json_files, const std::vector<std::string>& labels,
                const std::string& html_path) {
-  if (json_files.empty()) return fail("report: give one or more JSON files", 2);
-  if (html_path.empty()) return fail("report: --html FILE is required", 2);
+  if (json_files.empty()) return command_error("bench", "report: give one or more JSON files", 2);
+  if (html_path.empty()) return command_error("bench", "report: --html FILE is required", 2);
   if (labels.size() > json_files.size())
-    return fail(fmt::format("report: --label given {} times for {} file(s)", labels.size(),
-                            json_files.size()),
-                2);
+    return command_error("bench",
+                         fmt::format("report: --label given {} times for {} file(s)", labels.size(),
+                                     json_files.size()),
+                         2);
   std::vector<RunReport> runs;
   std::vector<std::string> names;
   std::vector<NeedleGrid> needles;
   for (std::size_t i = 0; i < json_files.size(); ++i) {
     const std::string& file = json_files[i];
     std::ifstream in(file, std::ios::binary);
-    if (!in) return fail(fmt::format("report: cannot read {}", file));
+    if (!in) return command_error("bench", fmt::format("report: cannot read {}", file), 1);
     std::stringstream text;
     text << in.rdbuf();
     const std::string label = i < labels.size() ? labels[i] : std::string();
     const std::string base_name = file.substr(file.find_last_of('/') + 1);
     if (is_needle_result(text.str())) {
       auto grid = needle_grid_from_json(text.str(), file);
-      if (!grid) return fail("report: " + grid.error().message);
+      if (!grid) return command_error("bench", "report: " + grid.error().message, 1);
       if (!label.empty()) grid->label = label;
       if (grid->label.empty()) grid->label = base_name;
       needles.push_back(std::move(*grid));
       continue;
     }
     auto run = run_from_json(text.str(), file);
-    if (!run) return fail("report: " + run.error().message);
+    if (!run) return command_error("bench", "report: " + run.error().message, 1);
     names.push_back(!label.empty() ? label : !run->label.empty() ? run->label : base_name);
     runs.push_back(std::move(*run));
   }
   if (auto w = write_file_atomically(html_path, render_html(runs, names, needles)); !w)
-    return fail(w.error().message);
+    return command_error("bench", w.error().message, 1);
   std::cout << "wrote " << html_path << " (" << runs.size() << " runs";
   if (!needles.empty()) std::cout << ", " << needles.size() << " needle grid(s)";
   std::cout << ")\n";

@@ -17,6 +17,7 @@
 #include "bench/endpoint_probe.h"
 #include "bench/stream_parser.h"
 #include "http/sse.h"
+#include "http/use_tuple.h"
 
 namespace switchyard::bench {
 
@@ -24,8 +25,6 @@ namespace asio = boost::asio;
 using asio::awaitable;
 
 namespace {
-
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -196,7 +195,7 @@ awaitable<void> LoadGenerator::open_loop(const StepPlan& plan, Phase& phase) {
   while (!stopping_ && !phase.exhausted()) {
     timer.expires_at(next_at);
     arrival_timer_ = &timer;
-    co_await timer.async_wait(kAwait);
+    co_await timer.async_wait(http::use_tuple);
     arrival_timer_ = nullptr;
     if (stopping_) break;
     const long index = phase.next++;
@@ -225,7 +224,7 @@ awaitable<void> LoadGenerator::run_phase(const StepPlan& plan, Phase& phase, boo
   }
   while (phase.pending > 0) {
     phase.joined.expires_at(Clock::time_point::max());
-    co_await phase.joined.async_wait(kAwait);
+    co_await phase.joined.async_wait(http::use_tuple);
   }
 }
 

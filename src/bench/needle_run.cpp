@@ -19,6 +19,7 @@
 #include "bench/load_generator.h"
 #include "bench/needle_scorer.h"
 #include "bench/report_json.h"
+#include "common/command_error.h"
 #include "common/json_text.h"
 #include "http/url.h"
 
@@ -33,13 +34,6 @@ const char* const kNeedleSimulatedWarning =
     "meaningless; this run only proves the pipeline (haystack, needles, question, scoring)";
 
 namespace {
-
-constexpr const char* kWhat = "switchyard bench needle: ";
-
-int fail(const std::string& line, int status = 1) {
-  std::cerr << kWhat << line << "\n";
-  return status;
-}
 
 std::mt19937_64 cell_rng(std::uint64_t seed, long context, std::size_t depth, int trial) {
   std::seed_seq seq{static_cast<std::uint32_t>(seed),    static_cast<std::uint32_t>(seed >> 32),
@@ -375,11 +369,11 @@ Result<NeedleGrid> needle_grid_from_json(const std::string& text, const std::str
 }
 
 int run_needle(const NeedleOptions& o) {
-  if (auto ok = validate(o); !ok) return fail(ok.error().message, 2);
+  if (auto ok = validate(o); !ok) return command_error("bench needle", ok.error().message, 2);
   const std::string base = base_url(o.url);
   const HeaderList headers = request_headers(o.api_key, o.headers);
   auto info = probe_endpoint(base, headers, o.model);
-  if (!info) return fail(info.error().message);
+  if (!info) return command_error("bench needle", info.error().message, 1);
 
   NeedleReport report;
   report.options = o;
@@ -416,17 +410,18 @@ int run_needle(const NeedleOptions& o) {
   NeedleSession session(o, headers, count, generator, report);
 
   const bool interrupted = run_interruptible(io, generator, session.drive());
-  if (!session.failure.empty()) return fail(session.failure);
+  if (!session.failure.empty()) return command_error("bench needle", session.failure, 1);
   report.interrupted = interrupted;
 
   std::cout << format_needle_table(report) << std::flush;
   if (!o.json_path.empty())
     if (auto w = write_file_atomically(o.json_path, needle_to_json(report)); !w)
-      return fail(w.error().message);
+      return command_error("bench needle", w.error().message, 1);
   if (!o.html_path.empty())
     if (auto w = write_file_atomically(o.html_path, render_html({}, {}, {needle_grid(report)})); !w)
-      return fail(w.error().message);
-  if (interrupted) return fail("interrupted: partial results written", 130);
+      return command_error("bench needle", w.error().message, 1);
+  if (interrupted)
+    return command_error("bench needle", "interrupted: partial results written", 130);
   for (const auto& c : report.cells)
     if (!c.error.empty()) return 1;
   return 0;

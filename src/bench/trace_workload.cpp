@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/json_text.h"
+#include "http/use_tuple.h"
 
 namespace switchyard::bench {
 
@@ -25,8 +26,6 @@ namespace json = boost::json;
 using asio::awaitable;
 
 namespace {
-
-constexpr auto kAwait = asio::as_tuple(asio::use_awaitable);
 
 // /tokenize calls per prompt before settling for the closest prefix below.
 constexpr int kMaxCountCalls = 24;
@@ -97,7 +96,7 @@ awaitable<void> wait_until(asio::steady_timer& timer, const LoadGenerator& gener
   // In slices, so a Ctrl-C does not wait for the next arrival.
   while (!generator.stopped() && Clock::now() < until) {
     timer.expires_at(std::min(until, Clock::now() + std::chrono::milliseconds(100)));
-    co_await timer.async_wait(kAwait);
+    co_await timer.async_wait(http::use_tuple);
   }
 }
 
@@ -330,7 +329,7 @@ awaitable<TraceOutcome> run_trace(LoadGenerator& generator, asio::any_io_executo
   }
   while (pending > 0) {
     joined.expires_at(Clock::time_point::max());
-    co_await joined.async_wait(kAwait);
+    co_await joined.async_wait(http::use_tuple);
   }
   for (std::size_t i = 0; i < entries.size(); ++i) {
     if (!sent[i]) continue;

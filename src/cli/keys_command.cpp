@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "common/command_error.h"
 #include "config/fleet_config.h"
 #include "tenancy/key_records.h"
 #include "tenancy/key_store.h"
@@ -130,11 +131,6 @@ std::int64_t unix_now() {
       .count();
 }
 
-int fail(const std::string& message) {
-  std::cerr << "switchyard keys: " << message << "\n";
-  return 2;
-}
-
 enum class Verb { create, list, set, revoke };
 
 // The key records in Redis when `redis:` is set: read before a change (a
@@ -216,21 +212,21 @@ class RedisRecords {
 
 int run_keys(const KeysFlags& flags, Verb verb) {
   auto config = config::load_fleet_config(flags.config_path);
-  if (!config) return fail(config.error().message);
+  if (!config) return command_error("keys", config.error().message);
   auto store = tenancy::KeyStore::open(config->state_db);
-  if (!store) return fail(store.error().message);
+  if (!store) return command_error("keys", store.error().message);
   RedisRecords redis(*config);
   if (verb != Verb::list) redis.pull(*store, flags.name);
   switch (verb) {
     case Verb::create: {
       for (const auto& k : config->static_keys)
         if (k.name == flags.name)
-          return fail(
-              fmt::format("'{}' names a key of api_keys in {}", flags.name, config->source));
+          return command_error("keys", fmt::format("'{}' names a key of api_keys in {}", flags.name,
+                                                   config->source));
       auto limits = apply(flags.limits, {});
-      if (!limits) return fail(limits.error().message);
+      if (!limits) return command_error("keys", limits.error().message);
       auto key = store->create(flags.name, *limits, unix_now());
-      if (!key) return fail(key.error().message);
+      if (!key) return command_error("keys", key.error().message);
       std::cout << *key << "\n";
       std::cerr << fmt::format(
           "key '{}' created ({}); this is the only time it is shown: store it now\n", flags.name,
@@ -240,7 +236,7 @@ int run_keys(const KeysFlags& flags, Verb verb) {
     }
     case Verb::list: {
       auto local = store->list();
-      if (!local) return fail(local.error().message);
+      if (!local) return command_error("keys", local.error().message);
       const auto keys = tenancy::merge_records(*local, redis.all());
       std::cout << fmt::format("{:<20} {:<12} {:<21} {:<21} {:<8} {}\n", "NAME", "PREFIX",
                                "CREATED", "LAST USED", "STATUS", "LIMITS");
@@ -252,17 +248,20 @@ int run_keys(const KeysFlags& flags, Verb verb) {
     }
     case Verb::set: {
       auto record = store->find(flags.name);
-      if (!record) return fail(record.error().message);
-      if (record->revoked) return fail(fmt::format("the key '{}' is revoked", flags.name));
+      if (!record) return command_error("keys", record.error().message);
+      if (record->revoked)
+        return command_error("keys", fmt::format("the key '{}' is revoked", flags.name));
       auto limits = apply(flags.limits, record->limits);
-      if (!limits) return fail(limits.error().message);
-      if (auto ok = store->update(flags.name, *limits); !ok) return fail(ok.error().message);
+      if (!limits) return command_error("keys", limits.error().message);
+      if (auto ok = store->update(flags.name, *limits); !ok)
+        return command_error("keys", ok.error().message);
       std::cerr << fmt::format("key '{}': {}\n", flags.name, limits_text(*limits));
       redis.push(*store, flags.name);
       return 0;
     }
     case Verb::revoke: {
-      if (auto ok = store->revoke(flags.name, unix_now()); !ok) return fail(ok.error().message);
+      if (auto ok = store->revoke(flags.name, unix_now()); !ok)
+        return command_error("keys", ok.error().message);
       std::cerr << fmt::format("key '{}' revoked\n", flags.name);
       redis.push(*store, flags.name);
       return 0;

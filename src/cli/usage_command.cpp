@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "common/command_error.h"
 #include "common/json_text.h"
 #include "config/fleet_config.h"
 #include "tenancy/sqlite.h"
@@ -35,11 +36,6 @@ struct UsageFlags {
   bool csv = false;
   bool trace = false;
 };
-
-int fail(const std::string& message) {
-  std::cerr << "switchyard usage: " << message << "\n";
-  return 2;
-}
 
 // A text cell: quoted when it must be, and one a spreadsheet would take for
 // a formula (a client's session id or a model name may start with '=')
@@ -146,29 +142,31 @@ void print_trace(const std::vector<tenancy::UsageRow>& rows) {
 
 int run_usage(const UsageFlags& flags) {
   auto config = config::load_fleet_config(flags.config_path);
-  if (!config) return fail(config.error().message);
+  if (!config) return command_error("usage", config.error().message);
   auto since = config::parse_duration(flags.since);
-  if (!since) return fail("--since: " + since.error().message);
+  if (!since) return command_error("usage", "--since: " + since.error().message);
   const auto by = group_by(flags.by);
-  if (!by) return fail(fmt::format("--by: '{}' is not one of: key, model, day, session", flags.by));
+  if (!by)
+    return command_error(
+        "usage", fmt::format("--by: '{}' is not one of: key, model, day, session", flags.by));
   if (flags.json + flags.csv + flags.trace > 1)
-    return fail("--json, --csv and --trace: give one at most");
+    return command_error("usage", "--json, --csv and --trace: give one at most");
   if (!std::filesystem::exists(config->state_db))
-    return fail(
-        fmt::format("state_db: {} does not exist (has the gateway run?)", config->state_db));
+    return command_error("usage", fmt::format("state_db: {} does not exist (has the gateway run?)",
+                                              config->state_db));
   auto db = tenancy::Database::open(config->state_db, /*read_only=*/true);
-  if (!db) return fail(db.error().message);
+  if (!db) return command_error("usage", db.error().message);
   const std::int64_t since_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     std::chrono::system_clock::now().time_since_epoch() - *since)
                                     .count();
   if (flags.trace) {
     auto rows = tenancy::usage_rows(*db, since_ms);
-    if (!rows) return fail(rows.error().message);
+    if (!rows) return command_error("usage", rows.error().message);
     print_trace(*rows);
     return 0;
   }
   auto totals = tenancy::usage_totals(*db, since_ms, *by);
-  if (!totals) return fail(totals.error().message);
+  if (!totals) return command_error("usage", totals.error().message);
   if (flags.json)
     print_json(flags.by, *totals);
   else if (flags.csv)

@@ -18,11 +18,6 @@ namespace {
 
 constexpr int exit_bad_input = 2;
 
-std::string trim_slash(std::string url) {
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  return url;
-}
-
 // http://host[:port][/prefix] — what http::fetch can reach.
 bool plausible_http_url(const std::string& url) {
   const std::string scheme = "http://";

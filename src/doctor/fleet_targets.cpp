@@ -10,11 +10,6 @@
 namespace switchyard::doctor {
 namespace {
 
-std::string trim_slash(std::string url) {
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  return url;
-}
-
 // Config load is start-up work, where exceptions are allowed; yaml-cpp throws,
 // and this is the one place that turns that into an Error.
 Result<bool> collect(const YAML::Node& instances, const std::string& where, FleetTargets& out) {
@@ -78,6 +73,11 @@ Result<FleetTargets> read_fleet_targets(const std::filesystem::path& file) {
     return Error{fmt::format("-c {}: {}", file.string(), e.what())};
   }
   return targets;
+}
+
+std::string trim_slash(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return url;
 }
 
 }  // namespace switchyard::doctor

@@ -29,4 +29,7 @@ struct FleetTargets {
 // instances at all, or an instance with neither `url` nor `command`.
 Result<FleetTargets> read_fleet_targets(const std::filesystem::path& file);
 
+// A base URL without its trailing slashes.
+std::string trim_slash(std::string url);
+
 }  // namespace switchyard::doctor

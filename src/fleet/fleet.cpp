@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fleet/child_process.h"
+#include "http/use_tuple.h"
 
 namespace switchyard::fleet {
 
@@ -21,7 +22,7 @@ namespace net = boost::asio;
 using net::awaitable;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using http::use_tuple;
 
 const char* to_string(InstanceState state) {
   switch (state) {

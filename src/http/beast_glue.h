@@ -7,6 +7,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "http/use_tuple.h"
+
 namespace switchyard::http {
 
 namespace net = boost::asio;
@@ -14,8 +16,6 @@ namespace beast = boost::beast;
 namespace beast_http = boost::beast::http;
 using net::awaitable;
 using net::ip::tcp;
-// Every await returns its error code as a value (no exceptions on the data path).
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
 
 // Feeds `parser` what `buffer` already holds, never fewer bytes than the
 // parser's min_input() (parsers.h). Beast's read operations do the same

@@ -19,7 +19,7 @@ auto peek(tcp::socket& socket, char& byte, Handler&& handler) {
 }
 
 // After a peek: end of stream or an error means the client closed or reset.
-bool client_left(const boost::system::error_code& ec) {
+bool peer_closed(const boost::system::error_code& ec) {
   return ec && ec != net::error::operation_aborted;
 }
 
@@ -32,7 +32,7 @@ struct ClientWatch::State {
     peek(socket, byte,
          net::bind_cancellation_slot(cancel.slot(),
                                      [self](const boost::system::error_code& ec, std::size_t) {
-                                       if (!self->active || !client_left(ec)) return;
+                                       if (!self->active || !peer_closed(ec)) return;
                                        self->active = false;
                                        self->on_gone();
                                      }));
@@ -112,7 +112,7 @@ ClientWatch ClientWatches::watch(tcp::socket& socket, std::function<void()> on_g
 awaitable<bool> until_client_leaves(tcp::socket& socket) {
   char byte = 0;
   auto [ec, peeked] = co_await peek(socket, byte, use_tuple);
-  if (client_left(ec)) co_return true;
+  if (peer_closed(ec)) co_return true;
   if (ec == net::error::operation_aborted) co_return false;
   net::steady_timer forever(socket.get_executor(), net::steady_timer::time_point::max());
   co_await forever.async_wait(use_tuple);

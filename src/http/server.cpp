@@ -321,7 +321,7 @@ awaitable<void> linger_close(tcp::socket& socket, SocketDeadline& deadline) {
 }
 
 // Whether a read error means the client went away (nothing is owed to it).
-bool client_left(const boost::system::error_code& ec) {
+bool client_went_away(const boost::system::error_code& ec) {
   return ec == beast_http::error::end_of_stream || ec == net::error::eof ||
          ec == net::error::connection_reset || ec == net::error::operation_aborted;
 }
@@ -351,7 +351,7 @@ ErrorAnswer body_error(const boost::system::error_code& ec, bool timed_out, cons
               true};
     return {400, "the request body ended before its last chunk: the client closed its side", true};
   }
-  if (!client_left(ec)) return {400, "malformed request body: " + ec.message(), true};
+  if (!client_went_away(ec)) return {400, "malformed request body: " + ec.message(), true};
   return {};
 }
 
@@ -597,7 +597,7 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     if (read_ec) {
       // Only a client that started a request and stalled is owed an answer.
       if (header_timed_out && buffer.size() == 0) break;
-      if (!header_timed_out && client_left(read_ec)) break;
+      if (!header_timed_out && client_went_away(read_ec)) break;
       if (header_timed_out)
         failure = {408, "timed out reading request headers"};
       else

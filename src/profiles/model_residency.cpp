@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "http/use_tuple.h"
 #include "profiles/swap_order.h"
 
 namespace switchyard::profiles {
@@ -17,7 +18,7 @@ using net::awaitable;
 using namespace std::chrono_literals;
 using fleet::AdminCause;
 using fleet::InstanceState;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using http::use_tuple;
 
 const char* to_string(ResidencyEvent::Kind kind) {
   switch (kind) {

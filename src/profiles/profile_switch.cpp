@@ -1,4 +1,5 @@
 #include "profiles/profile_switch.h"
+#include "http/use_tuple.h"
 
 #include <boost/asio.hpp>
 
@@ -14,7 +15,7 @@ namespace switchyard::profiles {
 namespace net = boost::asio;
 using net::awaitable;
 using clock_type = std::chrono::steady_clock;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using http::use_tuple;
 
 namespace {
 

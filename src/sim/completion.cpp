@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/json_text.h"
+#include "http/use_tuple.h"
 
 namespace switchyard::sim {
 
@@ -24,7 +25,7 @@ namespace json = boost::json;
 using net::awaitable;
 using namespace net::experimental::awaitable_operators;
 using clock_type = std::chrono::steady_clock;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using http::use_tuple;
 
 namespace {
 
@@ -54,11 +55,6 @@ std::optional<int> int_field(const json::object& body, std::string_view key,
   return std::nullopt;
 }
 
-bool bool_field(const json::object& body, std::string_view key, bool fallback = false) {
-  const auto* v = body.if_contains(key);
-  return v && v->is_bool() ? v->get_bool() : fallback;
-}
-
 // A prompt given as a string or as token ids.
 std::optional<RequestError> read_prompt(const json::value& prompt, const Tokenizer& tok,
                                         bool add_bos, CompletionJob& job) {
@@ -84,6 +80,11 @@ std::optional<RequestError> read_prompt(const json::value& prompt, const Tokeniz
 }
 
 }  // namespace
+
+bool bool_field(const json::object& body, std::string_view key, bool fallback) {
+  const auto* v = body.if_contains(key);
+  return v && v->is_bool() ? v->get_bool() : fallback;
+}
 
 std::variant<std::string, RequestError> apply_chat_template(const json::object& body) {
   const auto* messages = body.if_contains("messages");

@@ -52,6 +52,9 @@ struct RequestError {
   std::string type = {};  // the error's type; empty: the dialect's for the status
 };
 
+// A boolean field of a request body; `fallback` when it is absent or not a boolean.
+bool bool_field(const boost::json::object& body, std::string_view key, bool fallback = false);
+
 // The prompt a chat request turns into: the ChatML template llama-server
 // applies to a model without one (shared/reference/llamacpp/props.body).
 std::variant<std::string, RequestError> apply_chat_template(const boost::json::object& body);

@@ -1,4 +1,5 @@
 #include "sim/engine.h"
+#include "http/use_tuple.h"
 
 #include <boost/asio.hpp>
 
@@ -13,7 +14,7 @@ namespace switchyard::sim {
 namespace net = boost::asio;
 using net::awaitable;
 using clock_type = std::chrono::steady_clock;
-constexpr auto use_tuple = net::as_tuple(net::use_awaitable);
+using http::use_tuple;
 
 std::optional<Error> validate(const EngineOptions& o) {
   const auto& s = o.scheduler;

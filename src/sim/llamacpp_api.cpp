@@ -34,11 +34,6 @@ http::Response request_error(const RequestError& e) {
                      e.status >= 500 ? "server_error" : "invalid_request_error");
 }
 
-bool bool_field(const json::object& body, std::string_view key) {
-  const auto* v = body.if_contains(key);
-  return v && v->is_bool() && v->get_bool();
-}
-
 // The token-counting routes and the request shape each counts.
 std::optional<Endpoint> counted_endpoint(std::string_view path) {
   if (path == "/v1/messages/count_tokens") return Endpoint::messages;

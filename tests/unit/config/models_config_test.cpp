@@ -7,20 +7,20 @@ namespace {
 
 using namespace std::chrono_literals;
 
-Result<FleetConfig> parse(const std::string& text) {
+Result<FleetConfig> parse_models(const std::string& text) {
   return parse_fleet_config(text, "fleet.yaml");
 }
 
 // The message names the file, the line and the field.
 void expect_error(const std::string& text, const std::string& where, const std::string& part) {
-  auto c = parse(text);
+  auto c = parse_models(text);
   ASSERT_FALSE(c) << "accepted:\n" << text;
   EXPECT_NE(c.error().message.find("fleet.yaml:" + where), std::string::npos) << c.error().message;
   EXPECT_NE(c.error().message.find(part), std::string::npos) << c.error().message;
 }
 
 TEST(ModelsConfig, ParsesGpusLoadTtlMemoryAndSwapping) {
-  auto c = parse(R"(
+  auto c = parse_models(R"(
 gpus:
   - {id: 0, memory: 24GiB}
   - {id: 1, memory: 24GiB}
@@ -59,7 +59,7 @@ swapping:
 }
 
 TEST(ModelsConfig, DefaultsAreBatchTwoMinutesAndThirtySeconds) {
-  auto c = parse("instances:\n  - {name: a, model: a, command: run}\n");
+  auto c = parse_models("instances:\n  - {name: a, model: a, command: run}\n");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->swapping.policy, SwappingOptions::Policy::batch);
   EXPECT_EQ(c->swapping.max_wait, std::chrono::milliseconds(2min));
@@ -103,8 +103,8 @@ TEST(ModelsConfig, EachBadInputIsAnErrorNamingLineAndField) {
 }
 
 TEST(ModelsConfig, GpusAndSwappingAreRestartOnly) {
-  auto a = parse("instances:\n  - {name: a, model: a, command: run}\n");
-  auto b = parse(
+  auto a = parse_models("instances:\n  - {name: a, model: a, command: run}\n");
+  auto b = parse_models(
       "gpus: [{id: 0, memory: 8GiB}]\ninstances:\n  - {name: a, model: a, command: run}\n"
       "swapping: {policy: fifo}\n");
   ASSERT_TRUE(a && b);

@@ -12,12 +12,12 @@ instances:
   - {name: tp2, model: m, gpus: [0, 1], command: run2, sleep: true}
 )";
 
-Result<FleetConfig> parse(const std::string& rest) {
+Result<FleetConfig> with_profiles(const std::string& rest) {
   return parse_fleet_config(std::string(kInstances) + rest, "fleet.yaml");
 }
 
 TEST(ProfileConfig, ParsesProfilesInOrderAndSwitching) {
-  auto c = parse(R"(
+  auto c = with_profiles(R"(
 profiles:
   replicas: [xtx0, xtx1]
   tp2: [tp2]
@@ -52,7 +52,7 @@ admin_key: sk-admin
 }
 
 void expect_error(const std::string& rest, const std::string& part) {
-  auto c = parse(rest);
+  auto c = with_profiles(rest);
   ASSERT_FALSE(c) << "accepted:\n" << rest;
   EXPECT_NE(c.error().message.find(part), std::string::npos) << c.error().message;
 }
@@ -139,8 +139,8 @@ instances:
 }
 
 TEST(ProfileConfig, ProfilesAndSwitchingAreRestartOnly) {
-  auto a = parse("profiles:\n  r: [xtx0, xtx1]\n  t: [tp2]\n");
-  auto b = parse("profiles:\n  r: [xtx0, xtx1]\n  t: [tp2]\nswitching:\n  min_dwell: 1m\n");
+  auto a = with_profiles("profiles:\n  r: [xtx0, xtx1]\n  t: [tp2]\n");
+  auto b = with_profiles("profiles:\n  r: [xtx0, xtx1]\n  t: [tp2]\nswitching:\n  min_dwell: 1m\n");
   ASSERT_TRUE(a && b);
   EXPECT_EQ(restart_only_changes(*a, *b), std::vector<std::string>{"switching"});
 }

@@ -6,22 +6,23 @@
 namespace switchyard::config {
 namespace {
 
-Result<FleetConfig> parse(const std::string& routing) {
+Result<FleetConfig> with_routing(const std::string& routing) {
   return parse_fleet_config(routing + "\ninstances: [{model: m, url: 'http://x:1'}]\n",
                             "fleet.yaml");
 }
 
 TEST(RoutingConfig, AScalarNamesThePolicy) {
-  auto c = parse("routing: least-outstanding");
+  auto c = with_routing("routing: least-outstanding");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->routing, config::RoutingOptions{});
-  c = parse("routing: session");
+  c = with_routing("routing: session");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->routing.policy, RoutingPolicy::session);
 }
 
 TEST(RoutingConfig, AMapSetsTheBoundAndTheHeader) {
-  auto c = parse("routing: {policy: prefix-affinity, balance_factor: 1.5, route_header: false}");
+  auto c =
+      with_routing("routing: {policy: prefix-affinity, balance_factor: 1.5, route_header: false}");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->routing.policy, RoutingPolicy::prefix_affinity);
   EXPECT_DOUBLE_EQ(c->routing.balance_factor, 1.5);
@@ -29,13 +30,13 @@ TEST(RoutingConfig, AMapSetsTheBoundAndTheHeader) {
 }
 
 TEST(RoutingConfig, HomeWaitIsADurationDefaultingToFiveSeconds) {
-  auto c = parse("routing: session");
+  auto c = with_routing("routing: session");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->routing.home_wait, std::chrono::seconds(5));
-  c = parse("routing: {policy: session, home_wait: 500ms}");
+  c = with_routing("routing: {policy: session, home_wait: 500ms}");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->routing.home_wait, std::chrono::milliseconds(500));
-  c = parse("routing: {policy: session, home_wait: 0}");
+  c = with_routing("routing: {policy: session, home_wait: 0}");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->routing.home_wait, std::chrono::milliseconds(0));
 }
@@ -51,7 +52,7 @@ TEST(RoutingConfig, ErrorsNameTheField) {
       {"routing: {home_wait: soon}", "routing.home_wait: 'soon' is not a duration"},
   };
   for (const auto& [yaml, message] : bad) {
-    const auto c = parse(yaml);
+    const auto c = with_routing(yaml);
     ASSERT_FALSE(c) << yaml;
     EXPECT_NE(c.error().message.find(message), std::string::npos)
         << yaml << " → " << c.error().message;

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "../support.h"
 #include "sysfs_fixture.h"
 
 namespace switchyard::doctor {
 namespace {
+
+using namespace switchyard::testing_support;
 
 using fixture::SysfsTree;
 
@@ -22,10 +25,6 @@ std::vector<const Finding*> find(const std::vector<Finding>& findings, const std
     if (f.check == check && (subject.empty() || f.subject == subject)) found.push_back(&f);
   }
   return found;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(BoxScan, FieldBoxHasTwoKnownGpusWithSensors) {

@@ -8,12 +8,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support.h"
 #include "doctor/box_scan.h"
 #include "fake_fetch.h"
 #include "sysfs_fixture.h"
 
 namespace switchyard::doctor {
 namespace {
+
+using namespace switchyard::testing_support;
 
 using namespace std::chrono_literals;
 
@@ -29,10 +32,6 @@ Outcome run(DoctorOptions options, fixture::FakeFetch* fake = nullptr) {
   std::ostringstream out, err;
   const int code = run_doctor(options, (fake ? fake : &none)->fetcher(), out, err);
   return {code, out.str(), err.str()};
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(Doctor, FieldBoxWarnsAndExitsOne) {

@@ -7,12 +7,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support.h"
 #include "doctor/doctor.h"
 #include "fake_fetch.h"
 #include "sysfs_fixture.h"
 
 namespace switchyard::doctor {
 namespace {
+
+using namespace switchyard::testing_support;
 
 using namespace std::chrono_literals;
 
@@ -27,22 +30,18 @@ std::string health_detail(const std::string& name, const std::string& url) {
          R"(","gpus":"0","slots":2,"in_flight":0}],"models":[{"name":"m","queued":0}]})";
 }
 
-struct Outcome {
+struct Report {
   int exit_code;
   std::string out;
 };
 
-Outcome run(DoctorOptions options, const Fetcher& fetch) {
+Report run(DoctorOptions options, const Fetcher& fetch) {
   options.run_nvidia_smi = false;
   options.interval = 0ms;
   std::ostringstream out, err;
   const int code = run_doctor(options, fetch, out, err);
   EXPECT_TRUE(err.str().empty()) << err.str();
   return {code, out.str()};
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(DoctorGateway, UrlOfAGatewayChecksTheInstancesBehindIt) {
@@ -53,7 +52,7 @@ TEST(DoctorGateway, UrlOfAGatewayChecksTheInstancesBehindIt) {
   DoctorOptions options;
   options.sysfs_root = tree.root();
   options.urls = {"http://127.0.0.1:8080/"};
-  const Outcome r = run(options, fake.fetcher());
+  const Report r = run(options, fake.fetcher());
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(contains(r.out, "http://127.0.0.1:9001  llama.cpp")) << r.out;
   // The note wraps after "(ready,"; its start is on one line.
@@ -93,7 +92,7 @@ TEST(DoctorGateway, AKeyedGatewayNeedsTheKey) {
   DoctorOptions options;
   options.sysfs_root = tree.root();
   options.urls = {"http://127.0.0.1:8080"};
-  Outcome r = run(options, keyed_gateway(&auth));
+  Report r = run(options, keyed_gateway(&auth));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_TRUE(contains(r.out, "pass --key KEY")) << r.out;
 
@@ -122,7 +121,7 @@ TEST(DoctorGateway, FleetConfigReachesSupervisedInstancesThroughItsListen) {
   DoctorOptions options;
   options.sysfs_root = tree.root();
   options.fleet_config = path;
-  const Outcome r = run(options, fake.fetcher());
+  const Report r = run(options, fake.fetcher());
   EXPECT_TRUE(contains(r.out, "http://127.0.0.1:9001  llama.cpp")) << r.out;
   EXPECT_FALSE(contains(r.out, "Instance card0 is supervised")) << r.out;
   // card1 is not in the gateway's list: named, with why.
@@ -140,7 +139,7 @@ TEST(DoctorGateway, FleetConfigWithoutARunningGatewaySaysSo) {
   DoctorOptions options;
   options.sysfs_root = tree.root();
   options.fleet_config = path;
-  const Outcome r = run(options, fake.fetcher());
+  const Report r = run(options, fake.fetcher());
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(contains(r.out, "No gateway answered at http://127.0.0.1:8099")) << r.out;
   EXPECT_TRUE(contains(r.out, "start it with switchyard serve -c")) << r.out;

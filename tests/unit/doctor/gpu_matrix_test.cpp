@@ -4,11 +4,14 @@
 
 #include <sstream>
 
+#include "../support.h"
 #include "doctor/doctor_report.h"
 #include "sysfs_fixture.h"
 
 namespace switchyard::doctor {
 namespace {
+
+using namespace switchyard::testing_support;
 
 using fixture::SysfsTree;
 
@@ -16,10 +19,6 @@ BoxScan scan(const SysfsTree& tree) {
   auto s = scan_box(tree.root());
   EXPECT_TRUE(s.ok());
   return s.value();
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // The field box: one card on the CPU's root port, one on the chipset's.

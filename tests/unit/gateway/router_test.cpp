@@ -9,12 +9,11 @@
 namespace switchyard::gateway {
 namespace {
 
-using config::RoutingPolicy;
 using fleet::InstanceState;
 using testing_support::add_instance;
 
 struct RouterTest : testing::Test {
-  Router& make(RoutingPolicy policy, std::vector<std::pair<std::string, int>> ready) {
+  Router& make(config::RoutingPolicy policy, std::vector<std::pair<std::string, int>> ready) {
     for (auto& [model, slots] : ready) add_instance(table, model, slots);
     router = std::make_unique<Router>(table, make_routing_policy(policy));
     return *router;
@@ -27,7 +26,7 @@ struct RouterTest : testing::Test {
 };
 
 TEST_F(RouterTest, NeverExceedsSlotsAndRefusesWhenFull) {
-  Router& r = make(RoutingPolicy::least_outstanding, {{"m", 1}, {"m", 2}});
+  Router& r = make(config::RoutingPolicy::least_outstanding, {{"m", 1}, {"m", 2}});
   std::vector<RouteLease> leases;
   for (int i = 0; i < 3; ++i) {
     auto l = r.acquire(q("m"));
@@ -44,7 +43,7 @@ TEST_F(RouterTest, NeverExceedsSlotsAndRefusesWhenFull) {
 }
 
 TEST_F(RouterTest, LeastOutstandingPrefersTheFreestInstance) {
-  Router& r = make(RoutingPolicy::least_outstanding, {{"m", 4}, {"m", 4}, {"m", 4}});
+  Router& r = make(config::RoutingPolicy::least_outstanding, {{"m", 4}, {"m", 4}, {"m", 4}});
   std::vector<RouteLease> leases;
   for (int i = 0; i < 6; ++i) leases.push_back(std::move(*r.acquire(q("m"))));
   EXPECT_EQ(r.in_flight(0), 2);
@@ -57,7 +56,7 @@ TEST_F(RouterTest, LeastOutstandingPrefersTheFreestInstance) {
 }
 
 TEST_F(RouterTest, LeastOutstandingWeighsByCapacity) {
-  Router& r = make(RoutingPolicy::least_outstanding, {{"m", 1}, {"m", 8}});
+  Router& r = make(config::RoutingPolicy::least_outstanding, {{"m", 1}, {"m", 8}});
   std::vector<RouteLease> leases;
   for (int i = 0; i < 4; ++i) leases.push_back(std::move(*r.acquire(q("m"))));
   EXPECT_LE(r.in_flight(0), 1);
@@ -65,7 +64,7 @@ TEST_F(RouterTest, LeastOutstandingWeighsByCapacity) {
 }
 
 TEST_F(RouterTest, RoundRobinRotates) {
-  Router& r = make(RoutingPolicy::round_robin, {{"m", 4}, {"m", 4}, {"m", 4}});
+  Router& r = make(config::RoutingPolicy::round_robin, {{"m", 4}, {"m", 4}, {"m", 4}});
   std::vector<std::size_t> order;
   for (int i = 0; i < 6; ++i) order.push_back(r.acquire(q("m"))->instance());  // released at once
   EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2, 0, 1, 2}));
@@ -74,7 +73,7 @@ TEST_F(RouterTest, RoundRobinRotates) {
 TEST_F(RouterTest, OnlyRoutableInstancesOfTheModel) {
   add_instance(table, "a", 1, InstanceState::ejected);
   add_instance(table, "b", 1);
-  Router r(table, make_routing_policy(RoutingPolicy::least_outstanding));
+  Router r(table, make_routing_policy(config::RoutingPolicy::least_outstanding));
   Router::Refusal why{};
   EXPECT_FALSE(r.acquire(q("a"), &why));
   EXPECT_EQ(why, Router::Refusal::no_instance_ready);
@@ -90,7 +89,7 @@ TEST_F(RouterTest, OnlyRoutableInstancesOfTheModel) {
 TEST_F(RouterTest, AStartingInstanceIsWorthWaitingFor) {
   add_instance(table, "m", 1, InstanceState::starting).config.command = "engine";
   add_instance(table, "m", 1, InstanceState::crash_looping);
-  Router r(table, make_routing_policy(RoutingPolicy::least_outstanding));
+  Router r(table, make_routing_policy(config::RoutingPolicy::least_outstanding));
   Router::Refusal why{};
   EXPECT_FALSE(r.acquire(q("m"), &why));
   EXPECT_EQ(why, Router::Refusal::not_ready_yet);
@@ -100,7 +99,7 @@ TEST_F(RouterTest, AStartingInstanceIsWorthWaitingFor) {
 }
 
 TEST_F(RouterTest, NeverAnInstanceTheRequestAlreadyTried) {
-  Router& r = make(RoutingPolicy::least_outstanding, {{"m", 4}, {"m", 4}, {"m", 4}});
+  Router& r = make(config::RoutingPolicy::least_outstanding, {{"m", 4}, {"m", 4}, {"m", 4}});
   const std::vector<std::size_t> tried{0, 2};
   for (int i = 0; i < 3; ++i) EXPECT_EQ(r.acquire(q("m", tried))->instance(), 1u);
   const std::vector<std::size_t> all{0, 1, 2};
@@ -110,7 +109,7 @@ TEST_F(RouterTest, NeverAnInstanceTheRequestAlreadyTried) {
 }
 
 TEST_F(RouterTest, AnInstanceOnTrialTakesOneRequestAtATime) {
-  Router& r = make(RoutingPolicy::least_outstanding, {{"m", 4}});
+  Router& r = make(config::RoutingPolicy::least_outstanding, {{"m", 4}});
   table[0]->on_trial = true;
   auto first = r.acquire(q("m"));
   ASSERT_TRUE(first);
@@ -120,7 +119,7 @@ TEST_F(RouterTest, AnInstanceOnTrialTakesOneRequestAtATime) {
 }
 
 TEST_F(RouterTest, SlotsLearnedLaterApply) {
-  Router& r = make(RoutingPolicy::least_outstanding, {{"m", 1}});
+  Router& r = make(config::RoutingPolicy::least_outstanding, {{"m", 1}});
   auto first = r.acquire(q("m"));
   EXPECT_FALSE(r.acquire(q("m")));
   table[0]->slots = 2;
@@ -128,7 +127,7 @@ TEST_F(RouterTest, SlotsLearnedLaterApply) {
 }
 
 TEST_F(RouterTest, InstancesAddedByAReloadAreCounted) {
-  Router& r = make(RoutingPolicy::least_outstanding, {{"m", 1}});
+  Router& r = make(config::RoutingPolicy::least_outstanding, {{"m", 1}});
   auto first = r.acquire(q("m"));
   add_instance(table, "m", 1);
   auto second = r.acquire(q("m"));
@@ -138,7 +137,7 @@ TEST_F(RouterTest, InstancesAddedByAReloadAreCounted) {
 }
 
 TEST_F(RouterTest, ALeaseKeepsItsDecisionThroughMovesAndRelease) {
-  Router r(table, make_routing_policy(config::RoutingOptions{RoutingPolicy::session}));
+  Router r(table, make_routing_policy(config::RoutingOptions{config::RoutingPolicy::session}));
   add_instance(table, "m", 2);
   RouteQuery query = q("m");
   query.session = "s";
@@ -152,7 +151,7 @@ TEST_F(RouterTest, ALeaseKeepsItsDecisionThroughMovesAndRelease) {
 }
 
 TEST_F(RouterTest, ALeaseOutlivingItsRouterReleasesNothing) {
-  Router& r = make(RoutingPolicy::least_outstanding, {{"m", 1}});
+  Router& r = make(config::RoutingPolicy::least_outstanding, {{"m", 1}});
   auto lease = r.acquire(q("m"));
   router.reset();
   lease.reset();  // must not touch the destroyed router (ASan would say)

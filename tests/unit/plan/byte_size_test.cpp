@@ -1,11 +1,12 @@
 #include "plan/byte_size.h"
 
 #include <gtest/gtest.h>
+#include "../support.h"
 
 namespace switchyard::plan {
 namespace {
 
-constexpr uint64_t kGiB = uint64_t{1} << 30;
+using namespace switchyard::testing_support;
 
 TEST(PlanByteSize, GIsBinaryAndGbIsDecimal) {
   EXPECT_EQ(parse_byte_size("32G").value(), 32 * kGiB);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "../support.h"
 #include "gguf_test_writer.h"
 #include "plan/command_memory.h"
 #include "plan/device_breakdown.h"
@@ -16,9 +17,9 @@
 namespace switchyard::plan {
 namespace {
 
+using namespace switchyard::testing_support;
+
 namespace json = boost::json;
-const std::string kStories = SWITCHYARD_SHARED_DIR "/models/stories260K.gguf";
-constexpr uint64_t kGiB = uint64_t{1} << 30;
 
 std::vector<std::string> words(const std::string& line) {
   std::vector<std::string> out;
@@ -63,7 +64,8 @@ TEST(CommandMemory, LlamaServerMatchesPlanForTheSameContextAndSlots) {
   PlanOptions o;
   o.context = 1024;  // per sequence: -c 2048 over -np 2
   o.concurrency = 2;
-  const auto m = estimate("llama-server -m " + kStories + " -c 2048 -np 2 --port ${PORT}");
+  const auto m =
+      estimate("llama-server -m " + std::string(kStories) + " -c 2048 -np 2 --port ${PORT}");
   ASSERT_EQ(m.per_gpu.size(), 1u);
   expect_near_bytes(m.per_gpu[0], plan_card_bytes(o) + kLlamaCppCardMargin);
   EXPECT_NE(m.source.find("stories260K.gguf"), std::string::npos) << m.source;
@@ -110,24 +112,24 @@ TEST(CommandMemory, KvCacheTypeAndPartialOffloadFollowPlan) {
 }
 
 TEST(CommandMemory, AQuantizedCacheTooNarrowForTheHeadsIsRefusedAsPlanRefusesIt) {
-  EXPECT_EQ(failure("llama-server -m " + kStories + " -ctk q4_0"),
+  EXPECT_EQ(failure("llama-server -m " + std::string(kStories) + " -ctk q4_0"),
             "-ctk: q4_0 needs head dimensions that are multiples of 32; this model's are 8");
-  EXPECT_EQ(failure("llama-server -m " + kStories + " --cache-type-v q8_0"),
+  EXPECT_EQ(failure("llama-server -m " + std::string(kStories) + " --cache-type-v q8_0"),
             "-ctv: q8_0 needs head dimensions that are multiples of 32; this model's are 8");
 }
 
 TEST(CommandMemory, ContextDefaultsToTheModelsTrainedContext) {
-  const auto given = estimate("llama-server -m " + kStories + " -c 32");
-  const auto defaulted = estimate("llama-server -m " + kStories);
+  const auto given = estimate("llama-server -m " + std::string(kStories) + " -c 32");
+  const auto defaulted = estimate("llama-server -m " + std::string(kStories));
   EXPECT_NE(defaulted.source.find("-c the model's"), std::string::npos) << defaulted.source;
-  const auto zero = estimate("llama-server -m " + kStories + " -c 0");
+  const auto zero = estimate("llama-server -m " + std::string(kStories) + " -c 0");
   EXPECT_EQ(zero.per_gpu, defaulted.per_gpu);
   EXPECT_NE(given.per_gpu, defaulted.per_gpu);
 }
 
 TEST(CommandMemory, SplitFlagsMoveTheModelBetweenCards) {
   const std::vector<uint64_t> two = {24 * kGiB, 24 * kGiB};
-  const std::string base = "llama-server -m " + kStories + " -c 4096";
+  const std::string base = "llama-server -m " + std::string(kStories) + " -c 4096";
   const auto one_card = estimate(base);
   // -sm none: everything on the main GPU, nothing on the other (not even a runtime context).
   EXPECT_EQ(estimate(base + " -sm none -mg 1", two).per_gpu,
@@ -160,7 +162,7 @@ TEST(CommandMemory, VllmTakesItsUtilizationOfEachCard) {
 }
 
 TEST(CommandMemory, BadCommandsSayWhichFlag) {
-  const std::string m = "llama-server -m " + kStories;
+  const std::string m = "llama-server -m " + std::string(kStories);
   EXPECT_NE(failure("switchyard sim --port 1").find("neither llama-server nor vllm"),
             std::string::npos);
   EXPECT_NE(failure("llama-server -hf org/model").find("-m: not given"), std::string::npos);

@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "../support.h"
 #include "plan/compute_buffers.h"
 
 namespace switchyard::plan {
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
-constexpr double kGiB = 1024.0 * kMiB;
+using namespace switchyard::testing_support;
 
 // A Mistral-7B-like dense model: 32 layers, 32 query heads and 8 KV heads of 128, n_embd 4096,
 // n_ff 14336, vocabulary 32000.

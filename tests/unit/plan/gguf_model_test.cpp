@@ -2,15 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include "../support.h"
 #include "gguf_test_writer.h"
 #include "plan/kv_math.h"
 
 namespace switchyard::plan {
 namespace {
 
-using testing::GgufWriter;
+using namespace switchyard::testing_support;
 
-const char* const kStories = SWITCHYARD_SHARED_DIR "/models/stories260K.gguf";
+using testing::GgufWriter;
 
 Result<ModelFacts> facts(const GgufWriter& writer) {
   auto file = read_gguf(writer.bytes());
@@ -22,10 +23,6 @@ std::vector<LayerKind> kinds(const ModelFacts& m) {
   std::vector<LayerKind> out;
   for (const auto& l : m.layers) out.push_back(l.kind);
   return out;
-}
-
-bool mentions(const Error& error, const std::string& text) {
-  return error.message.find(text) != std::string::npos;
 }
 
 GgufWriter llama_like(uint32_t layers) {

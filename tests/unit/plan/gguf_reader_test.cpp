@@ -6,23 +6,20 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../support.h"
 #include "gguf_test_writer.h"
 #include "plan/ggml_types.h"
 
 namespace switchyard::plan {
 namespace {
 
+using namespace switchyard::testing_support;
+
 using testing::Bytes;
 using testing::GgufWriter;
 
-const char* const kStories = SWITCHYARD_SHARED_DIR "/models/stories260K.gguf";
-
 Result<GgufFile> parse(const Bytes& bytes) {
   return read_gguf(bytes);
-}
-
-bool mentions(const Error& error, const std::string& text) {
-  return error.message.find(text) != std::string::npos;
 }
 
 TEST(GgufReader, ReadsTheRealTinyModel) {

@@ -2,15 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "../support.h"
 #include "gguf_test_writer.h"
 #include "plan/kv_math.h"
 
 namespace switchyard::plan {
 namespace {
 
-bool mentions(const Error& error, const std::string& text) {
-  return error.message.find(text) != std::string::npos;
-}
+using namespace switchyard::testing_support;
 
 TEST(HfConfig, LlamaStyleGqa) {
   auto m = facts_from_hf_config(R"({

@@ -6,12 +6,13 @@
 
 #include <vector>
 
+#include "../support.h"
 #include "cli/command.h"
 
 namespace switchyard::cli {
 namespace {
 
-const char* const kStories = SWITCHYARD_SHARED_DIR "/models/stories260K.gguf";
+using namespace switchyard::testing_support;
 
 struct Parsed {
   CLI::App app{"test", "switchyard"};

@@ -7,15 +7,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "../support.h"
 #include "gguf_test_writer.h"
 
 namespace switchyard::plan {
 namespace {
 
-namespace json = boost::json;
+using namespace switchyard::testing_support;
 
-const char* const kStories = SWITCHYARD_SHARED_DIR "/models/stories260K.gguf";
-constexpr double kGiB = double(uint64_t{1} << 30);
+namespace json = boost::json;
 
 struct Outcome {
   int code;

@@ -3,11 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include "../support.h"
 
 namespace switchyard::plan {
 namespace {
 
-constexpr double kGiB = double(uint64_t{1} << 30);
+using namespace switchyard::testing_support;
 
 KvFootprint per_token(double bytes) {
   KvFootprint kv;

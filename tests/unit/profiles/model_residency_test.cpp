@@ -6,14 +6,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include "../support.h"
 
 namespace switchyard::profiles {
 namespace {
 
+using namespace switchyard::testing_support;
+
 namespace net = boost::asio;
 using namespace std::chrono_literals;
 using fleet::AdminCause;
-constexpr std::uint64_t GiB = 1ull << 30;
 
 // Instances whose engines start and stop at once (or fail to), with the
 // gateway's in-flight counts set by the test.
@@ -52,9 +54,9 @@ struct Box {
   std::unique_ptr<ModelResidency> residency;
   int requests = 0;  // each waiting() needs its own address
 
-  // One 24 GiB card; models A, B, C of 12, 12 and 20 GiB, on demand.
+  // One 24 kGiB card; models A, B, C of 12, 12 and 20 kGiB, on demand.
   explicit Box(config::SwappingOptions::Policy policy = config::SwappingOptions::Policy::batch) {
-    config.gpus = {{"0", 24 * GiB}};
+    config.gpus = {{"0", 24 * kGiB}};
     config.swapping.policy = policy;
     config.swapping.max_wait = 120s;
     config.swapping.min_resident = 30s;
@@ -68,7 +70,7 @@ struct Box {
     c.name = std::move(name);
     c.model = model;
     c.gpus = "0";
-    c.memory = gib * GiB;
+    c.memory = gib * kGiB;
     c.command = "engine";
     c.load = config::LoadMode::on_demand;
     config.instances.push_back(c);
@@ -127,7 +129,7 @@ TEST(ModelResidency, NothingLoadsUntilARequestNeedsItsModel) {
   EXPECT_EQ(box.status("A"), "loaded");
   EXPECT_TRUE(box.r().routable("A"));
   EXPECT_EQ(box.events, (std::vector<std::string>{"loading A request", "loaded A request"}));
-  EXPECT_EQ(box.r().memory_in_use().at("0"), 12 * GiB);
+  EXPECT_EQ(box.r().memory_in_use().at("0"), 12 * kGiB);
 }
 
 TEST(ModelResidency, SeveralModelsStayLoadedWhereMemoryAllows) {
@@ -137,13 +139,13 @@ TEST(ModelResidency, SeveralModelsStayLoadedWhereMemoryAllows) {
   box.run();
   EXPECT_EQ(box.status("A"), "loaded");
   EXPECT_EQ(box.status("B"), "loaded");
-  EXPECT_EQ(box.r().memory_in_use().at("0"), 24 * GiB);
+  EXPECT_EQ(box.r().memory_in_use().at("0"), 24 * kGiB);
 }
 
 TEST(ModelResidency, ABusyModelIsDrainedBeforeItGoesNeverCut) {
   Box box(config::SwappingOptions::Policy::fifo);
   box.load_busy("A", 0);
-  box.request("C");  // 20 GiB: A must go
+  box.request("C");  // 20 kGiB: A must go
   box.run();
   // A takes nothing new and keeps its request; C waits.
   EXPECT_TRUE(box.env.table[0]->causes.has(AdminCause::model_evicting));
