@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "../io_support.h"
 #include "instance_table.h"
 
 namespace switchyard::gateway {
@@ -36,9 +37,10 @@ struct QueueFixture : testing::Test {
         },
         net::detached);
   }
-  void run_for(std::chrono::milliseconds d) {
-    io.restart();
-    io.run_for(d);
+  void settle() { switchyard::testing_support::settle(io); }
+  template <class Done>
+  void run_until(Done done) {
+    switchyard::testing_support::run_until(io, done);
   }
 
   net::io_context io;
@@ -53,12 +55,12 @@ TEST_F(QueueFixture, WaitersAreServedInOrderAsSlotsFree) {
   make_queue(8, 10s);
   std::vector<Admission> got;
   for (int i = 0; i < 3; ++i) spawn_acquire(got);
-  run_for(20ms);
+  settle();
   ASSERT_EQ(got.size(), 1u);  // one slot: one granted, two waiting
   EXPECT_EQ(got[0].outcome, Outcome::granted);
   EXPECT_EQ(queue->depth("m"), 2);
   got[0].lease = RouteLease();  // the first request ends
-  run_for(20ms);
+  settle();
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[1].outcome, Outcome::granted);
   EXPECT_EQ(router.in_flight(0), 1);  // never more than the slot
@@ -69,7 +71,7 @@ TEST_F(QueueFixture, FullQueueRefusesAtOnce) {
   make_queue(1, 10s);
   std::vector<Admission> got;
   for (int i = 0; i < 3; ++i) spawn_acquire(got);
-  run_for(20ms);
+  settle();
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[1].outcome, Outcome::queue_full);
 }
@@ -79,7 +81,7 @@ TEST_F(QueueFixture, WaitIsBounded) {
   std::vector<Admission> got;
   spawn_acquire(got);
   spawn_acquire(got);
-  run_for(200ms);
+  run_until([&] { return got.size() == 2; });
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[1].outcome, Outcome::timed_out);
   EXPECT_GE(got[1].waited_seconds, 0.025);
@@ -101,7 +103,7 @@ TEST_F(QueueFixture, ACancelledWaiterLeavesTheQueue) {
         cancelled = r.index() == 1;
       },
       net::detached);
-  run_for(60ms);
+  run_until([&] { return cancelled; });
   EXPECT_TRUE(cancelled);
   EXPECT_EQ(queue->depth("m"), 0);
   got[0].lease = RouteLease();
@@ -112,9 +114,9 @@ TEST_F(QueueFixture, ReleaseAllEndsEveryWait) {
   make_queue(8, 10s);
   std::vector<Admission> got;
   for (int i = 0; i < 3; ++i) spawn_acquire(got);
-  run_for(20ms);
+  settle();
   queue->release_all();
-  run_for(20ms);
+  settle();
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[1].outcome, Outcome::shutting_down);
   EXPECT_EQ(got[2].outcome, Outcome::shutting_down);
@@ -134,14 +136,14 @@ TEST_F(QueueFixture, AWaiterAvoidingTheOnlyFreeInstanceKeepsWaiting) {
         retry = co_await queue->acquire(RouteQuery{"m", nullptr, {}, {}, tried}, true, 10s);
       },
       net::detached);
-  run_for(20ms);
+  settle();
   ASSERT_FALSE(retry);
   const std::size_t first = got[0].lease.instance();
   got[first == 0 ? 0 : 1].lease = RouteLease();  // instance 0 frees: not for this waiter
-  run_for(20ms);
+  settle();
   EXPECT_FALSE(retry);
   got[first == 0 ? 1 : 0].lease = RouteLease();  // instance 1 frees
-  run_for(20ms);
+  settle();
   ASSERT_TRUE(retry);
   EXPECT_EQ(retry->lease.instance(), 1u);
 }
@@ -154,11 +156,11 @@ TEST_F(QueueFixture, ARetryGoesAheadOfTheLine) {
   net::co_spawn(
       io, [&]() -> net::awaitable<void> { retry = co_await queue->acquire(query, true, 10s); },
       net::detached);
-  run_for(20ms);
+  settle();
   ASSERT_EQ(got.size(), 1u);
   ASSERT_FALSE(retry);
   got[0].lease = RouteLease();  // the slot frees: the retry gets it, not the older waiters
-  run_for(20ms);
+  settle();
   ASSERT_TRUE(retry);
   EXPECT_EQ(retry->outcome, Outcome::granted);
   EXPECT_EQ(got.size(), 1u);
@@ -190,19 +192,17 @@ TEST(QueuePinned, AWaiterBoundToOneInstancePassesAnothersSlotOn) {
           got.emplace_back(who, co_await queue.acquire(who == 0 ? pinned : any, false, 10s));
         },
         net::detached);
-  io.run_for(20ms);
+  switchyard::testing_support::settle(io);
   ASSERT_TRUE(got.empty());
   const std::size_t second = busy1->instance();
   const std::size_t first = busy0->instance();
   (second == 1 ? busy1 : busy0) = std::nullopt;  // instance 1 frees
-  io.restart();
-  io.run_for(20ms);
+  switchyard::testing_support::settle(io);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].first, 1) << "the unbound waiter behind took it";
   EXPECT_EQ(got[0].second.lease.instance(), 1u);
   (first == 0 ? busy0 : busy1) = std::nullopt;  // instance 0 frees
-  io.restart();
-  io.run_for(20ms);
+  switchyard::testing_support::settle(io);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[1].first, 0);
   EXPECT_EQ(got[1].second.lease.instance(), 0u);

@@ -6,9 +6,13 @@
 
 #include <algorithm>
 #include <map>
+#include "../io_support.h"
 
 namespace switchyard::profiles {
 namespace {
+
+using switchyard::testing_support::run_until;
+using switchyard::testing_support::settle;
 
 namespace net = boost::asio;
 using namespace std::chrono_literals;
@@ -84,14 +88,14 @@ TEST(ProfileSwitch, DrainsStopsStartsWarmsThenActivates) {
   EXPECT_EQ(env.admin[0], AdminState::draining);
   EXPECT_EQ(env.admin[1], AdminState::draining);
   EXPECT_EQ(sw.held_models().count("qwen-27b"), 1u);
-  io.run_for(50ms);
+  settle(io);
   EXPECT_EQ(sw.phase(), SwitchPhase::draining);  // waits for the request
   env.busy[0] = 0;
   sw.notify();
   std::optional<SwitchRecord> done;
   net::co_spawn(
       io, [&]() -> net::awaitable<void> { done = co_await sw.wait_done(); }, net::detached);
-  io.run_for(200ms);
+  run_until(io, [&] { return done.has_value(); });
   ASSERT_TRUE(done);
   EXPECT_TRUE(done->ok) << done->error;
   EXPECT_EQ(sw.active(), "tp2");
@@ -111,7 +115,7 @@ TEST(ProfileSwitch, AFailedStartRollsBackAndSaysWhy) {
   std::optional<SwitchRecord> finished;
   sw.on_done([&](const SwitchRecord& r) { finished = r; });
   ASSERT_FALSE(sw.begin("tp2", "manual"));
-  io.run_for(200ms);
+  run_until(io, [&] { return finished.has_value(); });
   ASSERT_TRUE(finished);
   EXPECT_FALSE(finished->ok);
   EXPECT_NE(finished->error.find("tp2 did not start: engine exited with status 2"),
@@ -133,11 +137,10 @@ TEST(ProfileSwitch, StopsAndStartsAProfilesInstancesAtOnce) {
   env.delay = 50ms;  // each engine takes this long to stop or to load
   ProfileSwitch sw(io.get_executor(), profiles(), SwitchingOptions{}, env);
   ASSERT_FALSE(sw.begin("tp2", "manual"));
-  io.run_for(500ms);
+  run_until(io, [&] { return !sw.switching(); });
   ASSERT_EQ(sw.active(), "tp2");
   ASSERT_FALSE(sw.begin("replicas", "manual"));
-  io.restart();  // it ran out of work
-  io.run_for(500ms);
+  run_until(io, [&] { return !sw.switching(); });
   ASSERT_EQ(sw.active(), "replicas");
   // Both replicas are told to stop before either has, and to start before
   // either is up: the switch pays one engine's time, not the sum.
@@ -160,12 +163,11 @@ TEST(ProfileSwitch, AnOperatorsDrainOutlivesASwitchAndBack) {
   env.causes[0].set(AdminCause::operator_drain, true);  // switchyard admin drain xtx0
   ProfileSwitch sw(io.get_executor(), profiles(), SwitchingOptions{}, env);
   ASSERT_FALSE(sw.begin("tp2", "manual"));
-  io.run_for(200ms);
+  run_until(io, [&] { return !sw.switching(); });
   ASSERT_EQ(sw.active(), "tp2");
   EXPECT_EQ(env.admin[0], AdminState::parked);
   ASSERT_FALSE(sw.begin("replicas", "manual"));
-  io.restart();
-  io.run_for(200ms);
+  run_until(io, [&] { return !sw.switching(); });
   ASSERT_EQ(sw.active(), "replicas");
   EXPECT_EQ(env.admin[0], AdminState::draining);  // still the operator's
   EXPECT_TRUE(env.causes[0].has(AdminCause::operator_drain));
@@ -183,7 +185,7 @@ TEST(ProfileSwitch, RefusesUnknownActiveAndConcurrentSwitches) {
   const auto second = sw.begin("replicas", "manual");
   ASSERT_TRUE(second);
   EXPECT_NE(second->find("is running"), std::string::npos) << *second;
-  io.run_for(200ms);
+  run_until(io, [&] { return !sw.switching(); });
   EXPECT_EQ(sw.active(), "tp2");
 }
 
@@ -196,7 +198,7 @@ TEST(ProfileSwitch, AbortOnDrainTimeoutGoesOnWithRequestsInFlight) {
   o.abort_on_drain_timeout = true;
   ProfileSwitch sw(io.get_executor(), profiles(), o, env);
   ASSERT_FALSE(sw.begin("tp2", "manual"));
-  io.run_for(200ms);
+  run_until(io, [&] { return !sw.switching(); });
   EXPECT_EQ(sw.active(), "tp2");
   // The default (wait) does not.
   net::io_context io2;
@@ -205,7 +207,7 @@ TEST(ProfileSwitch, AbortOnDrainTimeoutGoesOnWithRequestsInFlight) {
   o.abort_on_drain_timeout = false;
   ProfileSwitch waits(io2.get_executor(), profiles(), o, env2);
   ASSERT_FALSE(waits.begin("tp2", "manual"));
-  io2.run_for(200ms);
+  settle(io2);
   EXPECT_EQ(waits.phase(), SwitchPhase::draining);
   EXPECT_EQ(waits.active(), "replicas");
 }
