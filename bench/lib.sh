@@ -72,6 +72,25 @@ wait_for_quiet() {
   echo "warning: load average still $(load1) after 600 s; measuring anyway" >&2
 }
 
+# Sets NGINX and WRK; installs nginx-light and wrk with apt-get when they are
+# missing and this runs as root, else stops and says how.
+find_nginx_and_wrk() {
+  NGINX="$(command -v nginx || true)"; [[ -z "$NGINX" && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
+  WRK="$(command -v wrk || true)"
+  if [[ -z "$NGINX" || -z "$WRK" ]]; then
+    missing=(); [[ -z "$WRK" ]] && missing+=(wrk); [[ -z "$NGINX" ]] && missing+=(nginx-light)
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+      echo "installing ${missing[*]} ..." >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null ||
+        die "apt-get install ${missing[*]} failed"
+      NGINX="$(command -v nginx || echo /usr/sbin/nginx)"; WRK="$(command -v wrk)"
+    else
+      die "missing ${missing[*]}: install with 'sudo apt-get install -y ${missing[*]}'"
+    fi
+  fi
+  [[ -x "$NGINX" ]] || die "nginx not found"
+}
+
 # What both nginx configs share, up to their servers: one process in the
 # foreground, its files under DIR, long-lived keep-alive connections, and
 # the http block's access_log directive.

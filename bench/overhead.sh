@@ -94,20 +94,7 @@ case "$pin" in
 esac
 
 # --- tools -------------------------------------------------------------------
-NGINX="$(command -v nginx || true)"; [[ -z "$NGINX" && -x /usr/sbin/nginx ]] && NGINX=/usr/sbin/nginx
-WRK="$(command -v wrk || true)"
-if [[ -z "$NGINX" || -z "$WRK" ]]; then
-  missing=(); [[ -z "$WRK" ]] && missing+=(wrk); [[ -z "$NGINX" ]] && missing+=(nginx-light)
-  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
-    echo "installing ${missing[*]} ..." >&2
-    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null ||
-      die "apt-get install ${missing[*]} failed"
-    NGINX="$(command -v nginx || echo /usr/sbin/nginx)"; WRK="$(command -v wrk)"
-  else
-    die "missing ${missing[*]}: install with 'sudo apt-get install -y ${missing[*]}'"
-  fi
-fi
-[[ -x "$NGINX" ]] || die "nginx not found"
+find_nginx_and_wrk
 [[ -x "$binary" ]] || die "no switchyard binary at $binary (build: cmake --build build --target switchyard)"
 command -v python3 >/dev/null || die "python3 is needed (free ports)"
 command -v curl >/dev/null || die "curl is needed (readiness checks)"
