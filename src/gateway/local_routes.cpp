@@ -16,6 +16,9 @@ awaitable<Verdict> LocalRoutes::run(RequestContext& ctx) {
   co_return Verdict::answered;
 }
 
+// The handlers build their answer into a named local before they await it:
+// GCC 12 mishandles temporaries inside a co_await expression
+// (docs/architecture.md, "Build").
 awaitable<void> LocalRoutes::respond(RequestContext& ctx, http::Response reply) {
   reply.headers.add("X-Request-Id", ctx.record.id);
   ctx.record.status = reply.status;
@@ -27,20 +30,22 @@ awaitable<void> LocalRoutes::respond(RequestContext& ctx, http::Response reply) 
 }
 
 awaitable<void> LocalRoutes::models(RequestContext& ctx) {
-  co_await respond(ctx, models_response(p_.chains.catalog, p_.fleet.instances(), model_states()));
+  http::Response reply = models_response(p_.chains.catalog, p_.fleet.instances(), model_states());
+  co_await respond(ctx, std::move(reply));
 }
 
 awaitable<void> LocalRoutes::model(RequestContext& ctx) {
   const auto id = ctx.request.head.path().substr(ctx.route.path.size());
-  co_await respond(ctx,
-                   model_response(id, p_.chains.catalog, p_.fleet.instances(), model_states()));
+  http::Response reply =
+      model_response(id, p_.chains.catalog, p_.fleet.instances(), model_states());
+  co_await respond(ctx, std::move(reply));
 }
 
 awaitable<void> LocalRoutes::model_events(RequestContext& ctx) {
   if (!p_.dispatch.models()) {
-    co_await respond(
-        ctx, openai::error_response(openai::ApiError::not_found(
-                 "no load: on-demand instances are configured (docs/models.md)", "no_models")));
+    http::Response reply = openai::error_response(openai::ApiError::not_found(
+        "no load: on-demand instances are configured (docs/models.md)", "no_models"));
+    co_await respond(ctx, std::move(reply));
     co_return;
   }
   ctx.record.status = 200;
@@ -48,7 +53,8 @@ awaitable<void> LocalRoutes::model_events(RequestContext& ctx) {
 }
 
 awaitable<void> LocalRoutes::health(RequestContext& ctx) {
-  co_await respond(ctx, health_response(snapshot(), sees_detail(ctx.request.head)));
+  http::Response reply = health_response(snapshot(), sees_detail(ctx.request.head));
+  co_await respond(ctx, std::move(reply));
 }
 
 awaitable<void> LocalRoutes::metrics(RequestContext& ctx) {
@@ -63,7 +69,8 @@ awaitable<void> LocalRoutes::metrics(RequestContext& ctx) {
 }
 
 awaitable<void> LocalRoutes::root(RequestContext& ctx) {
-  co_await respond(ctx, root_response(ctx.request.head.method == "HEAD"));
+  http::Response reply = root_response(ctx.request.head.method == "HEAD");
+  co_await respond(ctx, std::move(reply));
 }
 
 awaitable<void> LocalRoutes::page(RequestContext& ctx) {
@@ -92,7 +99,8 @@ awaitable<void> LocalRoutes::admin(RequestContext& ctx) {
 }
 
 awaitable<void> LocalRoutes::login(RequestContext& ctx) {
-  co_await respond(ctx, p_.admin.login());
+  http::Response reply = p_.admin.login();
+  co_await respond(ctx, std::move(reply));
 }
 
 obs::StatusSnapshot LocalRoutes::snapshot() const {

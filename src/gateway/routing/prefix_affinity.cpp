@@ -48,7 +48,7 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     });
     d.reason = longest_usable == longest ? RouteReason::hit : RouteReason::bounded_out;
   } else if (longest == 0 && !query.session.empty()) {
-    place_session(d, query, candidates, cost, usable);
+    place_session(d, query, candidates, cost, usable, tokens);
     if (d.wait_until) return d;
   } else {
     // The prompt starts a new home: spread homes evenly.
@@ -68,7 +68,7 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
 
 void PrefixAffinity::place_session(RouteDecision& d, const RouteQuery& query,
                                    std::span<const Candidate> candidates, const PrefillCost& cost,
-                                   const Eligible& usable) {
+                                   const Eligible& usable, long tokens) {
   // A new session, or one whose context died with its home: its home is
   // the lightest instance, busy or not, as the session policy places it,
   // and a session heavier than the mean waits for it (homes.h), as does
@@ -77,7 +77,6 @@ void PrefixAffinity::place_session(RouteDecision& d, const RouteQuery& query,
   const std::size_t home = homes_.lightest(candidates, query.session);
   const auto soon = usable.beside(candidates[home]);
   if (!usable(candidates[home]) && query.tried.empty()) {
-    const long tokens = estimated_tokens(query.prompt.size());
     const bool slow_only = !any_free(candidates, soon);
     const bool worth_it = homes_.outweighs_mean(candidates, query.session, tokens) || slow_only;
     if (const auto until =

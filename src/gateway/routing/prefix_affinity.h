@@ -45,9 +45,10 @@ class PrefixAffinity final : public RoutingPolicy {
  private:
   // A session's request whose prompt no instance holds: to its home (new,
   // or instead of one that is gone), or waiting for it (d.wait_until).
+  // `tokens`: the prompt's estimated length.
   void place_session(RouteDecision& d, const RouteQuery& query,
                      std::span<const Candidate> candidates, const PrefillCost& cost,
-                     const Eligible& usable);
+                     const Eligible& usable, long tokens);
   // The session's home when it is not among `candidates` (it died, or is
   // drained or ejected); nullopt for a new session or a home that is there.
   std::optional<std::size_t> lost_home(std::string_view session,
