@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # How the gateway's cost grows with the work it holds (issue 32), in one run:
-# req/s at 50 connections, p50 at 1 connection, and user-space instructions
-# per request (callgrind at 1 connection: on a shared machine the one
-# figure that does not move with the neighbours), against
+# req/s and the gateway's CPU time per request (user and kernel, from its
+# threads' schedstat) at 50 connections, p50 at 1 connection, and user-space
+# instructions per request (callgrind at 1 connection: on a shared machine
+# the one figure that does not move with the neighbours), against
 #   keys       1, 1,000, 100,000 static API keys (every request presents one)
 #   instances  1, 64, 256 instances of the model, for each routing policy
 # Every case is the same gateway (one I/O thread) in front of one static
@@ -172,8 +173,8 @@ instructions() {  # NAME INSTANCES KEYS
 }
 
 # One case: the gateway over the config, every instance ready, then wrk at
-# 50 and at 1 connection, then under callgrind. Sets `req` (req/s), `p50`
-# (µs) and `ir`.
+# 50 and at 1 connection, then under callgrind. Sets `req` (req/s), `cpu`
+# (the gateway's CPU µs per request at 50 connections), `p50` (µs) and `ir`.
 measure() {  # NAME INSTANCES POLICY KEYS
   local name="$1" n="$2" policy="$3" keys="$4" url="http://127.0.0.1:$gw_port"
   rm -f "$work/$name.log"
@@ -181,9 +182,11 @@ measure() {  # NAME INSTANCES POLICY KEYS
   wrk_script "$keys" >"$work/$name.lua"
   serve "$name" "$n" "$keys"
   "$WRK" -t1 -c50 -d"${warmup}s" -s "$work/$name.lua" "$url/v1/chat/completions" >/dev/null
-  local r50 r1
+  local r50 r1 ms0 ms1
+  ms0="$(cpu_ms "$gw")"
   r50="$("$WRK" -t1 -c50 -d"${duration}s" -s "$work/$name.lua" "$url/v1/chat/completions" |
     grep '^RESULT')"
+  ms1="$(cpu_ms "$gw")"
   r1="$("$WRK" -t1 -c1 -d"${duration}s" -s "$work/$name.lua" "$url/v1/chat/completions" |
     grep '^RESULT')"
   echo "$r50" >"$work/$name.c50"
@@ -194,33 +197,36 @@ measure() {  # NAME INSTANCES POLICY KEYS
     die "$name: wrk saw errors ($r50 / $r1)"
   req="$(awk -v q="$(field requests "$r50")" -v us="$(field duration_us "$r50")" \
     'BEGIN { printf "%.0f", q / (us / 1e6) }')"
+  cpu="$(awk -v a="$ms0" -v b="$ms1" -v q="$(field requests "$r50")" \
+    'BEGIN { printf "%.1f", (b - a) * 1000 / q }')"
   p50="$(field p50_us "$r1")"
 }
 
-row() {  # LABEL, then this case's and the group's first case's REQ P50 IR
-  awk -v l="$1" -v q="$2" -v p="$3" -v i="$4" -v bq="$5" -v bp="$6" -v bi="$7" 'BEGIN {
-    printf "| %s | %d | %.2f× | %d | %.2f× | %s | %s |\n", l, q, q / bq, p, p / bp,
-      (i > 0 ? sprintf("%d", i) : "-"), (bi > 0 ? sprintf("%.2f×", i / bi) : "-") }'
+row() {  # LABEL, then this case's and the group's first case's REQ CPU P50 IR
+  awk -v l="$1" -v q="$2" -v c="$3" -v p="$4" -v i="$5" \
+    -v bq="$6" -v bc="$7" -v bp="$8" -v bi="$9" 'BEGIN {
+    printf "| %s | %d | %.2f× | %.1f | %.2f× | %d | %.2f× | %s | %s |\n", l, q, q / bq, c, c / bc,
+      p, p / bp, (i > 0 ? sprintf("%d", i) : "-"), (bi > 0 ? sprintf("%.2f×", i / bi) : "-") }'
 }
 
 wait_for_quiet
 echo "bench/scaling.sh $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(load1) at start"
-echo "${duration} s per case; req/s at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection); ratios against each group's first row"
+echo "${duration} s per case; req/s and the gateway's CPU µs per request at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection); ratios against each group's first row"
 echo
-echo "| case | req/s | × first | p50 µs | × first | instructions/request | × first |"
-echo "|---|---|---|---|---|---|---|"
+echo "| case | req/s | × first | CPU µs/request | × first | p50 µs | × first | instructions/request | × first |"
+echo "|---|---|---|---|---|---|---|---|---|"
 base=""
 for k in ${key_counts//,/ }; do
   measure "keys-$k" 1 least-outstanding "$k"
-  [[ -z "$base" ]] && base="$req $p50 $ir"
-  row "$k key(s), 1 instance" "$req" "$p50" "$ir" $base
+  [[ -z "$base" ]] && base="$req $cpu $p50 $ir"
+  row "$k key(s), 1 instance" "$req" "$cpu" "$p50" "$ir" $base
 done
 for policy in ${policies//,/ }; do
   base=""
   for n in ${instance_counts//,/ }; do
     measure "$policy-$n" "$n" "$policy" 0
-    [[ -z "$base" ]] && base="$req $p50 $ir"
-    row "$policy, $n instance(s)" "$req" "$p50" "$ir" $base
+    [[ -z "$base" ]] && base="$req $cpu $p50 $ir"
+    row "$policy, $n instance(s)" "$req" "$cpu" "$p50" "$ir" $base
   done
 done
 echo

@@ -40,46 +40,68 @@ void RouteLease::release() {
 Router::Router(const InstanceTable& instances, std::unique_ptr<RoutingPolicy> policy)
     : instances_(instances), policy_(std::move(policy)), self_(std::make_shared<Router*>(this)) {}
 
-Candidate Router::candidate(const fleet::Instance& inst, bool need_slot) const {
-  const int busy = in_flight(inst.index);
-  const bool free = !need_slot || busy < inst.capacity();
+Router::Load& Router::load(std::size_t index) {
+  if (load_.size() <= index) load_.resize(instances_.size());
+  return load_[index];
+}
+
+void Router::fill(Candidate& c, const fleet::Instance& inst, bool need_slot) const {
+  const Load& l = inst.index < load_.size() ? load_[inst.index] : idle_;
+  c.index = inst.index;
+  c.in_flight = l.in_flight;
+  c.slots = inst.capacity();
+  c.free = !need_slot || l.in_flight < c.slots;
   // /props's size first; vLLM's pool from its /metrics otherwise.
-  const long kv = inst.kv_tokens > 0               ? inst.kv_tokens
-                  : inst.index < kv_tokens_.size() ? kv_tokens_[inst.index]
-                                                   : 0;
-  const long prefilling = inst.index < prefilling_.size() ? prefilling_[inst.index] : 0;
-  long shortest = 0;
-  if (inst.index < running_.size())
-    for (const long tokens : running_[inst.index])
-      if (shortest == 0 || tokens < shortest) shortest = tokens;
-  return Candidate{inst.index,      busy,        inst.capacity(), free,    kv,
-                   inst.generation, inst.name(), prefilling,      shortest};
+  c.kv_tokens = inst.kv_tokens > 0 ? inst.kv_tokens : l.kv_tokens;
+  c.generation = inst.generation;
+  c.name = inst.name();
+  c.prefilling = l.prefilling;
+  c.shortest_running = l.shortest;
+}
+
+Candidate Router::candidate(const fleet::Instance& inst, bool need_slot) const {
+  Candidate c{};
+  fill(c, inst, need_slot);
+  return c;
 }
 
 void Router::set_kv_tokens(std::size_t index, long tokens) {
-  if (kv_tokens_.size() <= index) kv_tokens_.resize(index + 1, 0);
-  kv_tokens_[index] = tokens;
+  load(index).kv_tokens = tokens;
+}
+
+const std::vector<std::size_t>& Router::instances_of(std::string_view model) {
+  for (; indexed_ < instances_.size(); ++indexed_) {
+    const auto& name = instances_[indexed_]->model();
+    auto it = by_model_.find(name);
+    if (it == by_model_.end()) it = by_model_.emplace(name, std::vector<std::size_t>{}).first;
+    it->second.push_back(indexed_);
+  }
+  if (const auto it = by_model_.find(model); it != by_model_.end()) return it->second;
+  static const std::vector<std::size_t> kNone;
+  return kNone;
 }
 
 std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_slot, Refusal& why) {
-  scratch_.clear();
-  bool routable = false, coming = false, any_free = false;
-  for (const auto& inst : instances_) {
-    if (inst->model() != query.model || query.has_tried(inst->index) ||
-        (query.only && *query.only != inst->index))
-      continue;
-    if (!inst->routable()) {
-      coming |= inst->coming();
+  const auto& of_model = instances_of(query.model);
+  // Written in place: a fleet of hundreds is visited on every request.
+  scratch_.resize(of_model.size());
+  const bool narrowed = !query.tried.empty() || query.only;
+  std::size_t n = 0;
+  bool coming = false, any_free = false;
+  for (const std::size_t i : of_model) {
+    const fleet::Instance& inst = *instances_[i];
+    if (narrowed && (query.has_tried(i) || (query.only && *query.only != i))) continue;
+    if (!inst.routable()) {
+      coming |= inst.coming();
       continue;
     }
-    routable = true;
-    scratch_.push_back(candidate(*inst, need_slot));
-    any_free |= scratch_.back().free;
+    fill(scratch_[n], inst, need_slot);
+    any_free |= scratch_[n++].free;
   }
-  why = routable ? Refusal::all_slots_busy
+  why = n > 0    ? Refusal::all_slots_busy
         : coming ? Refusal::not_ready_yet
                  : Refusal::no_instance_ready;
-  if (!any_free) scratch_.clear();
+  scratch_.resize(any_free ? n : 0);
   return scratch_;
 }
 
@@ -98,18 +120,15 @@ std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why)
   }
   assert(decision.position < routable.size() && routable[decision.position].free);
   const std::size_t index = routable[decision.position].index;
-  if (in_flight_.size() <= index) {
-    in_flight_.resize(instances_.size(), 0);
-    prefilling_.resize(instances_.size(), 0);
-    running_.resize(instances_.size());
-  }
-  ++in_flight_[index];
+  Load& l = load(index);
+  ++l.in_flight;
   const long tokens = estimated_tokens(query.prompt.size());
-  running_[index].push_back(tokens);
+  l.running.push_back(tokens);
+  l.shortest = l.shortest == 0 ? tokens : std::min(l.shortest, tokens);
   // What the policy expects cached there is not evaluated again.
   const double uncached = 1 - std::clamp(decision.match, 0.0, 1.0);
   const auto prefill = std::lround(static_cast<double>(tokens) * uncached);
-  prefilling_[index] += prefill;
+  l.prefilling += prefill;
   return RouteLease(self_, index, decision, tokens, prefill);
 }
 
@@ -145,21 +164,22 @@ double Router::match(const RouteQuery& query, std::size_t index) {
 
 void Router::answering(std::size_t index, long prefill_tokens) {
   if (prefill_tokens <= 0) return;
-  prefilling_[index] -= prefill_tokens;
+  load_[index].prefilling -= prefill_tokens;
   // Its free slots start a request sooner now: a request waiting because
   // they were behind this prefill may take one.
   if (on_release_) on_release_(index, instances_[index]->model());
 }
 
 void Router::release(std::size_t index, long prompt_tokens) {
-  assert(index < in_flight_.size() && in_flight_[index] > 0);
-  --in_flight_[index];
-  auto& running = running_[index];
-  if (const auto it = std::find(running.begin(), running.end(), prompt_tokens);
-      it != running.end()) {
-    *it = running.back();
-    running.pop_back();
+  assert(index < load_.size() && load_[index].in_flight > 0);
+  Load& l = load_[index];
+  --l.in_flight;
+  if (const auto it = std::find(l.running.begin(), l.running.end(), prompt_tokens);
+      it != l.running.end()) {
+    *it = l.running.back();
+    l.running.pop_back();
   }
+  l.shortest = l.running.empty() ? 0 : *std::min_element(l.running.begin(), l.running.end());
   if (on_release_) on_release_(index, instances_[index]->model());
 }
 

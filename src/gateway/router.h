@@ -11,6 +11,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -64,6 +66,14 @@ class RouteLease {
 };
 
 using InstanceTable = std::vector<std::unique_ptr<fleet::Instance>>;
+
+// Looks a model up by a view of its name, without a copy.
+struct ModelHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view name) const {
+    return std::hash<std::string_view>{}(name);
+  }
+};
 
 // Single-threaded: used from the gateway's I/O thread only.
 class Router {
@@ -125,11 +135,21 @@ class Router {
   const std::string& instance_name(std::size_t index) const { return instances_[index]->name(); }
 
   int in_flight(std::size_t index) const {
-    return index < in_flight_.size() ? in_flight_[index] : 0;
+    return index < load_.size() ? load_[index].in_flight : 0;
   }
 
  private:
   friend class RouteLease;
+  // What the router counts on one instance, by fleet index.
+  struct Load {
+    int in_flight = 0;
+    long prefilling = 0;  // Candidate::prefilling
+    // The prompts (estimated tokens) of its requests in flight, as many as
+    // its slots, and the shortest of them (Candidate::shortest_running).
+    std::vector<long> running;
+    long shortest = 0;
+    long kv_tokens = 0;  // set_kv_tokens()
+  };
   void answering(std::size_t index, long prefill_tokens);
   void release(std::size_t index, long prompt_tokens);
   // The query's routable candidates in fleet order, each free when it has
@@ -137,15 +157,20 @@ class Router {
   // free. Empty when none is free.
   std::vector<Candidate>& candidates(const RouteQuery& query, bool need_slot, Refusal& why);
   Candidate candidate(const fleet::Instance& inst, bool need_slot) const;
+  void fill(Candidate& c, const fleet::Instance& inst, bool need_slot) const;
+  // The fleet indexes of the model's instances, in fleet order. An
+  // instance's model never changes (a reload adds a new instance), so the
+  // table is indexed as it grows, and a request visits its model's
+  // instances only.
+  const std::vector<std::size_t>& instances_of(std::string_view model);
+  Load& load(std::size_t index);
 
   const InstanceTable& instances_;
   std::unique_ptr<RoutingPolicy> policy_;
-  std::vector<int> in_flight_;    // by instance index; grows with the table
-  std::vector<long> prefilling_;  // Candidate::prefilling, by instance index
-  // The prompts (estimated tokens) of the requests in flight, by instance
-  // index: Candidate::shortest_running. As many as its slots, so a scan.
-  std::vector<std::vector<long>> running_;
-  std::vector<long> kv_tokens_;     // set_kv_tokens(), by instance index
+  std::vector<Load> load_;  // grows with the table
+  Load idle_;               // an instance beyond load_: nothing counted on it yet
+  std::unordered_map<std::string, std::vector<std::size_t>, ModelHash, std::equal_to<>> by_model_;
+  std::size_t indexed_ = 0;         // instances_'s entries in by_model_
   std::vector<Candidate> scratch_;  // reused by candidates()
   Rotation any_rotation_;           // pick_any()'s
   std::chrono::steady_clock::time_point home_wait_until_{};

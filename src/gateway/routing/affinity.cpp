@@ -1,5 +1,7 @@
 #include "gateway/routing/affinity.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace switchyard::gateway {
@@ -10,8 +12,11 @@ AffinityState::Instance& AffinityState::at(std::size_t index) {
 }
 
 void AffinityState::sync(std::span<const Candidate> candidates) {
+  std::size_t last = 0;
+  for (const auto& c : candidates) last = std::max(last, c.index);
+  if (!candidates.empty()) at(last);  // sized for all at once
   for (const auto& c : candidates) {
-    Instance& inst = at(c.index);
+    Instance& inst = instances_[c.index];
     if (inst.generation != c.generation) {
       // A new engine process: nothing it had cached survives, and a new
       // build may cache where the old one did not.

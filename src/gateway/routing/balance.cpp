@@ -7,41 +7,41 @@
 
 namespace switchyard::gateway {
 
-LoadBound::LoadBound(std::span<const Candidate> candidates, double factor) : factor_(factor) {
+LoadBound::LoadBound(std::span<const Candidate> candidates, double factor) {
+  long in_flight = 0, slots = 0;
   for (const auto& c : candidates) {
-    in_flight_ += c.in_flight;
-    slots_ += std::max(c.slots, 1);
+    in_flight += c.in_flight;
+    slots += std::max(c.slots, 1);
   }
-}
-
-bool LoadBound::admits(const Candidate& c) const {
-  if (!c.free || slots_ == 0) return false;
-  const double share = static_cast<double>(std::max(c.slots, 1)) / static_cast<double>(slots_);
-  const double bound = std::ceil(factor_ * static_cast<double>(in_flight_ + 1) * share - 1e-9);
-  return c.in_flight + 1 <= bound + kSlack;
+  if (slots > 0)
+    per_slot_ = factor * static_cast<double>(in_flight + 1) / static_cast<double>(slots);
 }
 
 PrefillCost::PrefillCost(std::span<const Candidate> candidates, const LoadBound& bound, long tokens,
                          std::span<const std::size_t> matched_blocks)
-    : candidates_(candidates), bound_(bound), tokens_(tokens) {
-  uncached_.reserve(candidates.size());
-  cost_.reserve(candidates.size());
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    : candidates_(candidates), tokens_(tokens) {
+  const std::size_t n = candidates.size();
+  uncached_.resize(n);
+  cost_.resize(n);
+  admitted_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
     const long held =
         i < matched_blocks.size() ? static_cast<long>(matched_blocks[i]) * kBlockTokens : 0;
-    uncached_.push_back(std::max(0L, tokens - held));
-    cost_.push_back(candidates[i].prefilling + uncached_.back());
-    if (soonest_ < 0 || cost_.back() < soonest_) soonest_ = cost_.back();
-    if (bound.admits(candidates[i]) && (soonest_free_ < 0 || cost_.back() < soonest_free_))
-      soonest_free_ = cost_.back();
+    uncached_[i] = std::max(0L, tokens - held);
+    cost_[i] = candidates[i].prefilling + uncached_[i];
+    admitted_[i] = bound.admits(candidates[i]);
+    if (soonest_ < 0 || cost_[i] < soonest_) soonest_ = cost_[i];
+    if (admitted_[i] && (soonest_free_ < 0 || cost_[i] < soonest_free_)) soonest_free_ = cost_[i];
   }
   // Free under the bound first, then free, each by the least cost.
-  const auto rank = [&](std::size_t i) {
-    return std::pair{!bound.admits(candidates[i]), cost_[i]};
-  };
-  for (std::size_t i = 0; i < candidates.size(); ++i)
+  const auto rank = [&](std::size_t i) { return std::pair{!admitted_[i], cost_[i]}; };
+  for (std::size_t i = 0; i < n; ++i)
     if (candidates[i].free && (!candidates[soonest_start_].free || rank(i) < rank(soonest_start_)))
       soonest_start_ = i;
+  // Asked of every candidate several times a pick: worked out once.
+  usable_.resize(n);
+  for (std::size_t i = 0; i < n; ++i)
+    usable_[i] = admitted_[i] && cost_[i] <= soonest_ + tokens_ && !holds_up(candidates[i]);
 }
 
 std::size_t PrefillCost::position(const Candidate& c) const {
@@ -57,7 +57,7 @@ bool PrefillCost::holds_up(const Candidate& c) const {
 }
 
 bool PrefillCost::usable(const Candidate& c) const {
-  return bound_.admits(c) && cost_[position(c)] <= soonest_ + tokens_ && !holds_up(c);
+  return usable_[position(c)];
 }
 
 long PrefillCost::free_delay() const {
@@ -99,10 +99,6 @@ double Throughput::prefill_rate() const {
       ++measured;
     }
   return measured > 0 ? sum / measured : 0;
-}
-
-double Throughput::rate(std::size_t index) const {
-  return index < rate_.size() ? rate_[index] : 0;
 }
 
 }  // namespace switchyard::gateway

@@ -31,12 +31,17 @@ class LoadBound {
   static constexpr long kSlack = 1;
 
   LoadBound(std::span<const Candidate> candidates, double factor);
-  bool admits(const Candidate& c) const;
+  // in_flight + 1 <= ceil(x) + kSlack, for x its share of factor × (the
+  // fleet's requests + 1), less a rounding's worth: that is x > in_flight -
+  // kSlack, without ceil's library call (asked of every candidate).
+  bool admits(const Candidate& c) const {
+    const double x = per_slot_ * static_cast<double>(std::max(c.slots, 1)) - 1e-9;
+    return c.free && per_slot_ >= 0 && x > static_cast<double>(c.in_flight - kSlack);
+  }
 
  private:
-  long in_flight_ = 0;
-  long slots_ = 0;
-  double factor_;
+  // factor × (requests in flight + 1) / all slots; < 0 without slots.
+  double per_slot_ = -1;
 };
 
 // Tokens per second of wall time each instance delivered per request
@@ -49,7 +54,9 @@ class LoadBound {
 class Throughput {
  public:
   void observe(std::size_t index, const RouteFeedback& feedback);
-  double rate(std::size_t index) const;  // 0 while unknown
+  double rate(std::size_t index) const {  // 0 while unknown
+    return index < rate_.size() ? rate_[index] : 0;
+  }
   // Prompt tokens per second the instances evaluate (the uncached part of a
   // streamed answer's prompt over the time to its first event), the mean
   // over those measured; 0 while none is. What a spill's prefill would take.
@@ -116,10 +123,11 @@ class PrefillCost {
   std::size_t position(const Candidate& c) const;
 
   std::span<const Candidate> candidates_;
-  const LoadBound& bound_;
   long tokens_;
   std::vector<long> uncached_;  // by position in candidates_
   std::vector<long> cost_;      // uncached_ plus what it is still prefilling
+  std::vector<char> admitted_;  // LoadBound::admits, by position
+  std::vector<char> usable_;    // usable(), by position
   long soonest_ = -1;           // the least cost of any candidate, busy ones included
   long soonest_free_ = -1;      // the least cost of a free candidate under the bound
   std::size_t soonest_start_ = 0;
@@ -171,8 +179,7 @@ std::size_t soonest_free(std::span<const Candidate> candidates, const Throughput
   const std::size_t first = rotation.start(candidates);
   std::size_t best = kNoCandidate;
   double best_cost = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::size_t i = (first + k) % n;
+  for (std::size_t k = 0, i = first; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
     const Candidate& c = candidates[i];
     if (!c.free || !allowed(c)) continue;
     const double r = speed.rate(c.index);

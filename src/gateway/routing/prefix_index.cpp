@@ -7,6 +7,7 @@ namespace switchyard::gateway {
 PrefixIndex::PrefixIndex(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 1)) {}
 
 std::size_t PrefixIndex::match(std::span<const BlockHash> blocks) const {
+  if (where_.empty()) return 0;  // sent nothing yet, or flushed: no hashing
   std::size_t n = 0;
   while (n < blocks.size() && where_.contains(blocks[n])) ++n;
   return n;

@@ -2,6 +2,7 @@
 // instead of always favouring the first instance.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 
@@ -14,9 +15,9 @@ class Rotation {
   // The position in `free` (fleet order) where the rotation continues: the
   // first instance after the last one picked, wrapping around.
   std::size_t start(std::span<const Candidate> free) const {
-    for (std::size_t i = 0; i < free.size(); ++i)
-      if (free[i].index >= next_) return i;
-    return 0;
+    const auto it = std::partition_point(free.begin(), free.end(),
+                                         [&](const Candidate& c) { return c.index < next_; });
+    return it == free.end() ? 0 : static_cast<std::size_t>(it - free.begin());
   }
   void picked(const Candidate& c) { next_ = c.index + 1; }
 

@@ -136,6 +136,24 @@ TEST_F(RouterTest, InstancesAddedByAReloadAreCounted) {
   EXPECT_EQ(r.in_flight(1), 1);
 }
 
+TEST_F(RouterTest, AModelAddedByAReloadIsRouted) {
+  Router& r = make(config::RoutingPolicy::round_robin, {{"m", 1}});
+  Router::Refusal why{};
+  EXPECT_FALSE(r.acquire(q("n"), &why));
+  EXPECT_EQ(why, Router::Refusal::no_instance_ready);
+  add_instance(table, "n", 1);
+  add_instance(table, "m", 1);
+  auto n = r.acquire(q("n"));
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->instance(), 1u);
+  // The old model's instances are its own and the new one: never "n"'s.
+  auto m1 = r.acquire(q("m")), m2 = r.acquire(q("m"));
+  ASSERT_TRUE(m1 && m2);
+  EXPECT_NE(m1->instance(), 1u);
+  EXPECT_NE(m2->instance(), 1u);
+  EXPECT_FALSE(r.acquire(q("m")));
+}
+
 TEST_F(RouterTest, ALeaseKeepsItsDecisionThroughMovesAndRelease) {
   Router r(table, make_routing_policy(config::RoutingOptions{config::RoutingPolicy::session}));
   add_instance(table, "m", 2);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,25 @@ TEST(RoutingLoadBound, FactorTimesTheMeanRoundedUpPlusOne) {
   load(d, 0, 3);
   EXPECT_FALSE(LoadBound(d, 1.25).admits(d[0]));
   EXPECT_TRUE(LoadBound(d, 4).admits(d[0]));
+}
+
+TEST(RoutingLoadBound, AdmitsExactlyWhatTheDefinitionAdmits) {
+  // in_flight + 1 <= ceil(factor × (fleet's requests + 1) × share) + 1, over
+  // a grid of factors, loads and unequal slots, wherever the ceiling falls.
+  for (const double factor : {1.0, 1.25, 1.5, 2.0, 3.0})
+    for (int mine = 0; mine <= 12; ++mine)
+      for (int others = 0; others <= 24; ++others)
+        for (int slots = 1; slots <= 8; ++slots) {
+          auto c = fleet_of(3, 8);
+          c[0].slots = slots;
+          c[0].in_flight = mine;  // free whatever its slots: the bound alone decides
+          load(c, 1, others / 2);
+          load(c, 2, others - others / 2);
+          const double share = static_cast<double>(slots) / (slots + 16);
+          const double bound = std::ceil(factor * (mine + others + 1) * share - 1e-9);
+          EXPECT_EQ(LoadBound(c, factor).admits(c[0]), mine + 1 <= bound + LoadBound::kSlack)
+              << factor << " " << mine << " " << others << " " << slots;
+        }
 }
 
 TEST(RoutingLoadBound, AtLowLoadAnInstanceTakesASecondRequest) {
