@@ -26,6 +26,20 @@ namespace switchyard::http {
 // A client watch is armed 50–100 ms into its request (client_watch.h).
 constexpr std::chrono::milliseconds kWatchTick{50};
 
+namespace {
+
+// The error answer a connection ends with. `status` 0: none (the client
+// left, or stalled before sending anything).
+struct ErrorAnswer {
+  int status = 0;
+  std::string message;
+  bool names_path = false;  // the request's head was read: its route may speak its own format
+  bool linger = true;       // request bytes may still be on the way (linger_close)
+  bool refusal = false;     // a request past the cap: answered 503, then close_refused
+};
+
+}  // namespace
+
 struct Server::State : std::enable_shared_from_this<Server::State> {
   State(net::any_io_executor ex, Handler& h, ServerOptions o)
       : executor(ex),
@@ -51,6 +65,11 @@ struct Server::State : std::enable_shared_from_this<Server::State> {
   awaitable<void> close_refused(tcp::socket& socket, SocketDeadline& deadline);
   awaitable<void> answer_error(tcp::socket& socket, SocketDeadline& deadline, int status,
                                std::string message, unsigned version, std::string_view path = {});
+  // Why the request whose head was read is not read further, if it is not.
+  ErrorAnswer check_head(const RequestHead& head, unsigned version, bool over_cap);
+  // Answers `failure`, if any, and closes the connection as it deserves.
+  awaitable<void> end_session(tcp::socket& socket, SocketDeadline& deadline, ErrorAnswer failure,
+                              Request& request, unsigned version);
   awaitable<void> refuse(tcp::socket socket);
   // The handler's early answer (Handler::screen), if any, on the heap: in
   // the session's frame a Response would be over 400 bytes for every open
@@ -326,14 +345,30 @@ bool client_went_away(const boost::system::error_code& ec) {
          ec == net::error::connection_reset || ec == net::error::operation_aborted;
 }
 
-// The error answer a connection ends with. `status` 0: none (the client
-// left, or stalled before sending anything).
-struct ErrorAnswer {
-  int status = 0;
-  std::string message;
-  bool names_path = false;  // the request's head was read: its route may speak its own format
-  bool linger = true;       // request bytes may still be on the way (linger_close)
-};
+// The client's address and port, for the handler and the logs.
+std::string peer_of(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  const auto peer = socket.remote_endpoint(ec);
+  return ec ? "?" : fmt::format("{}:{}", peer.address().to_string(), peer.port());
+}
+
+// How long a session waits for a request's head. Waiting for a request
+// counts as keep-alive idle time when that is bounded. A probe in the
+// reserve has a short while: slow ones must not fill it.
+std::chrono::milliseconds header_wait(const ServerOptions& options, bool over_cap) {
+  return std::min({options.header_timeout, options.keep_alive_idle.value_or(options.header_timeout),
+                   over_cap ? ServerOptions::kProbeHeaderTimeout : options.header_timeout});
+}
+
+// How a request whose head could not be read is answered: only a client
+// that started a request and stalled, or sent a malformed one, is owed one.
+ErrorAnswer header_error(const boost::system::error_code& ec, bool timed_out,
+                         std::size_t buffered) {
+  if (timed_out)
+    return buffered == 0 ? ErrorAnswer{} : ErrorAnswer{408, "timed out reading request headers"};
+  if (client_went_away(ec)) return {};
+  return {400, "malformed HTTP request: " + ec.message()};
+}
 
 // How a request whose body could not be read is answered.
 ErrorAnswer body_error(const boost::system::error_code& ec, bool timed_out, const Request& request,
@@ -353,6 +388,35 @@ ErrorAnswer body_error(const boost::system::error_code& ec, bool timed_out, cons
   }
   if (!client_went_away(ec)) return {400, "malformed request body: " + ec.message(), true};
   return {};
+}
+
+// Reads the body of the request whose head `parser` read: what the buffer
+// holds first (a small body usually came with the headers), then the socket
+// within the body timeout. What went wrong, if anything (status 0: nothing).
+awaitable<ErrorAnswer> read_body(tcp::socket& socket, beast::flat_buffer& buffer,
+                                 RequestParser& parser, const Request& request,
+                                 SocketDeadline& deadline, const ServerOptions& options) {
+  parser.body_limit(options.body_limit);  // for chunked bodies of unknown length
+  auto ec = parse_buffered(parser, buffer);
+  bool timed_out = false;
+  if (!ec && !parser.is_done()) {
+    deadline.expires_after(options.body_timeout);
+    while (!ec && !parser.is_done()) ec = co_await read_more(socket, buffer, parser);
+    deadline.expires_never();
+    timed_out = deadline.expired();
+  }
+  co_return ec ? body_error(ec, timed_out, request, options.body_limit) : ErrorAnswer{};
+}
+
+// Tells a client that sent "Expect: 100-continue" to send its body; false
+// when it could not be told (the session ends).
+awaitable<bool> send_continue(tcp::socket& socket, SocketDeadline& deadline,
+                              const ServerOptions& options) {
+  deadline.expires_after(options.write_timeout);
+  const auto interim = net::buffer(kContinue);
+  const auto ec = co_await write_all(socket, interim);
+  deadline.expires_never();
+  co_return !ec;
 }
 
 }  // namespace
@@ -554,10 +618,7 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     State& state;
     ~Open() { state.connection_closed(); }
   } open{*this};
-  boost::system::error_code ec;
-  const auto peer = socket.remote_endpoint(ec);
-  const std::string remote =
-      ec ? "?" : fmt::format("{}:{}", peer.address().to_string(), peer.port());
+  const std::string remote = peer_of(socket);
   // A read that times out is cancelled, not closed, so a stalled client can
   // still be told 408; a write that times out fails and ends the session.
   SocketDeadline deadline(executor, [&socket] {
@@ -570,13 +631,8 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
   unsigned version = 11;  // the request's HTTP version: 10 or 11
   bool answered = false;  // whether a request was answered on this connection
   unsigned requests = 0;  // read on this connection, for keep_alive_max
-  // Waiting for a request counts as keep-alive idle time when that is bounded.
-  // A probe in the reserve has a short while: slow ones must not fill it.
-  const auto header_timeout =
-      std::min({options.header_timeout, options.keep_alive_idle.value_or(options.header_timeout),
-                over_cap ? ServerOptions::kProbeHeaderTimeout : options.header_timeout});
-  ErrorAnswer failure;   // what the connection ends with
-  bool refusal = false;  // a request past the cap: answered 503, then close_refused
+  const auto header_timeout = header_wait(options, over_cap);
+  ErrorAnswer failure;  // what the connection ends with
 
   for (;;) {
     request = Request();
@@ -593,15 +649,8 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     deadline.expires_after(header_timeout);
     auto [read_ec, n] = co_await beast_http::async_read_header(socket, buffer, parser, use_tuple);
     deadline.expires_never();
-    const bool header_timed_out = deadline.expired();
     if (read_ec) {
-      // Only a client that started a request and stalled is owed an answer.
-      if (header_timed_out && buffer.size() == 0) break;
-      if (!header_timed_out && client_went_away(read_ec)) break;
-      if (header_timed_out)
-        failure = {408, "timed out reading request headers"};
-      else
-        failure = {400, "malformed HTTP request: " + read_ec.message()};
+      failure = header_error(read_ec, deadline.expired(), buffer.size());
       break;
     }
 
@@ -610,51 +659,18 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     head.remote = remote;
     version = parser.version;
 
-    if (over_cap &&
-        (head.method != "GET" || std::find(options.probe_paths.begin(), options.probe_paths.end(),
-                                           head.path()) == options.probe_paths.end())) {
-      note_refused();
-      failure = {503, std::string(kAtTheCap)};
-      refusal = true;
-      break;
-    }
-    if (auto bad = check_request_framing(head.headers, version)) {
-      failure = {bad->status, std::move(bad->message), true};
-      break;
-    }
-    if (head.content_length && *head.content_length > options.body_limit) {
-      failure = {413,
-                 fmt::format("request body is {} bytes; the limit is {} bytes",
-                             *head.content_length, options.body_limit),
-                 true};
-      break;
-    }
+    failure = check_head(head, version, over_cap);
+    if (failure.status != 0) break;
     if (auto early = screen(head)) {
       co_await write_response(socket, deadline, watches, options, std::move(*early), version);
       break;
     }
     if (auto expect = head.headers.find("expect"); expect && iequals(*expect, "100-continue")) {
-      deadline.expires_after(options.write_timeout);
-      const auto interim = net::buffer(kContinue);
-      const auto wec = co_await write_all(socket, interim);
-      deadline.expires_never();
-      if (wec) break;
+      const bool told = co_await send_continue(socket, deadline, options);
+      if (!told) break;
     }
-
-    parser.body_limit(options.body_limit);  // for chunked bodies of unknown length
-    // A small body usually came with the headers.
-    auto body_ec = parse_buffered(parser, buffer);
-    bool body_timed_out = false;
-    if (!body_ec && !parser.is_done()) {
-      deadline.expires_after(options.body_timeout);
-      while (!body_ec && !parser.is_done()) body_ec = co_await read_more(socket, buffer, parser);
-      deadline.expires_never();
-      body_timed_out = deadline.expired();
-    }
-    if (body_ec) {
-      failure = body_error(body_ec, body_timed_out, request, options.body_limit);
-      break;
-    }
+    failure = co_await read_body(socket, buffer, parser, request, deadline, options);
+    if (failure.status != 0) break;
 
     ++requests;
     const bool last = options.keep_alive_max > 0 && requests >= options.keep_alive_max;
@@ -675,6 +691,29 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     if (!exchange.reusable()) break;
     answered = true;
   }
+  co_await end_session(socket, deadline, std::move(failure), request, version);
+}
+
+ErrorAnswer Server::State::check_head(const RequestHead& head, unsigned version, bool over_cap) {
+  if (over_cap &&
+      (head.method != "GET" || std::find(options.probe_paths.begin(), options.probe_paths.end(),
+                                         head.path()) == options.probe_paths.end())) {
+    note_refused();
+    return {503, std::string(kAtTheCap), false, true, true};
+  }
+  if (auto bad = check_request_framing(head.headers, version))
+    return {bad->status, std::move(bad->message), true};
+  if (head.content_length && *head.content_length > options.body_limit)
+    return {413,
+            fmt::format("request body is {} bytes; the limit is {} bytes", *head.content_length,
+                        options.body_limit),
+            true};
+  return {};
+}
+
+awaitable<void> Server::State::end_session(tcp::socket& socket, SocketDeadline& deadline,
+                                           ErrorAnswer failure, Request& request,
+                                           unsigned version) {
   if (failure.status != 0) {
     // Named, not a conditional inside the co_await: GCC 12 destroys such a
     // temporary twice in a coroutine.
@@ -683,11 +722,12 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
                           path);
   }
   request = Request();  // a connection that lingers holds no body
-  if (refusal) {
+  if (failure.refusal) {
     co_await close_refused(socket, deadline);
   } else if (failure.status != 0 && failure.linger) {
     co_await linger_close(socket, deadline);
   } else {
+    boost::system::error_code ec;
     socket.shutdown(tcp::socket::shutdown_send, ec);
     socket.close(ec);
   }

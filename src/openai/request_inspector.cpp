@@ -214,6 +214,168 @@ struct RequestInspector::Impl {
 RequestInspector::RequestInspector() : impl_(std::make_unique<Impl>()) {}
 RequestInspector::~RequestInspector() = default;
 
+namespace {
+
+// The body's top-level fields, read one at a time into the request's facts.
+class FieldReader {
+ public:
+  FieldReader(Endpoint endpoint, RequestFacts& facts)
+      : required_(required_field(endpoint)),
+        responses_api_(endpoint == Endpoint::responses ||
+                       endpoint == Endpoint::responses_input_tokens),
+        facts_(facts) {}
+
+  std::optional<FieldError> read(std::string_view key, simdjson::dom::element value) {
+    if (required_ && (key == required_->name ||
+                      (!required_->alternative.empty() && key == required_->alternative)))
+      return read_required(key, value);
+    if (key == "system" || (key == "instructions" && responses_api_)) {
+      if (key == "instructions" && !value.is_string() && !value.is_null())
+        return wrong_type(key, "a string", value);
+      system_ = value;
+    } else if (key == "previous_response_id") {
+      if (!value.is_string() && !value.is_null()) return wrong_type(key, "a string", value);
+      if (value.is_string()) facts_.previous_response_id = value.get_string().value_unsafe();
+    } else if (key == "model") {
+      return model(value);
+    } else if (key == "stream") {
+      if (!value.is_bool() && !value.is_null()) return wrong_type(key, "a boolean", value);
+      facts_.stream = value.is_bool() && value.get_bool().value_unsafe();
+    } else if (key == "stream_options") {
+      return stream_options(value);
+    } else if (key == "max_tokens" || key == "max_output_tokens" ||
+               key == "max_completion_tokens" || key == "n" || key == "n_predict") {
+      return token_limit(key, value);
+    } else if (key == "temperature" || key == "top_p") {
+      if (!value.is_number() && !value.is_null()) return wrong_type(key, "a number", value);
+    }
+    return std::nullopt;
+  }
+
+  // After every field: the endpoint's required field was there.
+  std::optional<FieldError> missing() const {
+    if (!required_ || has_required_) return std::nullopt;
+    if (!required_->alternative.empty())
+      return FieldError{
+          fmt::format("'{}' or '{}' is required", required_->name, required_->alternative),
+          std::string(required_->name)};
+    return FieldError{fmt::format("'{}' is required", required_->name),
+                      std::string(required_->name)};
+  }
+
+  // The endpoint's required field (messages, prompt, input, ...), if any.
+  const std::optional<Required>& required() const { return required_; }
+  bool seen_model() const { return seen_model_; }
+  bool seen_stream_options() const { return seen_stream_options_; }
+  // The conversation the request continues, when it has messages.
+  std::optional<std::uint64_t> conversation() const {
+    if (!messages_) return std::nullopt;
+    return conversation_hash(system_, *messages_);
+  }
+
+ private:
+  std::optional<FieldError> read_required(std::string_view key, simdjson::dom::element value) {
+    has_required_ = true;
+    if (auto e = check_shape(key, *required_, value)) return e;
+    if (required_->name == "messages" && value.get_array().size() == 0)
+      return FieldError{"'messages' must not be empty", "messages"};
+    if (required_->name == "messages" || responses_api_) messages_ = value;
+    return std::nullopt;
+  }
+
+  std::optional<FieldError> model(simdjson::dom::element value) {
+    // The gateway routes by it and rewrites it: one meaning only.
+    if (seen_model_) return FieldError{"'model' appears more than once", "model"};
+    seen_model_ = true;
+    if (!value.is_string()) return wrong_type("model", "a string", value);
+    facts_.model = std::string(value.get_string().value_unsafe());
+    // Absent means the default model; empty is a mistake, not a choice.
+    if (facts_.model.empty())
+      return FieldError{"'model' must not be empty (leave it out for the default model)", "model"};
+    return std::nullopt;
+  }
+
+  std::optional<FieldError> stream_options(simdjson::dom::element value) {
+    if (seen_stream_options_)
+      return FieldError{"'stream_options' appears more than once", "stream_options"};
+    seen_stream_options_ = true;
+    if (value.is_null()) return std::nullopt;
+    if (!value.is_object()) return wrong_type("stream_options", "an object", value);
+    auto include = value["include_usage"];
+    if (include.error()) return std::nullopt;
+    if (!include.is_bool() && !include.is_null())
+      return wrong_type("stream_options.include_usage", "a boolean", include.value_unsafe());
+    facts_.include_usage = include.is_bool() && include.get_bool().value_unsafe();
+    return std::nullopt;
+  }
+
+  // max_tokens, max_output_tokens, max_completion_tokens, n_predict (the
+  // first of them ranked here sets facts.max_tokens) and n.
+  std::optional<FieldError> token_limit(std::string_view key, simdjson::dom::element value) {
+    if (!is_integer(value) && !value.is_null()) return wrong_type(key, "an integer", value);
+    const int rank = key == "max_tokens" || key == "max_output_tokens" ? 0
+                     : key == "max_completion_tokens"                  ? 1
+                     : key == "n_predict"                              ? 2
+                                                                       : 3;
+    if (value.is_null()) return std::nullopt;
+    // A count above any int64 saturates: it reserves all there is, not nothing.
+    const std::int64_t n = value.is_int64() ? value.get_int64().value_unsafe()
+                                            : std::numeric_limits<std::int64_t>::max();
+    // n_predict -1 is llama.cpp's "until the context is full"; n asks for choices.
+    const std::int64_t least = rank == 2 ? -1 : rank == 3 ? 1 : 0;
+    if (n < least)
+      return FieldError{fmt::format("'{}' must be an integer >= {}", key, least), std::string(key)};
+    if (rank < max_tokens_rank_ && n >= 0) {
+      facts_.max_tokens = n;
+      max_tokens_rank_ = rank;
+    }
+    return std::nullopt;
+  }
+
+  const std::optional<Required> required_;
+  const bool responses_api_;
+  RequestFacts& facts_;
+  bool has_required_ = false;
+  bool seen_model_ = false;
+  bool seen_stream_options_ = false;
+  int max_tokens_rank_ =
+      3;  // of facts.max_tokens: 0 max_tokens, 1 max_completion_tokens, 2 n_predict
+  std::optional<simdjson::dom::element> system_;
+  std::optional<simdjson::dom::element> messages_;  // or the Responses API's input
+};
+
+// Spans for in-place rewrites and prefix matching, in one scan. The body is
+// known to be valid JSON now, which is what the scan needs to be exact. The
+// scan compares keys as written: a key spelled with escapes ("mod\u0065l")
+// would be routed by its decoded name but not rewritten, so it is refused.
+std::optional<FieldError> locate_spans(std::string_view body, Endpoint endpoint,
+                                       const FieldReader& fields, RequestFacts& facts) {
+  const auto& required = fields.required();
+  const bool has_prompt = required && (required->name == "messages" || required->name == "prompt" ||
+                                       endpoint == Endpoint::responses);
+  const std::string_view keys[] = {"model", has_prompt ? required->name : std::string_view{}};
+  std::optional<std::string_view> found[2];
+  member_texts(body, std::span(keys, has_prompt ? 2 : 1), std::span(found, has_prompt ? 2 : 1));
+  if (fields.seen_model()) {
+    if (!found[0])
+      return FieldError{"the key 'model' must be written without escape sequences", "model"};
+    facts.model_token = span_of(body, *found[0]);
+  }
+  if (has_prompt && found[1]) facts.prompt = span_of(body, *found[1]);
+  if (fields.seen_stream_options()) {
+    auto raw = member_text(body, "stream_options");
+    if (!raw)
+      return FieldError{"the key 'stream_options' must be written without escape sequences",
+                        "stream_options"};
+    facts.stream_options = span_of(body, *raw);
+    if (auto value = member_text(*raw, "include_usage"))
+      facts.include_usage_value = span_of(body, *value);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::string_view body,
                                                                        Endpoint endpoint) {
   if (body.empty()) return FieldError{"the request body is empty; expected a JSON object"};
@@ -229,118 +391,15 @@ std::variant<RequestFacts, FieldError> RequestInspector::Impl::inspect(std::stri
   if (root.get_object().get(obj)) return FieldError{"the request body must be a JSON object"};
 
   RequestFacts facts;
-  const auto required = required_field(endpoint);
-  const bool responses_api =
-      endpoint == Endpoint::responses || endpoint == Endpoint::responses_input_tokens;
-  bool has_required = false;
-  bool seen_model = false;
-  bool seen_stream_options = false;
-  int max_tokens_rank =
-      3;  // of facts.max_tokens: 0 max_tokens, 1 max_completion_tokens, 2 n_predict
-  std::optional<simdjson::dom::element> system;
-  std::optional<simdjson::dom::element> messages;  // or the Responses API's input
-  for (auto [key, value] : obj) {
-    if (required && (key == required->name ||
-                     (!required->alternative.empty() && key == required->alternative))) {
-      has_required = true;
-      if (auto e = check_shape(key, *required, value)) return *e;
-      if (required->name == "messages" && value.get_array().size() == 0)
-        return FieldError{"'messages' must not be empty", "messages"};
-      if (required->name == "messages" || responses_api) messages = value;
-    } else if (key == "system" || (key == "instructions" && responses_api)) {
-      if (key == "instructions" && !value.is_string() && !value.is_null())
-        return wrong_type(key, "a string", value);
-      system = value;
-    } else if (key == "previous_response_id") {
-      if (!value.is_string() && !value.is_null()) return wrong_type(key, "a string", value);
-      if (value.is_string()) facts.previous_response_id = value.get_string().value_unsafe();
-    } else if (key == "model") {
-      // The gateway routes by it and rewrites it: one meaning only.
-      if (seen_model) return FieldError{"'model' appears more than once", "model"};
-      seen_model = true;
-      if (!value.is_string()) return wrong_type(key, "a string", value);
-      facts.model = std::string(value.get_string().value_unsafe());
-      // Absent means the default model; empty is a mistake, not a choice.
-      if (facts.model.empty())
-        return FieldError{"'model' must not be empty (leave it out for the default model)",
-                          "model"};
-    } else if (key == "stream") {
-      if (!value.is_bool() && !value.is_null()) return wrong_type(key, "a boolean", value);
-      facts.stream = value.is_bool() && value.get_bool().value_unsafe();
-    } else if (key == "stream_options") {
-      if (seen_stream_options)
-        return FieldError{"'stream_options' appears more than once", "stream_options"};
-      seen_stream_options = true;
-      if (value.is_null()) continue;
-      if (!value.is_object()) return wrong_type(key, "an object", value);
-      auto include = value["include_usage"];
-      if (!include.error()) {
-        if (!include.is_bool() && !include.is_null())
-          return wrong_type("stream_options.include_usage", "a boolean", include.value_unsafe());
-        facts.include_usage = include.is_bool() && include.get_bool().value_unsafe();
-      }
-    } else if (key == "max_tokens" || key == "max_output_tokens" ||
-               key == "max_completion_tokens" || key == "n" || key == "n_predict") {
-      if (!is_integer(value) && !value.is_null()) return wrong_type(key, "an integer", value);
-      const int rank = key == "max_tokens" || key == "max_output_tokens" ? 0
-                       : key == "max_completion_tokens"                  ? 1
-                       : key == "n_predict"                              ? 2
-                                                                         : 3;
-      if (value.is_null()) continue;
-      // A count above any int64 saturates: it reserves all there is, not nothing.
-      const std::int64_t n = value.is_int64() ? value.get_int64().value_unsafe()
-                                              : std::numeric_limits<std::int64_t>::max();
-      // n_predict -1 is llama.cpp's "until the context is full"; n asks for choices.
-      const std::int64_t least = rank == 2 ? -1 : rank == 3 ? 1 : 0;
-      if (n < least)
-        return FieldError{fmt::format("'{}' must be an integer >= {}", key, least),
-                          std::string(key)};
-      if (rank < max_tokens_rank && n >= 0) {
-        facts.max_tokens = n;
-        max_tokens_rank = rank;
-      }
-    } else if (key == "temperature" || key == "top_p") {
-      if (!value.is_number() && !value.is_null()) return wrong_type(key, "a number", value);
-    }
-  }
-  if (required && !has_required) {
-    if (!required->alternative.empty())
-      return FieldError{
-          fmt::format("'{}' or '{}' is required", required->name, required->alternative),
-          std::string(required->name)};
-    return FieldError{fmt::format("'{}' is required", required->name), std::string(required->name)};
-  }
+  FieldReader fields(endpoint, facts);
+  for (auto [key, value] : obj)
+    if (auto e = fields.read(key, value)) return *e;
+  if (auto e = fields.missing()) return *e;
   if (endpoint == Endpoint::messages || endpoint == Endpoint::count_tokens) {
     if (auto e = check_messages_body(obj, endpoint == Endpoint::messages)) return *e;
   }
-
-  if (messages) facts.conversation = conversation_hash(system, *messages);
-
-  // Spans for in-place rewrites and prefix matching, in one scan. The body
-  // is known to be valid JSON now, which is what the scan needs to be exact.
-  // The scan compares keys as written: a key spelled with escapes
-  // ("mod\u0065l") would be routed by its decoded name but not rewritten,
-  // so it is refused.
-  const bool has_prompt = required && (required->name == "messages" || required->name == "prompt" ||
-                                       endpoint == Endpoint::responses);
-  const std::string_view keys[] = {"model", has_prompt ? required->name : std::string_view{}};
-  std::optional<std::string_view> found[2];
-  member_texts(body, std::span(keys, has_prompt ? 2 : 1), std::span(found, has_prompt ? 2 : 1));
-  if (seen_model) {
-    if (!found[0])
-      return FieldError{"the key 'model' must be written without escape sequences", "model"};
-    facts.model_token = span_of(body, *found[0]);
-  }
-  if (has_prompt && found[1]) facts.prompt = span_of(body, *found[1]);
-  if (seen_stream_options) {
-    auto raw = member_text(body, "stream_options");
-    if (!raw)
-      return FieldError{"the key 'stream_options' must be written without escape sequences",
-                        "stream_options"};
-    facts.stream_options = span_of(body, *raw);
-    if (auto value = member_text(*raw, "include_usage"))
-      facts.include_usage_value = span_of(body, *value);
-  }
+  if (const auto conversation = fields.conversation()) facts.conversation = *conversation;
+  if (auto e = locate_spans(body, endpoint, fields, facts)) return *e;
   return facts;
 }
 
