@@ -390,22 +390,25 @@ ErrorAnswer body_error(const boost::system::error_code& ec, bool timed_out, cons
   return {};
 }
 
-// Reads the body of the request whose head `parser` read: what the buffer
-// holds first (a small body usually came with the headers), then the socket
-// within the body timeout. What went wrong, if anything (status 0: nothing).
+// Parses what the buffer holds of the body of the request whose head
+// `parser` read: a small body usually came with the headers, and then no
+// coroutine is started for it. What went wrong, if anything (status 0).
+ErrorAnswer body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer,
+                             const Request& request, const ServerOptions& options) {
+  parser.body_limit(options.body_limit);  // for chunked bodies of unknown length
+  const auto ec = parse_buffered(parser, buffer);
+  return ec ? body_error(ec, false, request, options.body_limit) : ErrorAnswer{};
+}
+
+// Reads the rest of the body from the socket within the body timeout.
 awaitable<ErrorAnswer> read_body(tcp::socket& socket, beast::flat_buffer& buffer,
                                  RequestParser& parser, const Request& request,
                                  SocketDeadline& deadline, const ServerOptions& options) {
-  parser.body_limit(options.body_limit);  // for chunked bodies of unknown length
-  auto ec = parse_buffered(parser, buffer);
-  bool timed_out = false;
-  if (!ec && !parser.is_done()) {
-    deadline.expires_after(options.body_timeout);
-    while (!ec && !parser.is_done()) ec = co_await read_more(socket, buffer, parser);
-    deadline.expires_never();
-    timed_out = deadline.expired();
-  }
-  co_return ec ? body_error(ec, timed_out, request, options.body_limit) : ErrorAnswer{};
+  boost::system::error_code ec;
+  deadline.expires_after(options.body_timeout);
+  while (!ec && !parser.is_done()) ec = co_await read_more(socket, buffer, parser);
+  deadline.expires_never();
+  co_return ec ? body_error(ec, deadline.expired(), request, options.body_limit) : ErrorAnswer{};
 }
 
 // Tells a client that sent "Expect: 100-continue" to send its body; false
@@ -669,7 +672,9 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
       const bool told = co_await send_continue(socket, deadline, options);
       if (!told) break;
     }
-    failure = co_await read_body(socket, buffer, parser, request, deadline, options);
+    failure = body_from_buffer(parser, buffer, request, options);
+    if (failure.status == 0 && !parser.is_done())
+      failure = co_await read_body(socket, buffer, parser, request, deadline, options);
     if (failure.status != 0) break;
 
     ++requests;
