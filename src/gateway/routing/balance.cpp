@@ -19,29 +19,29 @@ LoadBound::LoadBound(std::span<const Candidate> candidates, double factor) {
 
 PrefillCost::PrefillCost(std::span<const Candidate> candidates, const LoadBound& bound, long tokens,
                          std::span<const std::size_t> matched_blocks)
-    : candidates_(candidates), tokens_(tokens) {
-  const std::size_t n = candidates.size();
-  uncached_.resize(n);
-  cost_.resize(n);
-  admitted_.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
+    : candidates_(candidates), tokens_(tokens), rows_(candidates.size()) {
+  // Free under the bound first, then free, each by the least cost.
+  const auto before = [](const Row& a, const Row& b) {
+    return std::pair{!a.admitted, a.cost} < std::pair{!b.admitted, b.cost};
+  };
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    const Candidate& c = candidates[i];
+    Row& r = rows_[i];
     const long held =
         i < matched_blocks.size() ? static_cast<long>(matched_blocks[i]) * kBlockTokens : 0;
-    uncached_[i] = std::max(0L, tokens - held);
-    cost_[i] = candidates[i].prefilling + uncached_[i];
-    admitted_[i] = bound.admits(candidates[i]);
-    if (soonest_ < 0 || cost_[i] < soonest_) soonest_ = cost_[i];
-    if (admitted_[i] && (soonest_free_ < 0 || cost_[i] < soonest_free_)) soonest_free_ = cost_[i];
-  }
-  // Free under the bound first, then free, each by the least cost.
-  const auto rank = [&](std::size_t i) { return std::pair{!admitted_[i], cost_[i]}; };
-  for (std::size_t i = 0; i < n; ++i)
-    if (candidates[i].free && (!candidates[soonest_start_].free || rank(i) < rank(soonest_start_)))
+    r.uncached = std::max(0L, tokens - held);
+    r.cost = c.prefilling + r.uncached;
+    r.admitted = bound.admits(c);
+    if (soonest_ < 0 || r.cost < soonest_) soonest_ = r.cost;
+    if (r.admitted && (soonest_free_ < 0 || r.cost < soonest_free_)) soonest_free_ = r.cost;
+    if (c.free && (!candidates[soonest_start_].free || before(r, rows_[soonest_start_])))
       soonest_start_ = i;
+  }
   // Asked of every candidate several times a pick: worked out once.
-  usable_.resize(n);
-  for (std::size_t i = 0; i < n; ++i)
-    usable_[i] = admitted_[i] && cost_[i] <= soonest_ + tokens_ && !holds_up(candidates[i]);
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    Row& r = rows_[i];
+    r.usable = r.admitted && r.cost <= soonest_ + tokens_ && !holds_up(candidates[i]);
+  }
 }
 
 std::size_t PrefillCost::position(const Candidate& c) const {
@@ -49,7 +49,7 @@ std::size_t PrefillCost::position(const Candidate& c) const {
 }
 
 long PrefillCost::uncached(const Candidate& c) const {
-  return uncached_[position(c)];
+  return rows_[position(c)].uncached;
 }
 
 bool PrefillCost::holds_up(const Candidate& c) const {
@@ -57,7 +57,7 @@ bool PrefillCost::holds_up(const Candidate& c) const {
 }
 
 bool PrefillCost::usable(const Candidate& c) const {
-  return usable_[position(c)];
+  return rows_[position(c)].usable;
 }
 
 long PrefillCost::free_delay() const {
@@ -65,7 +65,7 @@ long PrefillCost::free_delay() const {
 }
 
 bool PrefillCost::no_later_than(const Candidate& c, const Candidate& home) const {
-  return cost_[position(c)] <= cost_[position(home)] + tokens_;
+  return rows_[position(c)].cost <= rows_[position(home)].cost + tokens_;
 }
 
 void Throughput::observe(std::size_t index, const RouteFeedback& feedback) {

@@ -124,12 +124,15 @@ class PrefillCost {
 
   std::span<const Candidate> candidates_;
   long tokens_;
-  std::vector<long> uncached_;  // by position in candidates_
-  std::vector<long> cost_;      // uncached_ plus what it is still prefilling
-  std::vector<char> admitted_;  // LoadBound::admits, by position
-  std::vector<char> usable_;    // usable(), by position
-  long soonest_ = -1;           // the least cost of any candidate, busy ones included
-  long soonest_free_ = -1;      // the least cost of a free candidate under the bound
+  struct Row {
+    long uncached = 0;      // uncached()
+    long cost = 0;          // uncached plus what it is still prefilling
+    bool admitted = false;  // LoadBound::admits
+    bool usable = false;    // usable()
+  };
+  std::vector<Row> rows_;   // by position in candidates_
+  long soonest_ = -1;       // the least cost of any candidate, busy ones included
+  long soonest_free_ = -1;  // the least cost of a free candidate under the bound
   std::size_t soonest_start_ = 0;
 };
 

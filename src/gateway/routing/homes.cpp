@@ -50,12 +50,17 @@ void Homes::reserve(std::string_view session, std::size_t instance, long weight,
   }
   unreserve(session);
   if (reserved_.size() <= instance) reserved_.resize(instance + 1);
+  if (reserved_[instance].session.empty()) ++held_;  // else an expired one, replaced
   reserved_[instance] = Reservation{std::string(session), weight, until};
 }
 
 void Homes::unreserve(std::string_view session) {
+  if (held_ == 0 || session.empty()) return;
   for (auto& r : reserved_)
-    if (r.session == session) r = Reservation{};
+    if (r.session == session) {
+      r = Reservation{};
+      --held_;
+    }
 }
 
 const Homes::Reservation* Homes::reservation(std::size_t instance) const {
@@ -64,7 +69,7 @@ const Homes::Reservation* Homes::reservation(std::size_t instance) const {
   return !r.session.empty() && now_() < r.until ? &r : nullptr;
 }
 
-bool Homes::reserved_for_other(std::size_t instance, std::string_view session) const {
+bool Homes::kept_for_other(std::size_t instance, std::string_view session) const {
   const Reservation* r = reservation(instance);
   return r && r->session != session;
 }

@@ -68,7 +68,11 @@ class Homes {
   void reserve(std::string_view session, std::size_t instance, long weight,
                Clock::time_point until);
   void unreserve(std::string_view session);
-  bool reserved_for_other(std::size_t instance, std::string_view session) const;
+  // Asked of every candidate, several times a pick: answered at once while
+  // no session keeps an instance, as is usual.
+  bool reserved_for_other(std::size_t instance, std::string_view session) const {
+    return held_ > 0 && kept_for_other(instance, session);
+  }
 
   // Whether `session`, whose last prompt weighs `weight` tokens, weighs more
   // than the mean candidate's active homes, itself counted once: a session
@@ -94,9 +98,11 @@ class Homes {
   };
   const Reservation* reservation(std::size_t instance) const;  // active ones only
   bool reserved_by(std::size_t instance, std::string_view session) const;
+  bool kept_for_other(std::size_t instance, std::string_view session) const;
 
   std::function<Clock::time_point()> now_;
   std::vector<Reservation> reserved_;                 // by fleet index
+  std::size_t held_ = 0;                              // of reserved_ with a session, expired or not
   std::list<std::string> recency_;                    // most recently active first
   std::unordered_map<std::string_view, Home> homes_;  // keys view into recency_
   std::vector<long> weights_;                         // by fleet index, reused by weigh()

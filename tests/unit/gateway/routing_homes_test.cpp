@@ -104,6 +104,33 @@ void heavy_sessions_apart(Policy& p) {
   EXPECT_NE(where(heavy2, "h2"), h1);
 }
 
+TEST(RoutingHomes, AReservationHoldsUntilItEndsExpiresOrIsReplaced) {
+  auto now = std::make_shared<Homes::Clock::time_point>();
+  Homes homes([now] { return *now; });
+  const auto soon = [&] { return *now + std::chrono::seconds(10); };
+  EXPECT_FALSE(homes.reserved_for_other(0, "b"));
+  homes.reserve("a", 0, 100, soon());
+  EXPECT_TRUE(homes.reserved_for_other(0, "b"));
+  EXPECT_FALSE(homes.reserved_for_other(0, "a"));
+  EXPECT_FALSE(homes.reserved_for_other(1, "b"));
+  // Expired: another session may take the instance, and keeps it.
+  *now += std::chrono::seconds(11);
+  EXPECT_FALSE(homes.reserved_for_other(0, "b"));
+  homes.reserve("b", 0, 100, soon());
+  EXPECT_TRUE(homes.reserved_for_other(0, "a"));
+  // Moving on: its reservation follows it; the old instance is free.
+  homes.reserve("b", 1, 100, soon());
+  EXPECT_FALSE(homes.reserved_for_other(0, "a"));
+  EXPECT_TRUE(homes.reserved_for_other(1, "a"));
+  // Routed (set) or gone (unreserve): nothing is kept any more.
+  homes.reserve("c", 2, 100, soon());
+  homes.set("b", 1, 400);
+  homes.unreserve("c");
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_FALSE(homes.reserved_for_other(i, "a")) << i;
+  homes.reserve("a", 2, 100, soon());
+  EXPECT_TRUE(homes.reserved_for_other(2, "b"));
+}
+
 TEST(RoutingHomes, TwoHeavySessionsDoNotShareAnInstanceWhileAnotherHasOnlyLightOnes) {
   SessionAffinity session(1.25);
   heavy_sessions_apart(session);
