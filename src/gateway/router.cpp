@@ -71,12 +71,8 @@ void Router::set_kv_tokens(std::size_t index, long tokens) {
 }
 
 const std::vector<std::size_t>& Router::instances_of(std::string_view model) {
-  for (; indexed_ < instances_.size(); ++indexed_) {
-    const auto& name = instances_[indexed_]->model();
-    auto it = by_model_.find(name);
-    if (it == by_model_.end()) it = by_model_.emplace(name, std::vector<std::size_t>{}).first;
-    it->second.push_back(indexed_);
-  }
+  for (; indexed_ < instances_.size(); ++indexed_)
+    by_model_[instances_[indexed_]->model()].push_back(indexed_);
   if (const auto it = by_model_.find(model); it != by_model_.end()) return it->second;
   static const std::vector<std::size_t> kNone;
   return kNone;

@@ -67,14 +67,6 @@ class RouteLease {
 
 using InstanceTable = std::vector<std::unique_ptr<fleet::Instance>>;
 
-// Looks a model up by a view of its name, without a copy.
-struct ModelHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view name) const {
-    return std::hash<std::string_view>{}(name);
-  }
-};
-
 // Single-threaded: used from the gateway's I/O thread only.
 class Router {
  public:
@@ -164,6 +156,13 @@ class Router {
   // instances only.
   const std::vector<std::size_t>& instances_of(std::string_view model);
   Load& load(std::size_t index);
+  // Looks a model up by a view of its name, without a copy.
+  struct ModelHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const {
+      return std::hash<std::string_view>{}(name);
+    }
+  };
 
   const InstanceTable& instances_;
   std::unique_ptr<RoutingPolicy> policy_;
