@@ -257,9 +257,7 @@ drive() {
 }
 drive_wait() {
   wait "$drv_pid" || die "the load driver of row $drv_name failed: $(tail -3 "$work/$drv_name.err")"
-  local keep_pids=() q
-  for q in "${pids[@]}"; do [[ "$q" != "$drv_pid" ]] && keep_pids+=("$q"); done
-  pids=("${keep_pids[@]}")
+  forget_pid "$drv_pid"
 }
 # progress_at NAME FIELD N: until field FIELD (1 ended, 2 first tokens) of
 # NAME's progress is >= N, or the driver ended (120 s at most).

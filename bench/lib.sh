@@ -10,8 +10,11 @@ stop_pid() {  # PID [SECONDS, default 10]: stop one process we started, bounded,
   for i in $(seq $((${2:-10} * 10))); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
   kill -KILL "$p" 2>/dev/null || true
   wait "$p" 2>/dev/null || true
+  forget_pid "$p"
+}
+forget_pid() {  # PID: no longer stopped at exit (it has ended)
   local keep_pids=() q
-  for q in "${pids[@]}"; do [[ "$q" != "$p" ]] && keep_pids+=("$q"); done
+  for q in "${pids[@]}"; do [[ "$q" != "$1" ]] && keep_pids+=("$q"); done
   pids=("${keep_pids[@]}")
 }
 

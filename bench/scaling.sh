@@ -6,10 +6,19 @@
 # the one figure that does not move with the neighbours), against
 #   keys       1, 1,000, 100,000 static API keys (every request presents one)
 #   instances  1, 64, 256 instances of the model, for each routing policy
-# Every case is the same gateway (one I/O thread) in front of one static
+#   queued     0, 1,000, 10,000 requests waiting on a full instance, so that
+#              every slot that frees is handed to a queued request: req/s and
+#              CPU per request at 50 slots with 50 + N connections (counted by
+#              the gateway's own metrics over the measured seconds, after the
+#              queue has filled), p50 the wait behind the queue, instructions
+#              per request with 1 slot and 1 + N connections
+# Every case above is the same gateway (one I/O thread) in front of one static
 # OpenAI-shaped upstream (nginx `return 200 '<chat.completion>'`; all the
 # instances are that upstream), so that only the gateway's work grows. Each
 # row's ratio is against the first row of its group, measured in the same run.
+#   idle       1,000, 10,000 open streams to simulators that stall after the
+#              first token: the gateway's RSS before, while they are open (per
+#              stream) and after they close (bench/faults/load.mjs --mode idle)
 #
 # Usage: bench/scaling.sh [options]
 #   --duration S     measured seconds per case and connection count (default 5)
@@ -17,6 +26,9 @@
 #   --keys LIST      comma list of key counts (default 1,1000,100000)
 #   --instances LIST comma list of instance counts (default 1,64,256)
 #   --policies LIST  comma list of routing policies (default: all four)
+#   --queued LIST    comma list of queue lengths (default 0,1000,10000)
+#   --idle LIST      comma list of idle stream counts (default 1000,10000)
+#                    (an empty LIST skips its group)
 #   --callgrind S    seconds of the 1-connection run under callgrind per case
 #                    (default 5; 0 = no instruction counts)
 #   --wait-load L    first wait (at most 600 s) for the 1-min load average < L
@@ -25,7 +37,9 @@
 #   --out DIR        keep configs, logs and raw results in DIR
 #
 # Needs wrk and nginx (Debian: wrk, nginx-light; installed when missing and
-# run as root) and valgrind for the instruction counts. Loopback only; every
+# run as root), valgrind for the instruction counts, node for the idle
+# streams, and descriptors for the largest case (raised to what it needs when
+# run as root: 10,000 idle streams hold some 30,000). Loopback only; every
 # process it starts is stopped at exit.
 set -euo pipefail
 
@@ -39,6 +53,8 @@ warmup=2
 key_counts=1,1000,100000
 instance_counts=1,64,256
 policies=least-outstanding,round-robin,session,prefix-affinity
+queued_counts=0,1000,10000
+idle_counts=1000,10000
 cg_seconds=5
 wait_load=1.0
 binary="$repo/build/switchyard"
@@ -51,6 +67,8 @@ while [[ $# -gt 0 ]]; do
     --keys) key_counts="$2"; shift 2 ;;
     --instances) instance_counts="$2"; shift 2 ;;
     --policies) policies="$2"; shift 2 ;;
+    --queued) queued_counts="$2"; shift 2 ;;
+    --idle) idle_counts="$2"; shift 2 ;;
     --callgrind) cg_seconds="$2"; shift 2 ;;
     --wait-load) wait_load="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
@@ -59,7 +77,8 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (--help lists them)" ;;
   esac
 done
-for n in "$duration" "$warmup" "$cg_seconds" ${key_counts//,/ } ${instance_counts//,/ }; do
+for n in "$duration" "$warmup" "$cg_seconds" ${key_counts//,/ } ${instance_counts//,/ } \
+  ${queued_counts//,/ } ${idle_counts//,/ }; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "'$n' is not a whole number"
 done
 (( duration >= 1 )) || die "--duration must be at least 1"
@@ -70,6 +89,14 @@ for p in ${policies//,/ }; do
 done
 
 find_nginx_and_wrk
+max_of() { tr ',' '\n' <<<"0,$1" | sort -n | tail -1; }
+need=$(( $(max_of "$idle_counts") * 2 > $(max_of "$queued_counts") ? $(max_of "$idle_counts") * 2 : $(max_of "$queued_counts") ))
+need=$((need + 1000))
+if (( $(ulimit -n) < need )); then
+  (( $(ulimit -Hn) >= need )) || ulimit -Hn "$need" 2>/dev/null ||
+    die "the largest case needs $need descriptors a process (ulimit -Hn is $(ulimit -Hn)): run as root, or lower --idle / --queued"
+  ulimit -n "$need"
+fi
 if ((cg_seconds > 0)); then
   command -v valgrind >/dev/null || die "--callgrind needs valgrind (sudo apt-get install -y valgrind), or pass --callgrind 0"
 fi
@@ -202,6 +229,117 @@ measure() {  # NAME INSTANCES POLICY KEYS
   p50="$(field p50_us "$r1")"
 }
 
+# What the gateway's /metrics says of a family, summed over its labels.
+metric_sum() {  # NAME
+  curl -s --max-time 10 "http://127.0.0.1:$gw_port/metrics" |
+    awk -v m="$1" '$1 == m || index($1, m "{") == 1 { n += $NF } END { printf "%.0f\n", n }'
+}
+
+# Until WAITING requests are queued (the clients have all connected), at most
+# 300 s; then the measured seconds see slots handed on, not connections opened.
+wait_queued() {  # NAME WAITING
+  local i
+  ((${2} > 0)) || return 0
+  for i in $(seq 3000); do
+    (($(metric_sum switchyard_queue_depth) >= $2)) && return 0
+    sleep 0.1
+  done
+  die "$1: fewer than $2 requests queued after 300 s (see $work/$1.log)"
+}
+
+queued_yaml() {  # WAITING SLOTS: one instance of SLOTS, room for WAITING more
+  echo "listen: 127.0.0.1:$gw_port"
+  echo "max_connections: $(($1 + $2 + 500))"
+  echo "queue: {max_length: $(($1 + 500)), max_wait: 10m}"
+  echo "instances:"
+  printf '  - {name: up0, model: %s, url: "http://127.0.0.1:%s", slots: %d}\n' "$model" "$static_port" "$2"
+}
+
+# Drives the gateway with CONNS connections (wrk, until stopped) and counts
+# the requests it ends over S seconds once WAITING are queued; sets `served`,
+# `seconds` and `r` (wrk's summary: its p50 is the wait behind the queue).
+# Between `on` and `off` the caller's commands run (callgrind's switch).
+drive_queued() {  # NAME CONNS WAITING S [ON-COMMAND OFF-COMMAND]
+  local name="$1" url="http://127.0.0.1:$gw_port/v1/chat/completions" wrk_pid q0 q1 t0 t1
+  "$WRK" -t1 -c"$2" -d600s --timeout 120s -s "$work/$name.lua" "$url" >"$work/$name.wrk" &
+  wrk_pid=$!
+  pids+=("$wrk_pid")
+  wait_queued "$name" "$3"
+  sleep "$warmup"
+  ${5:-true} >/dev/null 2>&1
+  q0="$(metric_sum switchyard_requests_total)"; t0="$(date +%s.%N)"; ms0="$(cpu_ms "$gw")"
+  sleep "$4"
+  q1="$(metric_sum switchyard_requests_total)"; t1="$(date +%s.%N)"; ms1="$(cpu_ms "$gw")"
+  ${6:-true} >/dev/null 2>&1
+  kill -INT "$wrk_pid"
+  wait "$wrk_pid" || true
+  forget_pid "$wrk_pid"
+  served=$((q1 - q0))
+  seconds="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
+  r="$(grep '^RESULT' "$work/$name.wrk" || true)"
+  ((served > 0)) || die "$name: no request served in the measured seconds (see $work/$name.log)"
+}
+
+# One queued case: 50 slots and 50 + WAITING connections, then (with
+# callgrind) 1 slot and 1 + WAITING. Sets req, cpu, p50 and ir as measure does.
+measure_queued() {  # NAME WAITING
+  local name="$1" waiting="$2"
+  rm -f "$work/$name.log" "$work/$name-cg.log"
+  queued_yaml "$waiting" 50 >"$work/$name.yaml"
+  wrk_script 0 >"$work/$name.lua"
+  serve "$name" 1 0
+  drive_queued "$name" $((50 + waiting)) "$waiting" "$duration"
+  stop_pid "$gw"
+  req="$(awk -v q="$served" -v s="$seconds" 'BEGIN { printf "%.0f", q / s }')"
+  cpu="$(awk -v a="$ms0" -v b="$ms1" -v q="$served" 'BEGIN { printf "%.1f", (b - a) * 1000 / q }')"
+  p50="$(field p50_us "$r")"
+  ir=0
+  ((cg_seconds > 0)) || return 0
+  queued_yaml "$waiting" 1 >"$work/$name-cg.yaml"
+  cp "$work/$name.lua" "$work/$name-cg.lua"
+  serve "$name-cg" 1 0 valgrind --tool=callgrind --instr-atstart=no \
+    --callgrind-out-file="$work/$name.callgrind"
+  drive_queued "$name-cg" $((1 + waiting)) "$waiting" "$cg_seconds" \
+    "callgrind_control -i on $gw" "callgrind_control -i off $gw"
+  stop_pid "$gw" 300
+  local total
+  total="$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$work/$name.callgrind" | tail -1)"
+  [[ "$total" =~ ^[0-9]+$ ]] || die "$name: no callgrind totals in $work/$name.callgrind"
+  ir="$(awk -v t="$total" -v q="$served" 'BEGIN { printf "%.0f", t / q }')"
+}
+
+# STREAMS open streams through the gateway to simulators that stall after
+# their first token (1,000 a simulator at most), held, then closed; prints
+# the table's row.
+idle_row() {  # STREAMS
+  local n="$1" name="idle-$1" sims i per
+  sims=$(((n + 999) / 1000))
+  per=$(((n + sims - 1) / sims))
+  rm -f "$work/$name.log"
+  {
+    echo "listen: 127.0.0.1:$gw_port"
+    echo "max_connections: $((n + 1000))"
+    echo "queue: {max_length: $n}"
+    echo "timeouts: {stream_idle: 10m, startup: 60s, stop: 5s}"
+    echo "instances:"
+    for ((i = 1; i <= sims; i++)); do
+      echo "  - {name: sim$i, model: $model, slots: $per, command: \"\${SWITCHYARD} sim --port \${PORT} --slots $per --ctx-size $((per * 256)) --alias $model --seed $i --stall-after-tokens 1\"}"
+    done
+  } >"$work/$name.yaml"
+  serve "$name" "$sims" 0
+  node "$here/faults/load.mjs" --mode idle --url "http://127.0.0.1:$gw_port" --model "$model" \
+    --streams "$n" --rounds 1 --gateway-pid "$gw" --max-tokens 64 >"$work/$name.json" 2>"$work/$name.err" ||
+    die "$name: the idle-stream driver failed: $(tail -3 "$work/$name.err")"
+  stop_pid "$gw" 30
+  node -e '
+    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+    const n = Number(process.argv[2]), o = r.rounds[0];
+    if (o.open_streams !== n) { console.error(`only ${o.open_streams} of ${n} streams opened`); process.exit(1); }
+    const f = (x) => x.toFixed(1);
+    console.log(`| ${n} | ${f(r.base.rss_mib)} | ${f(o.open.rss_mib)} | ${f((o.open.rss_mib - r.base.rss_mib) * 1024 / n)} | ${f(o.after.rss_mib)} | ${(o.after.rss_mib / r.base.rss_mib).toFixed(2)}× |`);
+  ' "$work/$name.json" "$n" || die "$name: see $work/$name.json"
+}
+
 row() {  # LABEL, then this case's and the group's first case's REQ CPU P50 IR
   awk -v l="$1" -v q="$2" -v c="$3" -v p="$4" -v i="$5" \
     -v bq="$6" -v bc="$7" -v bp="$8" -v bi="$9" 'BEGIN {
@@ -212,9 +350,12 @@ row() {  # LABEL, then this case's and the group's first case's REQ CPU P50 IR
 wait_for_quiet
 echo "bench/scaling.sh $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(load1) at start"
 echo "${duration} s per case; req/s and the gateway's CPU µs per request at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection); ratios against each group's first row"
-echo
-echo "| case | req/s | × first | CPU µs/request | × first | p50 µs | × first | instructions/request | × first |"
-echo "|---|---|---|---|---|---|---|---|---|"
+header() {
+  echo
+  echo "| case | req/s | × first | CPU µs/request | × first | p50 µs | × first | instructions/request | × first |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+}
+[[ -n "$key_counts" || ( -n "$instance_counts" && -n "$policies" ) ]] && header
 base=""
 for k in ${key_counts//,/ }; do
   measure "keys-$k" 1 least-outstanding "$k"
@@ -229,5 +370,22 @@ for policy in ${policies//,/ }; do
     row "$policy, $n instance(s)" "$req" "$cpu" "$p50" "$ir" $base
   done
 done
+if [[ -n "$queued_counts" ]]; then
+  echo
+  echo "Queued: 50 slots, 50 + N connections (p50: the wait behind the queue); instructions with 1 slot and 1 + N connections"
+  header
+  base=""
+  for n in ${queued_counts//,/ }; do
+    measure_queued "queued-$n" "$n"
+    [[ -z "$base" ]] && base="$req $cpu $p50 $ir"
+    row "$n queued" "$req" "$cpu" "$p50" "$ir" $base
+  done
+fi
+if [[ -n "$idle_counts" ]]; then
+  echo
+  echo "| open idle streams | RSS before (MiB) | RSS open (MiB) | KiB a stream | RSS after they close (MiB) | × before |"
+  echo "|---|---|---|---|---|---|"
+  for n in ${idle_counts//,/ }; do idle_row "$n"; done
+fi
 echo
 echo "load average $(load1) at the end"

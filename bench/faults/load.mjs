@@ -28,8 +28,8 @@
 //   idle       opens --streams N streams to an engine that stalls after one
 //              token, waits until each has its first token, records the
 //              gateway's RSS and descriptors (--gateway-pid), closes them all,
-//              waits until the gateway has closed its side, records again;
-//              --rounds times.
+//              waits until the gateway has closed its side and its RSS has
+//              stopped falling, records again; --rounds times.
 // Progress (requests ended so far, streams with a first token) is written to
 // --progress FILE every 100 ms so the shell can time its fault on it. The
 // summary is one JSON object on stdout.
@@ -312,6 +312,14 @@ async function idleMode() {
     while (after.fds > base.fds + 8 && Date.now() < deadline) {
       await sleep(100);
       after = gatewayState(opts.gatewayPid);
+    }
+    // Then until its RSS has stopped falling (it trims the heap a moment
+    // after a burst of closes): the same for 5 samples 100 ms apart.
+    for (let same = 0; same < 5 && Date.now() < deadline; ) {
+      await sleep(100);
+      const now = gatewayState(opts.gatewayPid);
+      same = now.rss_mib === after.rss_mib ? same + 1 : 0;
+      after = now;
     }
     rounds.push({ round, open_streams: openStreams, open, after });
   }

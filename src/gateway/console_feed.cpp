@@ -59,23 +59,23 @@ void ConsoleFeed::changed() {
   for (auto* tick : streams_) tick->cancel();
 }
 
-void ConsoleFeed::begin(const RequestRecord& record, const std::string& key,
+void ConsoleFeed::begin(Running& entry, const RequestRecord& record, const std::string& key,
                         const std::string& session) {
-  running_.push_back({&record, &key, &session});
+  entry.unlink();
+  entry.record = &record;
+  entry.key = &key;
+  entry.session = &session;
+  running_.push_back(entry);
 }
 
-void ConsoleFeed::finish(const RequestRecord& record, const std::string& key,
-                         const std::string& session) {
-  const auto it = std::find_if(running_.begin(), running_.end(),
-                               [&](const auto& r) { return r.record == &record; });
-  if (it != running_.end()) {
-    *it = running_.back();
-    running_.pop_back();
-  }
+void ConsoleFeed::finish(Running& entry) {
+  entry.unlink();
+  if (!entry.record) return;  // never begun
+  const RequestRecord& record = *entry.record;
   FinishedRequest& f = recent_[recent_next_];
   f.id.assign(record.id);
-  f.key.assign(key);
-  f.session.assign(session);
+  f.key.assign(*entry.key);
+  f.session.assign(*entry.session);
   f.model.assign(record.model);
   f.instance.assign(record.instance);
   f.outcome.assign(to_string(record.outcome()));

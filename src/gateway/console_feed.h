@@ -7,6 +7,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/intrusive/list.hpp>
 
 #include <array>
 #include <chrono>
@@ -54,19 +55,25 @@ class ConsoleFeed {
   ~ConsoleFeed();
 
   // A request running: its record, the key's name and the agent session,
-  // which the pipeline fills in as it goes.
-  struct Running {
-    const RequestRecord* record;
-    const std::string* key;
-    const std::string* session;
+  // which the pipeline fills in as it goes. The request's context holds it,
+  // so that a request leaves the list in constant time (a list searched at
+  // every end cost 15,000 instructions a request with 10,000 waiting), and
+  // one destroyed without finish() leaves it all the same.
+  struct Running : boost::intrusive::list_base_hook<
+                       boost::intrusive::link_mode<boost::intrusive::auto_unlink>> {
+    const RequestRecord* record = nullptr;
+    const std::string* key = nullptr;
+    const std::string* session = nullptr;
   };
+  using RunningList = boost::intrusive::list<Running, boost::intrusive::constant_time_size<false>>;
 
   // A request starts / ends; `record`, `key` and `session` must stay valid
-  // in between.
-  void begin(const RequestRecord& record, const std::string& key, const std::string& session);
-  void finish(const RequestRecord& record, const std::string& key, const std::string& session);
+  // in between, as must `entry`, which begin() lists.
+  void begin(Running& entry, const RequestRecord& record, const std::string& key,
+             const std::string& session);
+  void finish(Running& entry);
 
-  const std::vector<Running>& running() const { return running_; }
+  const RunningList& running() const { return running_; }
   // The last kRecent finished requests, newest first.
   template <class F>
   void each_recent(F f) const {
@@ -89,7 +96,7 @@ class ConsoleFeed {
 
   std::function<Gauges()> gauges_;
   boost::asio::steady_timer timer_;
-  std::vector<Running> running_;
+  RunningList running_;
   // A ring written in place: a finished request reuses the strings of the
   // one it replaces (a deque allocated a block every other request, and
   // six strings each).

@@ -114,14 +114,14 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
                                     {"severity", f.severity},
                                     {"message", f.message}});
   json::array running;
-  for (const auto& [record, key, session] : feed.running())
-    running.push_back(json::object{{"id", record->id},
-                                   {"key", *key},
-                                   {"session", *session},
-                                   {"model", record->model},
-                                   {"instance", record->instance},
-                                   {"elapsed", record->seconds_since_start()},
-                                   {"ttft", record->ttfb}});
+  for (const auto& r : feed.running())
+    running.push_back(json::object{{"id", r.record->id},
+                                   {"key", *r.key},
+                                   {"session", *r.session},
+                                   {"model", r.record->model},
+                                   {"instance", r.record->instance},
+                                   {"elapsed", r.record->seconds_since_start()},
+                                   {"ttft", r.record->ttfb}});
   json::array recent;
   feed.each_recent([&](const FinishedRequest& r) {
     recent.push_back(json::object{{"id", r.id},

@@ -12,10 +12,10 @@ class ListRequest final : public Stage {
   // `feed` must outlive the stage.
   explicit ListRequest(ConsoleFeed& feed) : feed_(feed) {}
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override {
-    feed_.begin(ctx.record, ctx.key_name, ctx.session);
+    feed_.begin(ctx.listed, ctx.record, ctx.key_name, ctx.session);
     co_return Verdict::next;
   }
-  void finish(RequestContext& ctx) override { feed_.finish(ctx.record, ctx.key_name, ctx.session); }
+  void finish(RequestContext& ctx) override { feed_.finish(ctx.listed); }
 
  private:
   ConsoleFeed& feed_;

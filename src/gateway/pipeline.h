@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gateway/console_feed.h"
 #include "gateway/key_ticket.h"
 #include "gateway/queue_share.h"
 #include "gateway/request_record.h"
@@ -61,6 +62,10 @@ struct RequestContext {
   std::string model;         // the canonical model the request runs on
   std::string client_model;  // the name the client asked for (what responses say)
   std::string session;       // the agent session (gateway/session_id.h); empty when none
+  // Set by the dashboard's stage (gateway/feed_stage.h): the request in the
+  // list of running ones, declared after what it points to (it leaves the
+  // list first).
+  ConsoleFeed::Running listed;
 
   // Set by the stored-responses stage when the request refers to a response
   // an instance holds (gateway/stored_responses.h): only that one serves it.

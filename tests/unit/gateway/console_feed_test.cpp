@@ -24,8 +24,9 @@ TEST(ConsoleFeed, KeepsTheLastFinishedRequestsNewestFirst) {
   for (int i = 0; i < 3; ++i) {
     RequestRecord record;
     record.id = "r" + std::to_string(i);
-    feed.begin(record, key, session);
-    feed.finish(record, key, session);
+    ConsoleFeed::Running listed;
+    feed.begin(listed, record, key, session);
+    feed.finish(listed);
   }
   EXPECT_EQ(ids(), (std::vector<std::string>{"r2", "r1", "r0"}));
   EXPECT_TRUE(feed.running().empty());
@@ -34,7 +35,9 @@ TEST(ConsoleFeed, KeepsTheLastFinishedRequestsNewestFirst) {
     RequestRecord record;
     record.id = "r" + std::to_string(i);
     record.model = i % 2 ? "a-model-name-longer-than-a-short-string" : "m";
-    feed.finish(record, key, session);
+    ConsoleFeed::Running listed;
+    feed.begin(listed, record, key, session);
+    feed.finish(listed);
   }
   const auto kept = ids();
   ASSERT_EQ(kept.size(), ConsoleFeed::kRecent);
@@ -46,6 +49,41 @@ TEST(ConsoleFeed, KeepsTheLastFinishedRequestsNewestFirst) {
     EXPECT_EQ(r.model, n % 2 ? "a-model-name-longer-than-a-short-string" : "m") << r.id;
     EXPECT_EQ(r.key, "alice");
   });
+}
+
+// Requests end in any order; each leaves the running list as it ends, the
+// rest stay in the order they began, and a request whose context is gone
+// without finishing (an exception past the chain) is not listed either.
+TEST(ConsoleFeed, ListsRunningRequestsUntilEachEnds) {
+  boost::asio::io_context io;
+  ConsoleFeed feed(io.get_executor(), [] { return ConsoleFeed::Gauges{}; });
+  const std::string key = "alice", session = "s";
+  const auto running = [&] {
+    std::vector<std::string> out;
+    for (const auto& r : feed.running()) out.push_back(r.record->id);
+    return out;
+  };
+  std::vector<RequestRecord> records(4);
+  std::vector<ConsoleFeed::Running> listed(3);
+  for (std::size_t i = 0; i < listed.size(); ++i) {
+    records[i].id = "r" + std::to_string(i);
+    feed.begin(listed[i], records[i], key, session);
+  }
+  feed.finish(listed[1]);
+  EXPECT_EQ(running(), (std::vector<std::string>{"r0", "r2"}));
+  {
+    records[3].id = "gone";
+    ConsoleFeed::Running dropped;
+    feed.begin(dropped, records[3], key, session);
+    EXPECT_EQ(running().size(), 3u);
+  }
+  EXPECT_EQ(running(), (std::vector<std::string>{"r0", "r2"}));
+  feed.finish(listed[0]);
+  feed.finish(listed[2]);
+  EXPECT_TRUE(running().empty());
+  std::vector<std::string> recent;
+  feed.each_recent([&](const FinishedRequest& r) { recent.push_back(r.id); });
+  EXPECT_EQ(recent, (std::vector<std::string>{"r2", "r0", "r1"}));
 }
 
 }  // namespace
