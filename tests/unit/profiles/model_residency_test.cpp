@@ -19,7 +19,7 @@ using fleet::AdminCause;
 
 // Instances whose engines start and stop at once (or fail to), with the
 // gateway's in-flight counts set by the test.
-class FakeEnv final : public ResidencyEnv {
+class FakeResidencyEnv final : public ResidencyEnv {
  public:
   std::vector<std::unique_ptr<fleet::Instance>> table;
   std::map<std::size_t, int> busy;
@@ -47,7 +47,7 @@ class FakeEnv final : public ResidencyEnv {
 
 struct Box {
   net::io_context io;
-  FakeEnv env;
+  FakeResidencyEnv env;
   config::FleetConfig config;
   steady_time now{std::chrono::hours(1)};
   std::vector<std::string> events;
