@@ -123,13 +123,6 @@ results="$work/results.jsonl"; : >"$results"
 # ---------------------------------------------------------------------------
 # The fleet
 
-# engine NAME SEED SLOTS [EXTRA...]: one supervised sim instance (YAML).
-engine() {
-  local name="$1" seed="$2" slots="$3"; shift 3
-  local extra="${*:+ $*}"
-  echo "  - {name: $name, model: $model, slots: $slots, command: \"\${SWITCHYARD} sim --port \${PORT} --slots $slots --tokens-per-second 200 --alias $model --seed $seed$extra\"}"
-}
-
 # fleet_config PORT [top-level YAML lines...]; the instances follow on stdin.
 fleet_config() {
   local port="$1"; shift

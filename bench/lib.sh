@@ -115,3 +115,11 @@ http {
 EOF
 }
 
+
+# One supervised sim instance (a config's YAML line) of `model` (the
+# caller's), 200 tokens a second, FLAGS added to its command.
+engine() {  # NAME SEED SLOTS [FLAGS...]
+  local name="$1" seed="$2" slots="$3"; shift 3
+  local extra="${*:+ $*}"
+  echo "  - {name: $name, model: $model, slots: $slots, command: \"\${SWITCHYARD} sim --port \${PORT} --slots $slots --tokens-per-second 200 --alias $model --seed $seed$extra\"}"
+}

@@ -196,10 +196,19 @@ instructions() {  # NAME INSTANCES KEYS
   r="$("$WRK" -t1 -c1 -d"${cg_seconds}s" --timeout 10s -s "$work/$name.lua" "$url" | grep '^RESULT')"
   callgrind_control -i off "$gw" >/dev/null 2>&1
   stop_pid "$gw" 300  # callgrind writes its file as the gateway exits
-  total="$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$work/$name.callgrind" | tail -1)"
-  [[ "$total" =~ ^[0-9]+$ ]] || die "$name: no callgrind totals in $work/$name.callgrind"
-  ir="$(awk -v t="$total" -v q="$(field requests "$r")" 'BEGIN { printf "%.0f", t / q }')"
+  per_request_ir "$name" "$(field requests "$r")"
 }
+
+# Sets `ir` from NAME's callgrind file: its total over REQUESTS.
+per_request_ir() {  # NAME REQUESTS
+  local total
+  total="$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$work/$1.callgrind" | tail -1)"
+  [[ "$total" =~ ^[0-9]+$ ]] || die "$1: no callgrind totals in $work/$1.callgrind"
+  ir="$(awk -v t="$total" -v q="$2" 'BEGIN { printf "%.0f", t / q }')"
+}
+
+# The gateway's CPU µs per request: its milliseconds from MS0 to MS1 over REQUESTS.
+cpu_per_request() { awk -v a="$1" -v b="$2" -v q="$3" 'BEGIN { printf "%.1f", (b - a) * 1000 / q }'; }
 
 # One case: the gateway over the config, every instance ready, then wrk at
 # 50 and at 1 connection, then under callgrind. Sets `req` (req/s), `cpu`
@@ -226,8 +235,7 @@ measure() {  # NAME INSTANCES POLICY KEYS
     die "$name: wrk saw errors ($r50 / $r1)"
   req="$(awk -v q="$(field requests "$r50")" -v us="$(field duration_us "$r50")" \
     'BEGIN { printf "%.0f", q / (us / 1e6) }')"
-  cpu="$(awk -v a="$ms0" -v b="$ms1" -v q="$(field requests "$r50")" \
-    'BEGIN { printf "%.1f", (b - a) * 1000 / q }')"
+  cpu="$(cpu_per_request "$ms0" "$ms1" "$(field requests "$r50")")"
   p50="$(field p50_us "$r1")"
 }
 
@@ -259,8 +267,9 @@ queued_yaml() {  # WAITING SLOTS: one instance of SLOTS, room for WAITING more
 
 # Drives the gateway with CONNS connections (wrk, until stopped) and counts
 # the requests it ends over S seconds once WAITING are queued; sets `served`,
-# `seconds` and `r` (wrk's summary: its p50 is the wait behind the queue).
-# Between `on` and `off` the caller's commands run (callgrind's switch).
+# `seconds`, the gateway's CPU milliseconds `ms0` and `ms1` at both ends, and
+# `r` (wrk's summary: its p50 is the wait behind the queue). ON-COMMAND and
+# OFF-COMMAND run around the measured seconds (callgrind's switch).
 drive_queued() {  # NAME CONNS WAITING S [ON-COMMAND OFF-COMMAND]
   local name="$1" url="http://127.0.0.1:$gw_port/v1/chat/completions" wrk_pid q0 q1 t0 t1
   "$WRK" -t1 -c"$2" -d600s --timeout 120s -s "$work/$name.lua" "$url" >"$work/$name.wrk" &
@@ -293,7 +302,7 @@ measure_queued() {  # NAME WAITING
   drive_queued "$name" $((50 + waiting)) "$waiting" "$duration"
   stop_pid "$gw"
   req="$(awk -v q="$served" -v s="$seconds" 'BEGIN { printf "%.0f", q / s }')"
-  cpu="$(awk -v a="$ms0" -v b="$ms1" -v q="$served" 'BEGIN { printf "%.1f", (b - a) * 1000 / q }')"
+  cpu="$(cpu_per_request "$ms0" "$ms1" "$served")"
   p50="$(field p50_us "$r")"
   ir=0
   ((cg_seconds > 0)) || return 0
@@ -304,10 +313,7 @@ measure_queued() {  # NAME WAITING
   drive_queued "$name-cg" $((1 + waiting)) "$waiting" "$cg_seconds" \
     "callgrind_control -i on $gw" "callgrind_control -i off $gw"
   stop_pid "$gw" 300
-  local total
-  total="$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$work/$name.callgrind" | tail -1)"
-  [[ "$total" =~ ^[0-9]+$ ]] || die "$name: no callgrind totals in $work/$name.callgrind"
-  ir="$(awk -v t="$total" -v q="$served" 'BEGIN { printf "%.0f", t / q }')"
+  per_request_ir "$name" "$served"
 }
 
 # STREAMS open streams through the gateway to simulators that stall after
@@ -325,7 +331,7 @@ idle_row() {  # STREAMS
     echo "timeouts: {stream_idle: 10m, startup: 60s, stop: 5s}"
     echo "instances:"
     for ((i = 1; i <= sims; i++)); do
-      echo "  - {name: sim$i, model: $model, slots: $per, command: \"\${SWITCHYARD} sim --port \${PORT} --slots $per --ctx-size $((per * 256)) --alias $model --seed $i --stall-after-tokens 1\"}"
+      engine "sim$i" "$i" "$per" --ctx-size $((per * 256)) --stall-after-tokens 1
     done
   } >"$work/$name.yaml"
   serve "$name" "$sims" 0

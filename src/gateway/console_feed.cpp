@@ -61,7 +61,6 @@ void ConsoleFeed::changed() {
 
 void ConsoleFeed::begin(Running& entry, const RequestRecord& record, const std::string& key,
                         const std::string& session) {
-  entry.unlink();
   entry.record = &record;
   entry.key = &key;
   entry.session = &session;
@@ -70,7 +69,6 @@ void ConsoleFeed::begin(Running& entry, const RequestRecord& record, const std::
 
 void ConsoleFeed::finish(Running& entry) {
   entry.unlink();
-  if (!entry.record) return;  // never begun
   const RequestRecord& record = *entry.record;
   FinishedRequest& f = recent_[recent_next_];
   f.id.assign(record.id);

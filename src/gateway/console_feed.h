@@ -68,7 +68,8 @@ class ConsoleFeed {
   using RunningList = boost::intrusive::list<Running, boost::intrusive::constant_time_size<false>>;
 
   // A request starts / ends; `record`, `key` and `session` must stay valid
-  // in between, as must `entry`, which begin() lists.
+  // in between, as must `entry`, which begin() lists (once) and finish()
+  // takes off.
   void begin(Running& entry, const RequestRecord& record, const std::string& key,
              const std::string& session);
   void finish(Running& entry);
