@@ -852,8 +852,6 @@ void each_restart_only(From& from, To& to, Visit visit) {
   visit("admin_hosts", from.admin_hosts, to.admin_hosts);
   visit("profiles", from.profiles, to.profiles);
   visit("switching", from.switching, to.switching);
-  visit("gpus", from.gpus, to.gpus);
-  visit("swapping", from.swapping, to.swapping);
   visit("tracing", from.tracing, to.tracing);
   visit("log", from.log, to.log);
 }

@@ -12,6 +12,7 @@ Dispatch::Dispatch(net::any_io_executor executor, const config::FleetConfig& con
                    fleet::Fleet& fleet, obs::GatewayMetrics& metrics)
     : executor_(executor),
       fleet_(fleet),
+      metrics_(metrics),
       router_(fleet.instances(), make_routing_policy(config.routing)),
       queue_(executor, router_, config.queue) {
   if (!config.profiles.empty())
@@ -33,13 +34,21 @@ std::vector<SwitchGate*> Dispatch::gates() const {
   return gates;
 }
 
-void Dispatch::retire(const std::vector<std::size_t>& removed) {
+SwitchGate* Dispatch::reload(const config::FleetConfig& config,
+                             const std::vector<std::size_t>& removed) {
   for (auto i : removed) {
     if (router_.in_flight(i) == 0)
       stop_instance(i);
     else
       retiring_.insert(i);
   }
+  if (models_) {
+    models_->reload(config);
+    return nullptr;
+  }
+  if (!ModelControl::wanted(config)) return nullptr;
+  models_ = std::make_unique<ModelControl>(executor_, config, fleet_, router_, queue_, metrics_);
+  return models_.get();
 }
 
 void Dispatch::stop_instance(std::size_t index) {

@@ -42,14 +42,18 @@ class Dispatch {
   // What the route stage asks before it routes, in order.
   std::vector<SwitchGate*> gates() const;
 
-  // Instances a reload removed: each is stopped once its last request is done.
-  void retire(const std::vector<std::size_t>& removed);
+  // A reload the fleet has applied: instances it removed are each stopped
+  // once their last request is done; on-demand instances get their models'
+  // control, made now when this is the first reload that has any. Returns
+  // the gate it made (the route stage asks it from now on), else null.
+  SwitchGate* reload(const config::FleetConfig& config, const std::vector<std::size_t>& removed);
 
  private:
   void stop_instance(std::size_t index);
 
   boost::asio::any_io_executor executor_;
   fleet::Fleet& fleet_;
+  obs::GatewayMetrics& metrics_;
   Router router_;
   WaitQueue queue_;
   std::unique_ptr<ProfileControl> profiles_;

@@ -108,7 +108,11 @@ Gateway::~Gateway() = default;
 std::string Gateway::reload(const config::FleetConfig& next) {
   auto& g = *impl_;
   const auto changes = g.fleet.apply(next);
-  g.dispatch.retire(changes.removed);
+  g.config.gpus = next.gpus;
+  g.config.swapping = next.swapping;
+  g.config.memory_estimates = next.memory_estimates;
+  if (SwitchGate* gate = g.dispatch.reload(next, changes.removed)) g.chains.route.add_gate(gate);
+  g.chains.route.set_hold_progress(next.swapping.progress);
   g.chains.catalog = ModelCatalog(next.models);
   g.config.models = next.models;
   g.config.api_keys = next.api_keys;

@@ -27,8 +27,10 @@ class Gateway final : public http::Handler {
   ~Gateway() override;
 
   // Applies a new config (SIGHUP) without dropping a request: models and
-  // aliases, API keys, attempts, retry_budget, health_detail and instances
-  // (added ones start; removed ones finish what they have, then stop).
+  // aliases, API keys, attempts, retry_budget, health_detail, instances
+  // (added ones start, on-demand ones unloaded; removed ones finish what
+  // they have, then stop), and the on-demand models' gpus, swapping and
+  // memory figures.
   // Settings only a restart applies are the caller's to keep
   // (config::keep_restart_only_settings). Returns a one-line summary.
   std::string reload(const config::FleetConfig& config);

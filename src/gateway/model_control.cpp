@@ -31,8 +31,13 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
         metrics(m),
         residency(ex, config, *this, [] { return std::chrono::steady_clock::now(); }) {
     residency.on_event([this](const profiles::ResidencyEvent& e) { happened(e); });
+    gauge();
+  }
+
+  // The resident gauge of every model it manages, and the memory per card.
+  void gauge() {
     for (const auto& s : residency.models())
-      if (residency.manages(s.model)) metrics.model_resident(s.model, false);
+      if (residency.manages(s.model)) metrics.model_resident(s.model, residency.routable(s.model));
     gauge_memory();
   }
 
@@ -103,7 +108,7 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
     for (auto* t : listeners) t->cancel();
   }
 
-  const config::SwappingOptions options;
+  config::SwappingOptions options;
   fleet::Fleet& fleet;
   Router& router;
   WaitQueue& queue;
@@ -121,6 +126,12 @@ ModelControl::ModelControl(net::any_io_executor executor, const config::FleetCon
     : impl_(std::make_unique<Impl>(executor, config, fleet, router, queue, metrics)) {}
 
 ModelControl::~ModelControl() = default;
+
+void ModelControl::reload(const config::FleetConfig& config) {
+  impl_->options = config.swapping;
+  impl_->residency.reload(config);
+  impl_->gauge();
+}
 
 bool ModelControl::wanted(const config::FleetConfig& config) {
   for (const auto& inst : config.instances)

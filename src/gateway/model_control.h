@@ -30,6 +30,10 @@ class ModelControl final : public SwitchGate {
                fleet::Fleet& fleet, Router& router, WaitQueue& queue, obs::GatewayMetrics& metrics);
   ~ModelControl() override;
 
+  // A reload: `config`'s swapping options, cards and memory figures apply
+  // from now on (the fleet has applied its instances).
+  void reload(const config::FleetConfig& config);
+
   // Whether any instance of the config is load: on-demand.
   static bool wanted(const config::FleetConfig& config);
 

@@ -67,6 +67,8 @@ class RouteStage final : public Stage {
 
   // Profiles and models, each when configured; each must outlive the stage.
   void add_gate(SwitchGate* gate) { gates_.push_back(gate); }
+  // swapping.progress, as a reload sets it.
+  void set_hold_progress(std::chrono::milliseconds every) { hold_progress_ = every; }
 
  private:
   // Counts the decision and tells the client where it went
@@ -87,7 +89,7 @@ class RouteStage final : public Stage {
   WaitQueue& queue_;
   const config::QueueOptions& queue_options_;
   const config::RoutingOptions routing_options_;
-  const std::chrono::milliseconds hold_progress_;
+  std::chrono::milliseconds hold_progress_;
   obs::GatewayMetrics& metrics_;
 };
 

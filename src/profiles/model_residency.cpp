@@ -67,9 +67,12 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   };
 
   Impl(net::any_io_executor ex, const config::FleetConfig& c, ResidencyEnv& e, Clock clk)
-      : executor(ex), config(c), env(e), clock(std::move(clk)), tick(ex) {
-    for (const auto& g : c.gpus) gpus[g.id] = g.memory;
+      : executor(ex), env(e), clock(std::move(clk)), tick(ex) {
+    configure(c);
   }
+  // Takes `c`'s cards, swapping options and memory figures, and logs the
+  // figure each instance is weighed by.
+  void configure(const config::FleetConfig& c);
 
   const fleet::Instance& inst(std::size_t i) const { return *env.instances().at(i); }
   bool on_demand(const fleet::Instance& in) const {
@@ -99,7 +102,7 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   awaitable<void> ticking();
 
   net::any_io_executor executor;
-  const config::FleetConfig config;
+  config::FleetConfig config;
   ResidencyEnv& env;
   Clock clock;
   GpuMemory gpus;
@@ -406,25 +409,37 @@ double ModelResidency::Impl::expected_load_seconds(const std::string& model) con
   return measured ? longest : std::chrono::duration<double>(config.switching.switch_cost).count();
 }
 
-ModelResidency::ModelResidency(net::any_io_executor executor, const config::FleetConfig& config,
-                               ResidencyEnv& env, Clock clock)
-    : impl_(std::make_shared<Impl>(executor, config, env, std::move(clock))) {
+void ModelResidency::Impl::configure(const config::FleetConfig& c) {
+  config = c;
+  gpus.clear();
+  for (const auto& g : c.gpus) gpus[g.id] = g.memory;
   for (const auto& in : env.instances()) {
-    if (in->config.gpus.empty() && in->config.load != config::LoadMode::on_demand) continue;
-    const auto memory = impl_->memory_of(*in);
+    if (in->state == InstanceState::removed ||
+        (in->config.gpus.empty() && in->config.load != config::LoadMode::on_demand))
+      continue;
+    const auto memory = memory_of(*in);
     std::string source = "unknown: never loaded beside an instance sharing one of its GPUs";
     if (in->config.memory)
       source = "its 'memory'";
-    else if (auto it = config.memory_estimates.find(in->name());
-             it != config.memory_estimates.end())
+    else if (auto it = c.memory_estimates.find(in->name()); it != c.memory_estimates.end())
       source = it->second.source;
     spdlog::info("instance {}: memory per GPU {} ({})", in->name(),
                  memory ? fmt::format("{:.2f} GiB", *memory / 1073741824.0) : "?", source);
   }
-  if (config.gpus.empty())
+  if (c.gpus.empty())
     spdlog::info(
         "models: no 'gpus' declared: instances that share a GPU are never loaded together");
+}
+
+ModelResidency::ModelResidency(net::any_io_executor executor, const config::FleetConfig& config,
+                               ResidencyEnv& env, Clock clock)
+    : impl_(std::make_shared<Impl>(executor, config, env, std::move(clock))) {
   net::co_spawn(executor, impl_->ticking(), net::detached);
+}
+
+void ModelResidency::reload(const config::FleetConfig& config) {
+  impl_->configure(config);
+  impl_->step();  // more room, or a shorter max_wait, may start a load now
 }
 
 ModelResidency::~ModelResidency() {

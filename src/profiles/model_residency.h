@@ -72,6 +72,12 @@ class ModelResidency {
                  ResidencyEnv& env, Clock clock);
   ~ModelResidency();
 
+  // A reload: `config`'s models, cards, swapping options and memory figures
+  // apply from now on, and to the instances the fleet has now (a reload's
+  // new on-demand instances start unloaded). A load under way keeps the
+  // victims it chose.
+  void reload(const config::FleetConfig& config);
+
   // Whether the model has an on-demand instance.
   bool manages(const std::string& model) const;
   // Whether one of its instances takes requests now.

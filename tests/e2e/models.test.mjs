@@ -221,6 +221,63 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
   });
 });
 
+describe('a reload of the models config', { timeout: 90_000 }, () => {
+  after(stopAll);
+
+  test('an on-demand instance a reload adds to a box that had none loads on its first request', async () => {
+    const always = {
+      name: 'x', model: 'X', gpus: [1], slots: 1,
+      command: '${SWITCHYARD} sim --port ${PORT} --slots 1 --alias X',
+    };
+    const config = box([always]);
+    config.gpus.push({ id: 1, memory: '24GiB' });
+    const gw = await startGateway(config);
+    const mark = gw.reload(box([always, onDemand('a', 'A')], { gpus: config.gpus }));
+    await gw.proc.waitForOutput(/config reloaded/, 10_000, mark);
+    assert.equal((await statuses(gw)).A.value, 'unloaded');
+    const res = await chat(gw, 'A');
+    assert.equal(res.status, 200, res.text);
+    assert.equal((await statuses(gw)).A.value, 'loaded');
+    assert.equal(await metric(gw, 'switchyard_model_loads_total', { model: 'A', reason: 'request' }), 1);
+    await gw.stop();
+  });
+
+  test('a reload that gives the card more memory lets two models stay loaded together', async () => {
+    const gw = await startGateway(box(), { waitReady: false });
+    assert.equal((await chat(gw, 'A')).status, 200);
+    const mark = gw.reload(box(undefined, { gpus: [{ id: 0, memory: '48GiB' }] }));
+    await gw.proc.waitForOutput(/config reloaded/, 10_000, mark);
+    assert.doesNotMatch(gw.output().slice(mark), /not applied until restart/);
+    assert.equal((await chat(gw, 'B')).status, 200);
+    const s = await statuses(gw);
+    assert.equal(s.A.value, 'loaded', 'A stayed: both fit in 48 GiB');
+    assert.equal(s.B.value, 'loaded');
+    assert.equal(await metric(gw, 'switchyard_model_unloads_total', { model: 'A', reason: 'evicted' }), 0);
+    // Taken back: B's next load has to make room again.
+    const back = gw.reload(box());
+    await gw.proc.waitForOutput(/config reloaded/, 10_000, back);
+    assert.equal((await fetchJson(`${gw.url}/models/unload`, { body: { model: 'B' } })).status, 200);
+    await waitStatus(gw, 'B', 'unloaded');
+    assert.equal((await chat(gw, 'B')).status, 200);
+    await waitStatus(gw, 'A', 'unloaded');
+    assert.equal(await metric(gw, 'switchyard_model_unloads_total', { model: 'A', reason: 'evicted' }), 1);
+    await gw.stop();
+  });
+
+  test('a reload that shortens swapping.max_wait applies to the next request held', async () => {
+    const slow = [onDemand('a', 'A', { loadTime: 8 }), onDemand('b', 'B')];
+    const gw = await startGateway(box(slow), { waitReady: false });
+    const config = box(slow);
+    config.swapping.max_wait = '1s';
+    const mark = gw.reload(config);
+    await gw.proc.waitForOutput(/config reloaded/, 10_000, mark);
+    const started = Date.now();
+    expectError(assert, await chat(gw, 'A'), 503, { messageIncludes: "'A'" });
+    assert.ok(Date.now() - started < 6_000, 'refused after the new max_wait, not the old 20 s');
+    await gw.stop();
+  });
+});
+
 describe('models config errors', { timeout: 30_000 }, () => {
   test('an on-demand instance at a url is refused with file, line and field (exit 2)', async () => {
     const { runServe } = await import('./harness.mjs');

@@ -142,6 +142,35 @@ TEST(ModelResidency, SeveralModelsStayLoadedWhereMemoryAllows) {
   EXPECT_EQ(box.r().memory_in_use().at("0"), 24 * kGiB);
 }
 
+TEST(ModelResidency, AReloadAppliesItsCardsAndNewModels) {
+  Box box;
+  box.r().left(box.request("A"));
+  box.run();
+  // 48 kGiB now, and a model D the reload added (the fleet parks it unloaded).
+  box.config.gpus = {{"0", 48 * kGiB}};
+  box.add("d", "D", 12);
+  box.r().reload(box.config);
+  EXPECT_TRUE(box.r().manages("D"));
+  EXPECT_EQ(box.status("D"), "unloaded");
+  const void* c = box.request("C");  // 12 + 20 + 12 fit in 48: A stays
+  const void* d = box.request("D");
+  box.run();
+  EXPECT_EQ(box.status("A"), "loaded");
+  EXPECT_EQ(box.status("C"), "loaded");
+  EXPECT_EQ(box.status("D"), "loaded");
+  EXPECT_EQ(box.r().memory_in_use().at("0"), 44 * kGiB);
+  box.r().left(c);
+  box.r().left(d);
+  // Back to 24: the next load makes room again.
+  box.config.gpus = {{"0", 24 * kGiB}};
+  box.r().reload(box.config);
+  box.now += 1min;  // past min_resident
+  box.request("B");
+  box.run();
+  EXPECT_EQ(box.status("B"), "loaded");
+  EXPECT_LE(box.r().memory_in_use().at("0"), 24 * kGiB);
+}
+
 TEST(ModelResidency, ABusyModelIsDrainedBeforeItGoesNeverCut) {
   Box box(config::SwappingOptions::Policy::fifo);
   box.load_busy("A", 0);
