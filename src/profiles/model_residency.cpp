@@ -75,8 +75,13 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   void configure(const config::FleetConfig& c);
 
   const fleet::Instance& inst(std::size_t i) const { return *env.instances().at(i); }
+  // A copy a reload replaced or removed is neither: it finishes its
+  // requests and stops (fleet::AdminCause::reload_removing).
   bool on_demand(const fleet::Instance& in) const {
-    return in.config.load == config::LoadMode::on_demand && in.state != InstanceState::removed;
+    return in.config.load == config::LoadMode::on_demand && !retired(in);
+  }
+  static bool retired(const fleet::Instance& in) {
+    return in.causes.has(AdminCause::reload_removing);
   }
   Track& track(std::size_t i) { return tracks[i]; }
   std::optional<std::uint64_t> memory_of(const fleet::Instance& in) const;
@@ -128,8 +133,10 @@ bool ModelResidency::Impl::present(const fleet::Instance& in) const {
     return it != tracks.end() && it->second.phase != Track::Phase::unloaded;
   }
   if (in.asleep) return false;
+  // A retired copy's engine holds its memory until it has stopped.
+  if (retired(in)) return in.state == InstanceState::removed;
   return in.admin() != fleet::AdminState::parked && in.state != InstanceState::stopped &&
-         in.state != InstanceState::removed && in.state != InstanceState::down;
+         in.state != InstanceState::down;
 }
 
 std::vector<Resident> ModelResidency::Impl::residents() const {
@@ -414,8 +421,7 @@ void ModelResidency::Impl::configure(const config::FleetConfig& c) {
   gpus.clear();
   for (const auto& g : c.gpus) gpus[g.id] = g.memory;
   for (const auto& in : env.instances()) {
-    if (in->state == InstanceState::removed ||
-        (in->config.gpus.empty() && in->config.load != config::LoadMode::on_demand))
+    if (retired(*in) || (in->config.gpus.empty() && in->config.load != config::LoadMode::on_demand))
       continue;
     const auto memory = memory_of(*in);
     std::string source = "unknown: never loaded beside an instance sharing one of its GPUs";
@@ -505,7 +511,7 @@ ModelState ModelResidency::Impl::state_of(const std::string& model) const {
   ModelState s{model, "unloaded", false, "", std::nullopt};
   bool loaded = false, loading = false, sleeping = false;
   for (const auto& in : env.instances()) {
-    if (in->model() != model || in->state == InstanceState::removed) continue;
+    if (in->model() != model || retired(*in)) continue;
     if (on_demand(*in)) {
       const auto it = tracks.find(in->index);
       const auto phase = it == tracks.end() ? Track::Phase::unloaded : it->second.phase;

@@ -264,6 +264,30 @@ describe('a reload of the models config', { timeout: 90_000 }, () => {
     await gw.stop();
   });
 
+  test('a copy of a loaded model a reload makes waits for the old copy to finish its stream', async () => {
+    const gw = await startGateway(box(), { waitReady: false });
+    let streaming;
+    const seen = new Promise((resolve) => { streaming = resolve; });
+    const old = streamChat(gw.url, {
+      model: 'A', maxTokens: 40, onEvent: (e, events) => { if (events.length === 2) streaming(); },
+    });
+    await seen;
+    // A changed command: a new copy; the old one (16 of the 24 GiB) finishes its stream.
+    const mark = gw.reload(box([onDemand('a', 'A', { extra: ' --seed 7' }), onDemand('b', 'B')]));
+    await gw.proc.waitForOutput(/config reloaded/, 10_000, mark);
+    const next = chat(gw, 'A').then((r) => ({ ...r, at: Date.now() }));
+    const first = await old;
+    const logAtEnd = gw.output().length;
+    assert.ok(first.done && first.cleanEnd && !first.errorEvent, 'the old copy\'s stream ran to its end');
+    const second = await next;
+    assert.equal(second.status, 200, second.text);
+    const starts = gw.engines().filter((e) => e.name === 'a');
+    assert.equal(starts.length, 2);
+    assert.ok(gw.output().indexOf(`started pid ${starts[1].pid}`) > logAtEnd,
+      'the new copy started after the old one\'s stream ended');
+    await gw.stop();
+  });
+
   test('a reload that shortens swapping.max_wait applies to the next request held', async () => {
     const slow = [onDemand('a', 'A', { loadTime: 8 }), onDemand('b', 'B')];
     const gw = await startGateway(box(slow), { waitReady: false });

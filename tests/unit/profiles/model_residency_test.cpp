@@ -171,6 +171,27 @@ TEST(ModelResidency, AReloadAppliesItsCardsAndNewModels) {
   EXPECT_LE(box.r().memory_in_use().at("0"), 24 * kGiB);
 }
 
+TEST(ModelResidency, ACopyAReloadRetiredHoldsItsMemoryUntilItStops) {
+  Box box;
+  box.r().left(box.request("C"));  // 20 of 24 kGiB
+  box.run();
+  // A reload replaced C: the old copy finishes its requests; the new one is unloaded.
+  box.env.table[2]->causes.set(AdminCause::reload_removing, true);
+  box.env.table[2]->state = fleet::InstanceState::removed;
+  box.add("c", "C", 20);
+  box.r().reload(box.config);
+  const void* waiting = box.request("C");
+  box.run();
+  EXPECT_EQ(box.status("C"), "unloaded");  // no room yet: the load waits
+  EXPECT_EQ(box.env.log, (std::vector<std::string>{"up c"}));  // the old copy's start only
+  box.env.table[2]->state = fleet::InstanceState::stopped;      // its last request ended
+  box.r().step();
+  box.run();
+  EXPECT_EQ(box.status("C"), "loaded");
+  EXPECT_TRUE(box.env.table[3]->state == fleet::InstanceState::ready);
+  box.r().left(waiting);
+}
+
 TEST(ModelResidency, ABusyModelIsDrainedBeforeItGoesNeverCut) {
   Box box(config::SwappingOptions::Policy::fifo);
   box.load_busy("A", 0);
