@@ -45,6 +45,19 @@ const chat = (gw, model, timeoutMs = 30_000) => fetchJson(`${gw.url}/v1/chat/com
   body: { model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 }, timeoutMs,
 });
 
+// A stream of 40 tokens on `model`, once its second event is in (or it has
+// ended otherwise): resolves to { stream }, the stream's own promise, so that
+// awaiting this does not wait for its end.
+async function streaming(gw, model) {
+  let started;
+  const seen = new Promise((resolve) => { started = resolve; });
+  const stream = streamChat(gw.url, {
+    model, maxTokens: 40, onEvent: (e, events) => { if (events.length === 2) started(); },
+  });
+  await Promise.race([seen, stream]);
+  return { stream };
+}
+
 async function metric(gw, name, labels) {
   return metricValue(await (await fetch(`${gw.url}/metrics`)).text(), name, labels) ?? 0;
 }
@@ -67,15 +80,10 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
 
   test('a stream on A is not cut when B is requested; B loads after it ends', async () => {
     const gw = await startGateway(box(), { waitReady: false });
-    let bAsked;
-    const seenA = new Promise((resolve) => { bAsked = resolve; });
-    const streamA = streamChat(gw.url, {
-      model: 'A', maxTokens: 40, onEvent: (e, seen) => { if (seen.length === 2) bAsked(); },
-    });
-    await seenA;  // A is loaded and streaming
+    const streamA = await streaming(gw, 'A');  // A is loaded and streaming
     assert.equal((await statuses(gw)).A.value, 'loaded');
     const answerB = chat(gw, 'B').then((r) => ({ ...r, at: Date.now() }));
-    const a = await streamA;
+    const a = await streamA.stream;
     const aEnded = Date.now();
     assert.equal(a.status, 200);
     assert.ok(a.done && a.cleanEnd && !a.errorEvent, 'A streamed to its end');
@@ -266,17 +274,12 @@ describe('a reload of the models config', { timeout: 90_000 }, () => {
 
   test('a copy of a loaded model a reload makes waits for the old copy to finish its stream', async () => {
     const gw = await startGateway(box(), { waitReady: false });
-    let streaming;
-    const seen = new Promise((resolve) => { streaming = resolve; });
-    const old = streamChat(gw.url, {
-      model: 'A', maxTokens: 40, onEvent: (e, events) => { if (events.length === 2) streaming(); },
-    });
-    await seen;
+    const old = await streaming(gw, 'A');
     // A changed command: a new copy; the old one (16 of the 24 GiB) finishes its stream.
     const mark = gw.reload(box([onDemand('a', 'A', { extra: ' --seed 7' }), onDemand('b', 'B')]));
     await gw.proc.waitForOutput(/config reloaded/, 10_000, mark);
     const next = chat(gw, 'A').then((r) => ({ ...r, at: Date.now() }));
-    const first = await old;
+    const first = await old.stream;
     const logAtEnd = gw.output().length;
     assert.ok(first.done && first.cleanEnd && !first.errorEvent, 'the old copy\'s stream ran to its end');
     const second = await next;
