@@ -94,6 +94,18 @@ find_nginx_and_wrk() {
   [[ -x "$NGINX" ]] || die "nginx not found"
 }
 
+# HAPROXY: haproxy's path, installed like nginx when missing and run as root;
+# empty otherwise (the caller leaves its case out and says so).
+find_haproxy() {
+  HAPROXY="$(command -v haproxy || true)"; [[ -z "$HAPROXY" && -x /usr/sbin/haproxy ]] && HAPROXY=/usr/sbin/haproxy
+  if [[ -z "$HAPROXY" && "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing haproxy ..." >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y haproxy >/dev/null || die "apt-get install haproxy failed"
+    HAPROXY="$(command -v haproxy || echo /usr/sbin/haproxy)"
+  fi
+  [[ -x "$HAPROXY" ]] || HAPROXY=""
+}
+
 # What both nginx configs share, up to their servers: one process in the
 # foreground, its files under DIR, long-lived keep-alive connections, and
 # the http block's access_log directive.

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The gateway's overhead against nginx, on loopback (issue 3, item 9).
+# The gateway's overhead against nginx and haproxy, on loopback (issues 3 and 32).
 #
 # One static OpenAI-shaped upstream (nginx `return 200 '<chat.completion>'`)
-# and the same ~200-byte chat POST sent three ways:
-#   direct       wrk → static nginx
-#   nginx-proxy  wrk → nginx proxy_pass (keepalive 64, HTTP/1.1, 1 worker) → static
-#   switchyard   wrk → build/switchyard serve (one I/O thread)            → static
+# and the same ~200-byte chat POST sent four ways:
+#   direct         wrk → static nginx
+#   nginx-proxy    wrk → nginx proxy_pass (keepalive 64, HTTP/1.1, 1 worker) → static
+#   haproxy-proxy  wrk → haproxy (mode http, 1 thread, http-reuse always)   → static
+#   switchyard     wrk → build/switchyard serve (one I/O thread)            → static
+# (each proxy writes one access-log line per request, as Switchyard does)
 # each at 1 connection (latency p50/p99) and at 50 connections (throughput),
 # then profiles Switchyard under load (perf when it can sample, and
 # callgrind at 1 connection for instruction counts per request).
@@ -38,7 +40,8 @@
 #                     the options after it are that script's, --help lists them)
 #
 # Needs wrk and nginx (Debian: wrk, nginx-light); when missing and run as
-# root it installs them with apt-get, otherwise it stops and says so.
+# root it installs them with apt-get, otherwise it stops and says so. The
+# same for haproxy, except that without it the haproxy case is left out.
 # Everything listens on 127.0.0.1 on free ports; every process it starts is
 # stopped at exit.
 set -euo pipefail
@@ -95,6 +98,8 @@ esac
 
 # --- tools -------------------------------------------------------------------
 find_nginx_and_wrk
+find_haproxy
+[[ -n "$HAPROXY" ]] || echo "no haproxy (Debian: haproxy): its case is left out" >&2
 [[ -x "$binary" ]] || die "no switchyard binary at $binary (build: cmake --build build --target switchyard)"
 command -v python3 >/dev/null || die "python3 is needed (free ports)"
 command -v curl >/dev/null || die "curl is needed (readiness checks)"
@@ -116,7 +121,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-read -r static_port proxy_port gw_port gw2_port dead_port <<<"$(free_ports 5)"
+read -r static_port proxy_port gw_port gw2_port dead_port haproxy_port <<<"$(free_ports 6)"
 
 # --- the request and the canned answer -------------------------------------------
 model="bench-model"
@@ -156,6 +161,30 @@ $(nginx_common "$work/proxy" "access_log $work/proxy/access.log;")
     }
   }
 }
+EOF
+
+mkdir -p "$work/haproxy"
+cat >"$work/haproxy/haproxy.cfg" <<EOF
+# The other reference proxy: one haproxy thread in front of the same upstream,
+# reusing its connections, one access-log line per request (to a file, as
+# nginx's and Switchyard's).
+global
+  nbthread 1
+  maxconn 4096
+  log stdout format raw local0 info
+defaults
+  mode http
+  log global
+  option httplog
+  http-reuse always
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+frontend bench
+  bind 127.0.0.1:$haproxy_port
+  default_backend static
+backend static
+  server static 127.0.0.1:$static_port
 EOF
 
 cat >"$work/fleet.yaml" <<EOF
@@ -327,6 +356,15 @@ declare -A url=(
   [switchyard]="http://127.0.0.1:$gw_port/v1/chat/completions"
 )
 cases=(direct nginx-proxy switchyard)
+haproxy_pid=""
+if [[ -n "$HAPROXY" ]]; then
+  "${pin_cmd[@]}" "$HAPROXY" -db -f "$work/haproxy/haproxy.cfg" >"$work/haproxy/access.log" 2>&1 &
+  haproxy_pid=$!
+  pids+=("$haproxy_pid")
+  wait_http "http://127.0.0.1:$haproxy_port/health" 10 || die "haproxy did not start: $(tail -5 "$work/haproxy/access.log")"
+  url[haproxy-proxy]="http://127.0.0.1:$haproxy_port/v1/chat/completions"
+  cases=(direct nginx-proxy haproxy-proxy switchyard)
+fi
 if (( tracing_down )); then
   "${pin_cmd[@]}" "$binary" serve -c "$work/fleet-traced.yaml" >"$work/switchyard-traced.log" 2>&1 &
   gw2_pid=$!
@@ -346,7 +384,8 @@ cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz="$(getconf CLK_TCK)"
 hop_pid() {
   case "$1" in
-    nginx-proxy) echo "$proxy_pid" ;; switchyard) echo "$gw_pid" ;; switchyard-traced) echo "$gw2_pid" ;;
+    nginx-proxy) echo "$proxy_pid" ;; haproxy-proxy) echo "$haproxy_pid" ;;
+    switchyard) echo "$gw_pid" ;; switchyard-traced) echo "$gw2_pid" ;;
     *) echo "" ;;
   esac
 }
@@ -378,7 +417,9 @@ load_start="$(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# machine: $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load average at start: $load_start"
 echo "# $(date -u +%FT%TZ)  duration=${duration}s warmup=${warmup}s conns=1,$conns rounds=$rounds wrk_threads=$wrk_threads pin=$pin"
 echo "# switchyard: $("$binary" --version 2>/dev/null || echo '?') ($binary, built $(date -u -r "$binary" +%FT%TZ)), tree $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'); one I/O thread (no threads option yet)"
-echo "# nginx: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), wrk: $("$WRK" -v 2>&1 | head -1 | cut -d' ' -f2)"
+haproxy_version=none
+[[ -n "$HAPROXY" ]] && haproxy_version="$("$HAPROXY" -v | head -1 | cut -d' ' -f3)"
+echo "# nginx: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), haproxy: $haproxy_version, wrk: $("$WRK" -v 2>&1 | head -1 | cut -d' ' -f2)"
 : >"$work/results/raw.txt"
 for r in $(seq "$rounds"); do
   for n in 1 "$conns"; do
@@ -397,7 +438,7 @@ for line in open(sys.argv[1]):
 conns_hi = int(sys.argv[2])
 def med(xs): return statistics.median(xs)
 stats = {}
-for case in ("direct", "nginx-proxy", "switchyard", "switchyard-traced"):
+for case in ("direct", "nginx-proxy", "haproxy-proxy", "switchyard", "switchyard-traced"):
     for n in (1, conns_hi):
         rs = [r for r in rows if r["case"] == case and int(r["conns"]) == n]
         if not rs: continue
@@ -428,6 +469,14 @@ print(f"throughput at {conns_hi} conns:  switchyard / nginx-proxy = {ratio:.2f}"
 ok = lambda b: "met" if b else "NOT met"
 print(f"goals: p50 added <= 25 µs: {ok(add50 <= 25)};  p99 added <= 150 µs: {ok(add99 <= 150)};"
       f"  throughput >= 0.8x nginx proxy: {ok(ratio >= 0.8)}")
+if ("haproxy-proxy", conns_hi) in stats:
+    h1, hh = stats[("haproxy-proxy", 1)], stats[("haproxy-proxy", conns_hi)]
+    hratio = sh["rps"] / hh["rps"]
+    print(f"against haproxy: p50 added at 1 conn {h1['p50'] - d1['p50']:+.0f} µs;"
+          f"  throughput at {conns_hi} conns switchyard / haproxy-proxy = {hratio:.2f}"
+          f"  (CPU per request: haproxy {hh['hop_us']:.1f} µs, switchyard {sh['hop_us'] / hh['hop_us']:.1f}x)")
+    print(f"issue 32's goals: throughput >= 1.0x haproxy: {ok(hratio >= 1.0)};"
+          f"  p50 added <= nginx's: {ok(add50 <= n1['p50'] - d1['p50'])}")
 if ("switchyard-traced", conns_hi) in stats:
     t1, th = stats[("switchyard-traced", 1)], stats[("switchyard-traced", conns_hi)]
     print(f"tracing, collector down: throughput at {conns_hi} conns {th['rps'] / sh['rps']:.2f}x untraced;"
