@@ -45,6 +45,10 @@ class ConsoleFeed {
  public:
   static constexpr std::size_t kHistoryPoints = 900;  // 15 minutes, one a second
   static constexpr std::size_t kRecent = 50;
+  // Running requests in the dashboard's picture, the oldest first (with the
+  // count of all): a queue of thousands made a picture of megabytes a
+  // second for each open page.
+  static constexpr std::size_t kRunningShown = 100;
   // What a chart point reads at each second: the fleet's tokens/s and queue depth.
   struct Gauges {
     double tokens_per_second = 0;

@@ -114,7 +114,9 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
                                     {"severity", f.severity},
                                     {"message", f.message}});
   json::array running;
-  for (const auto& r : feed.running())
+  std::size_t running_total = 0;
+  for (const auto& r : feed.running()) {
+    if (++running_total > ConsoleFeed::kRunningShown) continue;
     running.push_back(json::object{{"id", r.record->id},
                                    {"key", *r.key},
                                    {"session", *r.session},
@@ -122,6 +124,7 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
                                    {"instance", r.record->instance},
                                    {"elapsed", r.record->seconds_since_start()},
                                    {"ttft", r.record->ttfb}});
+  }
   json::array recent;
   feed.each_recent([&](const FinishedRequest& r) {
     recent.push_back(json::object{{"id", r.id},
@@ -139,6 +142,7 @@ std::string console_json(const obs::StatusSnapshot& status, const ModelCatalog& 
   json::object body{{"draining", status.draining},   {"instances", std::move(instances)},
                     {"models", std::move(models)},   {"findings", std::move(findings)},
                     {"running", std::move(running)}, {"recent", std::move(recent)}};
+  body["running_total"] = running_total;
   body["keys"] = std::move(keys);
   body["profiles"] = profiles ? json::value(profiles_json(*profiles)) : json::value(nullptr);
   body["residency"] =

@@ -25,7 +25,8 @@ http::Response ui_response(std::string_view path);
 
 // The dashboard's picture as JSON: the snapshot, models and aliases, the
 // profiles (as /admin/status has them; null when `profiles` is null), the
-// keys (as /admin/keys has them), the running and recent requests, this
+// keys (as /admin/keys has them), the running requests (the oldest
+// ConsoleFeed::kRunningShown, and how many run) and the recent ones, this
 // second's chart point, and with `history` the points of the last 15 minutes.
 // With on-demand models (`residency`), also their residency: each one's state
 // as /v1/models says it, its instances' memory per card, and each card's

@@ -121,7 +121,10 @@ function requestRow(r, running) {
 }
 
 function renderRequests(s) {
-  $('running').replaceChildren(...s.running.map((r) => requestRow(r, true)));
+  const rows = s.running.map((r) => requestRow(r, true));
+  const more = (s.running_total ?? 0) - s.running.length;
+  if (more > 0) rows.push(el('tr', { class: 'more' }, el('td', { colspan: 8 }, `… and ${more} more running (the oldest ${s.running.length} are listed)`)));
+  $('running').replaceChildren(...rows);
   $('recent').replaceChildren(...s.recent.map((r) => requestRow(r, false)));
 }
 

@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
 
+#include <list>
 #include <string>
 #include <vector>
+
+#include "gateway/console_routes.h"
 
 namespace switchyard::gateway {
 namespace {
@@ -84,6 +88,38 @@ TEST(ConsoleFeed, ListsRunningRequestsUntilEachEnds) {
   std::vector<std::string> recent;
   feed.each_recent([&](const FinishedRequest& r) { recent.push_back(r.id); });
   EXPECT_EQ(recent, (std::vector<std::string>{"r2", "r0", "r1"}));
+}
+
+// A queue of thousands does not make the dashboard's picture megabytes a
+// second: it lists the oldest kRunningShown and says how many run.
+TEST(ConsoleFeed, ThePictureListsTheOldestRunningRequestsAndCountsAll) {
+  boost::asio::io_context io;
+  ConsoleFeed feed(io.get_executor(), [] { return ConsoleFeed::Gauges{}; });
+  const std::string key = "alice", session;
+  const std::size_t n = ConsoleFeed::kRunningShown + 50;
+  std::list<RequestRecord> records;
+  std::list<ConsoleFeed::Running> listed;
+  for (std::size_t i = 0; i < n; ++i) {
+    records.emplace_back().id = "r" + std::to_string(i);
+    feed.begin(listed.emplace_back(), records.back(), key, session);
+  }
+  const auto picture = [&] {
+    return boost::json::parse(console_json({}, ModelCatalog({}), feed, nullptr, nullptr, {}, {},
+                                           false))
+        .as_object();
+  };
+  auto body = picture();
+  const auto& running = body.at("running").as_array();
+  ASSERT_EQ(running.size(), ConsoleFeed::kRunningShown);
+  EXPECT_EQ(running.front().at("id").as_string(), "r0");
+  EXPECT_EQ(running.back().at("id").as_string(),
+            "r" + std::to_string(ConsoleFeed::kRunningShown - 1));
+  EXPECT_EQ(body.at("running_total").to_number<std::size_t>(), n);
+  // Fewer than the cap: all of them.
+  listed.resize(3);
+  body = picture();
+  EXPECT_EQ(body.at("running").as_array().size(), 3u);
+  EXPECT_EQ(body.at("running_total").to_number<std::size_t>(), 3u);
 }
 
 }  // namespace
