@@ -349,7 +349,7 @@ idle_row() {  # STREAMS
     const n = Number(process.argv[2]), o = r.rounds[0];
     if (o.open_streams !== n) { console.error(`only ${o.open_streams} of ${n} streams opened`); process.exit(1); }
     const f = (x) => x.toFixed(1);
-    console.log(`| ${n} | ${f(r.base.rss_mib)} | ${f(o.open.rss_mib)} | ${f((o.open.rss_mib - r.base.rss_mib) * 1024 / n)} | ${f(o.after.rss_mib)} | ${(o.after.rss_mib / r.base.rss_mib).toFixed(2)}× |`);
+    console.log(`| ${n} | ${f(r.base.rss_mib)} | ${f(o.open.rss_mib)} | ${f((o.open.rss_mib - r.base.rss_mib) * 1024 / n)} | ${f(o.after.rss_mib)} | ${(o.after.rss_mib / r.base.rss_mib).toFixed(2)}× | ${f(r.base.anon_mib)} / ${f(r.base.file_mib)} → ${f(o.after.anon_mib)} / ${f(o.after.file_mib)} |`);
   ' "$work/$name.json" "$n" || die "$name: see $work/$name.json"
 }
 
@@ -396,8 +396,8 @@ if [[ -n "$queued_counts" ]]; then
 fi
 if [[ -n "$idle_counts" ]]; then
   echo
-  echo "| open idle streams | RSS before (MiB) | RSS open (MiB) | KiB a stream | RSS after they close (MiB) | × before |"
-  echo "|---|---|---|---|---|---|"
+  echo "| open idle streams | RSS before (MiB) | RSS open (MiB) | KiB a stream | RSS after they close (MiB) | × before | anon / file pages (MiB), before → after |"
+  echo "|---|---|---|---|---|---|---|"
   for n in ${idle_counts//,/ }; do idle_row "$n"; done
 fi
 echo

@@ -274,7 +274,12 @@ async function loadMode() {
 function gatewayState(pid) {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (field) => Number((status.match(new RegExp(`^${field}:\\s+(\\d+)`, 'm')) ?? [0, 0])[1]);
-  return { rss_mib: kb('VmRSS') / 1024, hwm_mib: kb('VmHWM') / 1024, fds: fs.readdirSync(`/proc/${pid}/fd`).length };
+  // RSS split as the kernel counts it: anonymous (the heap, stacks) and file
+  // pages (the binary's and libraries' code paged in).
+  return {
+    rss_mib: kb('VmRSS') / 1024, anon_mib: kb('RssAnon') / 1024, file_mib: kb('RssFile') / 1024,
+    hwm_mib: kb('VmHWM') / 1024, fds: fs.readdirSync(`/proc/${pid}/fd`).length,
+  };
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
