@@ -100,9 +100,13 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
       data["exit_code"] = code;
     }
     if (e.kind == Kind::failed) data["error"] = e.reason;
-    const auto line = to_json_text(boost::json::object{
-        {"data", std::move(data)}, {"event", "status_change"}, {"model", e.model}});
-    events.push_back(line);
+    send(to_json_text(boost::json::object{
+        {"data", std::move(data)}, {"event", "status_change"}, {"model", e.model}}));
+  }
+
+  // One /models/sse event to every listener (and the latest kept).
+  void send(std::string line) {
+    events.push_back(std::move(line));
     if (events.size() > 64) events.pop_front();
     ++published;
     for (auto* t : listeners) t->cancel();
@@ -131,6 +135,8 @@ void ModelControl::reload(const config::FleetConfig& config) {
   impl_->options = config.swapping;
   impl_->residency.reload(config);
   impl_->gauge();
+  // As llama.cpp's router says its list changed: its web UI fetches it again.
+  impl_->send(R"({"event":"models_reload","model":"*"})");
 }
 
 bool ModelControl::wanted(const config::FleetConfig& config) {

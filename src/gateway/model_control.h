@@ -31,7 +31,8 @@ class ModelControl final : public SwitchGate {
   ~ModelControl() override;
 
   // A reload: `config`'s swapping options, cards and memory figures apply
-  // from now on (the fleet has applied its instances).
+  // from now on (the fleet has applied its instances); /models/sse says
+  // `models_reload`, as llama.cpp's router does when its list changes.
   void reload(const config::FleetConfig& config);
 
   // Whether any instance of the config is load: on-demand.

@@ -58,6 +58,34 @@ async function streaming(gw, model) {
   return { stream };
 }
 
+// GET /models/sse's events (each `data:` line parsed) until `enough(events)`:
+// resolves once the stream is open to { events, reading }, where `reading`
+// ends when enough have come or the stream ends (bounded by `timeoutMs`).
+async function modelEvents(gw, enough, timeoutMs = 30_000) {
+  const res = await fetch(`${gw.url}/models/sse`, { signal: AbortSignal.timeout(timeoutMs) });
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get('content-type'), /text\/event-stream/);
+  const events = [];
+  const reading = (async () => {
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!enough(events)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      let end;
+      while ((end = text.indexOf('\n\n')) >= 0) {
+        const block = text.slice(0, end);
+        text = text.slice(end + 2);
+        if (block.startsWith('data: ')) events.push(JSON.parse(block.slice(6)));
+      }
+    }
+    await reader.cancel();
+  })();
+  return { events, reading };
+}
+
 async function metric(gw, name, labels) {
   return metricValue(await (await fetch(`${gw.url}/metrics`)).text(), name, labels) ?? 0;
 }
@@ -131,30 +159,9 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
 
   test('GET /models/sse streams status changes as llama.cpp router mode does', async () => {
     const gw = await startGateway(box(), { waitReady: false });
-    const controller = new AbortController();
-    const res = await fetch(`${gw.url}/models/sse`, { signal: controller.signal });
-    assert.equal(res.status, 200);
-    assert.match(res.headers.get('content-type'), /text\/event-stream/);
-    const events = [];
-    const reading = (async () => {
-      const reader = res.body.getReader();
-      const decoder = new TextDecoder();
-      let text = '';
-      while (!events.some((e) => e.data.status === 'loaded')) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += decoder.decode(value, { stream: true });
-        let end;
-        while ((end = text.indexOf('\n\n')) >= 0) {
-          const block = text.slice(0, end);
-          text = text.slice(end + 2);
-          if (block.startsWith('data: ')) events.push(JSON.parse(block.slice(6)));
-        }
-      }
-    })();
+    const { events, reading } = await modelEvents(gw, (seen) => seen.some((e) => e.data?.status === 'loaded'));
     assert.equal((await chat(gw, 'A')).status, 200);
     await reading;
-    controller.abort();
     assert.deepEqual(events.map((e) => [e.event, e.model, e.data.status]),
       [['status_change', 'A', 'loading'], ['status_change', 'A', 'loaded']]);
     await gw.stop();
@@ -247,6 +254,18 @@ describe('a reload of the models config', { timeout: 90_000 }, () => {
     assert.equal(res.status, 200, res.text);
     assert.equal((await statuses(gw)).A.value, 'loaded');
     assert.equal(await metric(gw, 'switchyard_model_loads_total', { model: 'A', reason: 'request' }), 1);
+    await gw.stop();
+  });
+
+  test('a reload tells /models/sse listeners that the list changed (models_reload), as llama.cpp\'s router does', async () => {
+    const gw = await startGateway(box(), { waitReady: false });
+    const { events, reading } = await modelEvents(gw, (seen) => seen.some((e) => e.event === 'models_reload'));
+    const withC = box([onDemand('a', 'A'), onDemand('b', 'B'), onDemand('c', 'C')]);
+    const mark = gw.reload(withC);
+    await gw.proc.waitForOutput(/config reloaded/, 10_000, mark);
+    await reading;
+    assert.deepEqual(events.at(-1), { event: 'models_reload', model: '*' });
+    assert.equal((await statuses(gw)).C.value, 'unloaded', 'the list it would fetch again has C');
     await gw.stop();
   });
 
