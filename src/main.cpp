@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "switchyard_version.h"
 
 int main(int argc, char** argv) {
   // Writes to a closed pipe or socket are handled as errors, not fatal.

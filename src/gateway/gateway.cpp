@@ -139,7 +139,7 @@ void Gateway::end_running(std::chrono::milliseconds drain) {
 }
 
 std::optional<http::Response> Gateway::screen(http::RequestHead& head) {
-  const Route* route = find_route(head.path());
+  const Route* route = find_route(head.target);
   auto refusal =
       route ? impl_->head.run(head, *route)
             : openai::error_response(ApiError::not_found(
@@ -169,7 +169,7 @@ awaitable<void> Gateway::handle(http::Request& request, http::Exchange& exchange
 }
 
 awaitable<void> Gateway::Impl::handle(http::Request& request, http::Exchange& exchange) {
-  const Route& route = *find_route(request.head.path());  // screen() made sure it exists
+  const Route& route = *find_route(request.head.target);  // screen() made sure it exists
   RequestContext ctx(request, exchange, route);
   ctx.record.id = request_id(request.head.headers, rng);
   ctx.record.bytes_in = request.body.size();

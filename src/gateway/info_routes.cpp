@@ -8,6 +8,7 @@
 
 #include "common/json_text.h"
 #include "openai/api_error.h"
+#include "switchyard_version.h"
 
 namespace switchyard::gateway {
 
@@ -100,6 +101,22 @@ http::Response root_response(bool head) {
   return http::json_response(
       200, R"({"service":"switchyard","api":"/v1","models":"/v1/models","health":"/health",)"
            R"("dashboard":"/ui"})");
+}
+
+http::Response router_props_response(std::size_t instances) {
+  // The fields llama.cpp's router gives (tools/server/server-models.cpp):
+  // the model's own are placeholders there too.
+  const boost::json::object body{
+      {"role", "router"},
+      {"max_instances", instances},
+      {"models_autoload", true},
+      {"model_alias", "switchyard"},
+      {"model_path", "none"},
+      {"default_generation_settings", {{"params", nullptr}, {"n_ctx", 0}}},
+      {"ui_settings", boost::json::object{}},
+      {"build_info", "switchyard " SWITCHYARD_VERSION},
+      {"cors_proxy_enabled", false}};
+  return http::json_response(200, boost::json::serialize(body));
 }
 
 http::Response health_response(const obs::StatusSnapshot& status, bool detail) {

@@ -31,6 +31,10 @@ boost::json::object status_object(const profiles::ModelState& state);
 // when a request needs it), else 503; each
 // instance's state only with `detail`.
 http::Response health_response(const obs::StatusSnapshot& status, bool detail);
+// GET /props: llama.cpp router mode's own props (role "router"), by which
+// its web UI knows to list the models and ask /props?model=NAME for each;
+// `instances` is how many engines may run at once.
+http::Response router_props_response(std::size_t instances);
 // GET and HEAD /: 200 (agents probe the base URL before their first
 // request) with where things are; no body for HEAD.
 http::Response root_response(bool head);

@@ -52,6 +52,11 @@ awaitable<void> LocalRoutes::model_events(RequestContext& ctx) {
   co_await p_.dispatch.models()->stream_events(ctx.exchange, [this] { return p_.draining; });
 }
 
+awaitable<void> LocalRoutes::router_props(RequestContext& ctx) {
+  http::Response reply = router_props_response(p_.config.instances.size());
+  co_await respond(ctx, std::move(reply));
+}
+
 awaitable<void> LocalRoutes::health(RequestContext& ctx) {
   http::Response reply = health_response(snapshot(), sees_detail(ctx.request.head));
   co_await respond(ctx, std::move(reply));

@@ -46,6 +46,7 @@ class LocalRoutes final : public Stage {
   boost::asio::awaitable<void> models(RequestContext& ctx);          // GET /v1/models, /models
   boost::asio::awaitable<void> model(RequestContext& ctx);           // GET /v1/models/{id}
   boost::asio::awaitable<void> model_events(RequestContext& ctx);    // GET /models/sse
+  boost::asio::awaitable<void> router_props(RequestContext& ctx);    // GET /props
   boost::asio::awaitable<void> health(RequestContext& ctx);          // GET /health
   boost::asio::awaitable<void> metrics(RequestContext& ctx);         // GET /metrics
   boost::asio::awaitable<void> root(RequestContext& ctx);            // GET and HEAD /

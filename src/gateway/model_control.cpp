@@ -152,6 +152,8 @@ profiles::ModelResidency& ModelControl::residency() {
 std::optional<std::chrono::milliseconds> ModelControl::hold(const RequestContext& ctx) {
   auto& r = impl_->residency;
   if (!r.manages(ctx.model)) return std::nullopt;
+  // Asked not to load it: no wait, and refusal() says why.
+  if (!ctx.autoload && !r.routable(ctx.model)) return std::chrono::milliseconds(0);
   impl_->failures.erase(ctx.model);  // a new request tries the load again
   r.waiting(&ctx, ctx.model);
   if (r.routable(ctx.model)) return std::nullopt;
@@ -166,6 +168,10 @@ void ModelControl::routed(const RequestContext& ctx) {
 std::optional<ApiError> ModelControl::refusal(const RequestContext& ctx) {
   auto& g = *impl_;
   if (!g.residency.manages(ctx.model)) return std::nullopt;
+  if (!ctx.autoload && !g.residency.routable(ctx.model))
+    return ApiError::bad_request(
+        fmt::format("model '{}' is not loaded and the request says autoload=false", ctx.model),
+        "autoload");
   if (auto it = g.failures.find(ctx.model); it != g.failures.end())
     return ApiError::unavailable(
         fmt::format("model '{}' failed to load: {}", ctx.model, it->second), "model_load_failed");

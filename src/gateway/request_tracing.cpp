@@ -66,6 +66,8 @@ std::string_view genai_operation(openai::Endpoint endpoint) {
       return "stored_response";
     case Endpoint::audio:
       return "transcription";
+    case Endpoint::engine_state:
+      return "engine_state";
   }
   return "unknown";
 }

@@ -114,23 +114,27 @@ awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
                                                 std::chrono::milliseconds max_wait) {
   const RouteQuery query = ctx.query();
   Router::Refusal why = Router::Refusal::all_slots_busy;
-  if (!takes_slot(*ctx.route.endpoint)) {
-    // Tokenizer and template calls are cheap and run beside generation in
-    // the engine: any routable instance, no slot, no queue.
+  const bool slot_call = takes_slot(*ctx.route.endpoint);
+  if (!slot_call) {
+    // Tokenizer, template and state calls are cheap and run beside
+    // generation in the engine: any routable instance, no slot, no queue.
     ctx.target = router_.pick_any(query, &why);
     if (ctx.target) co_return Routed::ok;
-    co_return Routed::none_left;
+    if (gates_.empty() || retry) co_return Routed::none_left;
+    // Its model may be unloaded or loading: held below as a slot call is.
   }
   if (gates_.empty() || retry) co_return co_await route_slot(ctx, retry, max_wait, false);
   std::optional<std::chrono::milliseconds> held;
   for (auto* gate : gates_)
     if (auto bound = gate->hold(ctx)) held = std::max(held.value_or(*bound), *bound);
-  Routed routed;
+  Routed routed = Routed::none_left;
   if (held)
     routed = co_await route_held(ctx, *held);
-  else
+  else if (slot_call)
     routed = co_await route_slot(ctx, retry, max_wait, false);
   for (auto* gate : gates_) gate->routed(ctx);
+  // The wait took a slot, which a call beside generation does not keep.
+  if (!slot_call) ctx.lease.release();
   co_return routed;
 }
 

@@ -1,6 +1,7 @@
 #include "gateway/routes.h"
 
 #include "gateway/local_routes.h"
+#include "http/message.h"
 
 namespace switchyard::gateway {
 
@@ -16,6 +17,16 @@ constexpr Route api(std::string_view path, Endpoint endpoint, Dialect dialect = 
           .door = Door::api_key,
           .endpoint = endpoint,
           .dialect = dialect};
+}
+
+// A GET forwarded to an engine of the model its query names (?model=); no
+// body. `only_with_model`: without one, the next row with the path answers.
+constexpr Route engine_get(std::string_view path, bool only_with_model = false) {
+  return {.path = path,
+          .method = "GET",
+          .door = Door::api_key,
+          .endpoint = Endpoint::engine_state,
+          .model_in_query = only_with_model};
 }
 
 // A route the gateway answers itself.
@@ -61,6 +72,11 @@ constexpr Route kRoutes[] = {
     api("/apply-template", Endpoint::apply_template),
     api("/tokenize", Endpoint::tokenize),
     api("/detokenize", Endpoint::detokenize),
+    // An engine's own state, as llama.cpp's router hands it on (its web UI
+    // reads a model's modalities and context from /props?model=NAME).
+    engine_get("/props", /*only_with_model=*/true),
+    engine_get("/slots"),
+    local("/props", "GET", Door::api_key, &LocalRoutes::router_props),
     local("/v1/models", "GET", Door::api_key, &LocalRoutes::models),
     under(local("/v1/models/", "GET", Door::api_key, &LocalRoutes::model)),
     // llama.cpp router mode's model routes (docs/models.md); loading and
@@ -98,10 +114,13 @@ bool Route::allows(std::string_view m) const {
   return head_too && m == "HEAD";
 }
 
-const Route* find_route(std::string_view path) {
+const Route* find_route(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
   for (const auto& r : kRoutes) {
-    if (r.prefix ? path.size() > r.path.size() && path.starts_with(r.path) : path == r.path)
-      return &r;
+    if (!(r.prefix ? path.size() > r.path.size() && path.starts_with(r.path) : path == r.path))
+      continue;
+    if (r.model_in_query && http::query_param(target, "model").value_or("").empty()) continue;
+    return &r;
   }
   return nullptr;
 }

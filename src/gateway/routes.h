@@ -37,6 +37,10 @@ struct Route {
   openai::Dialect dialect = openai::Dialect::openai;
   bool prefix = false;
   bool head_too = false;  // HEAD is answered as well, without a body
+  // The row matches only when the query names a model (?model=): llama.cpp
+  // router mode's GET /props?model=NAME goes to that model's engine, while
+  // GET /props is the router's own (the next row with the path).
+  bool model_in_query = false;
 
   bool forwarded() const { return endpoint.has_value(); }
   bool allows(std::string_view m) const;
@@ -46,7 +50,7 @@ struct Route {
 // (gateway/admin_access.h).
 inline constexpr std::string_view admin_login_path = "/admin/login";
 
-// The route for a request path, or null.
-const Route* find_route(std::string_view path);
+// The route for a request target (path and query), or null.
+const Route* find_route(std::string_view target);
 
 }  // namespace switchyard::gateway

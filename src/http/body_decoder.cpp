@@ -2,16 +2,11 @@
 
 #include <algorithm>
 
+#include "http/message.h"
+
 namespace switchyard::http {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // The hexadecimal number `s` starts with.
 struct HexPrefix {

@@ -57,6 +57,50 @@ std::string_view RequestHead::path() const {
   return t.substr(0, t.find('?'));
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+namespace {
+
+// application/x-www-form-urlencoded: "%2F" → "/", "+" → " "; a '%' not
+// followed by two hex digits stays as it is.
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 &&
+               hex_value(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> query_param(std::string_view t, std::string_view name) {
+  const auto q = t.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  for (std::string_view rest = t.substr(q + 1); !rest.empty();) {
+    const auto amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    const auto eq = pair.find('=');
+    if (percent_decoded(pair.substr(0, eq)) != name) continue;
+    return eq == std::string_view::npos ? std::string() : percent_decoded(pair.substr(eq + 1));
+  }
+  return std::nullopt;
+}
+
 Response json_response(int status, std::string body) {
   Response r;
   r.status = status;

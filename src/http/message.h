@@ -98,6 +98,13 @@ struct RequestHead {
   std::string_view path() const;
 };
 
+// The value of a hexadecimal digit; -1 for any other character.
+int hex_value(char c);
+
+// The value of the query parameter `name` in a request target
+// ("/props?model=a%20b" → "a b"), the first when repeated; nullopt when absent.
+std::optional<std::string> query_param(std::string_view target, std::string_view name);
+
 struct Request {
   RequestHead head;
   std::string body;

@@ -83,6 +83,7 @@ std::optional<Required> required_field(Endpoint endpoint) {
     case Endpoint::infill:
     case Endpoint::stored_response:
     case Endpoint::audio:
+    case Endpoint::engine_state:
       return std::nullopt;
   }
   return std::nullopt;
@@ -202,7 +203,7 @@ bool takes_slot(Endpoint endpoint) {
   return endpoint != Endpoint::tokenize && endpoint != Endpoint::detokenize &&
          endpoint != Endpoint::apply_template && endpoint != Endpoint::count_tokens &&
          endpoint != Endpoint::responses_input_tokens && endpoint != Endpoint::chat_input_tokens &&
-         endpoint != Endpoint::stored_response;
+         endpoint != Endpoint::stored_response && endpoint != Endpoint::engine_state;
 }
 
 struct RequestInspector::Impl {

@@ -33,6 +33,7 @@ enum class Endpoint {
   chat_input_tokens,       // POST /v1/chat/completions/input_tokens
   stored_response,         // GET, DELETE /v1/responses/{id}, POST .../cancel: no body to read
   audio,                   // POST /v1/audio/transcriptions, /translations: a multipart form
+  engine_state,            // GET /props?model=, /slots?model= (llama.cpp's router): no body
 };
 
 // Whether a request to `endpoint` runs on an engine slot (generation,

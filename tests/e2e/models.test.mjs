@@ -207,6 +207,40 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     await gw.stop();
   });
 
+  // What llama.cpp's web UI asks of a router: /props to learn it is one,
+  // then /props?model=NAME (with autoload=false) for a loaded model's own.
+  test('GET /props is the router\'s; /props?model= and /slots?model= reach the model\'s engine, loading it unless autoload=false', async () => {
+    const gw = await startGateway(box(), { waitReady: false });
+    const router = await fetchJson(`${gw.url}/props`);
+    assert.equal(router.status, 200, router.text);
+    assert.equal(router.body.role, 'router');
+    assert.equal(router.body.models_autoload, true);
+    assert.equal(router.body.max_instances, 2);
+    assert.match(router.body.build_info, /^switchyard \d+\.\d+\.\d+$/);
+    expectError(assert, await fetchJson(`${gw.url}/props?model=A&autoload=false`), 400,
+      { messageIncludes: ["model 'A' is not loaded", 'autoload=false'] });
+    assert.deepEqual(gw.engines(), [], 'autoload=false started nothing');
+    expectError(assert, await fetchJson(`${gw.url}/props?model=Nope`), 404, { code: 'model_not_found' });
+
+    const props = await fetchJson(`${gw.url}/props?model=A`, { timeoutMs: 30_000 });
+    assert.equal(props.status, 200, props.text);
+    assert.equal(props.body.total_slots, 2, 'the engine\'s own props');
+    assert.ok(props.body.default_generation_settings.n_ctx > 0, props.text);
+    assert.equal((await statuses(gw)).A.value, 'loaded');
+    assert.equal((await fetchJson(`${gw.url}/props?model=A&autoload=false`)).status, 200, 'loaded now');
+    const slots = await fetchJson(`${gw.url}/slots?model=A`);
+    assert.equal(slots.status, 200, slots.text);
+    assert.equal(slots.body.length, 2);
+    expectError(assert, await fetchJson(`${gw.url}/slots`), 400, { messageIncludes: ["'model' is required", 'A, B'] });
+
+    // A call beside generation (no slot) loads its model as a chat does.
+    const tokens = await fetchJson(`${gw.url}/tokenize`, { body: { model: 'B', content: 'hello world' }, timeoutMs: 30_000 });
+    assert.equal(tokens.status, 200, tokens.text);
+    assert.ok(tokens.body.tokens.length > 0, tokens.text);
+    assert.equal((await statuses(gw)).B.value, 'loaded');
+    await gw.stop();
+  });
+
   test('ttl unloads a model with nothing to do', async () => {
     const gw = await startGateway(box([onDemand('a', 'A', { ttl: '1s' }), onDemand('b', 'B')]), { waitReady: false });
     assert.equal((await chat(gw, 'A')).status, 200);

@@ -95,5 +95,22 @@ TEST(RouteTable, EveryRouteIsForwardedOrAnsweredHereNeverBothNorNeither) {
   EXPECT_EQ(find_route("/nowhere"), nullptr);
 }
 
+// llama.cpp's router answers GET /props itself and hands GET /props?model=X
+// to X's engine.
+TEST(RouteTable, PropsGoesToAnEngineOnlyWhenTheQueryNamesAModel) {
+  EXPECT_EQ(find_route("/props")->answer, &LocalRoutes::router_props);
+  EXPECT_EQ(find_route("/props?autoload=false")->answer, &LocalRoutes::router_props);
+  EXPECT_EQ(find_route("/props?model=")->answer, &LocalRoutes::router_props);
+  for (std::string_view target :
+       {"/props?model=coder", "/props?autoload=false&model=coder", "/slots?model=coder"}) {
+    const Route* route = find_route(target);
+    ASSERT_NE(route, nullptr) << target;
+    EXPECT_EQ(route->endpoint, openai::Endpoint::engine_state) << target;
+    EXPECT_FALSE(openai::takes_slot(*route->endpoint));
+  }
+  // Without a model, /slots is the default model's (resolve's rule for a body without one).
+  EXPECT_EQ(find_route("/slots")->endpoint, openai::Endpoint::engine_state);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway

@@ -59,5 +59,20 @@ TEST(Headers, EmptyValuesAndListsLargerThanTheInlineBufferStayIntact) {
   EXPECT_EQ(h.find("x-header-0"), "changed");
 }
 
+TEST(QueryParam, FindsTheFirstValueDecodedAndTellsAbsentFromEmpty) {
+  EXPECT_EQ(query_param("/props?model=coder", "model"), "coder");
+  EXPECT_EQ(query_param("/props?autoload=false&model=a%2Fb+c", "model"), "a/b c");
+  EXPECT_EQ(query_param("/props?model=one&model=two", "model"), "one");
+  EXPECT_EQ(query_param("/props?model=&x=1", "model"), "");
+  EXPECT_EQ(query_param("/props?model", "model"), "");
+  EXPECT_EQ(query_param("/props?models=x&amodel=y", "model"), std::nullopt);
+  EXPECT_EQ(query_param("/props", "model"), std::nullopt);
+  EXPECT_EQ(query_param("/props?m%6Fdel=z", "model"), "z");
+  // A '%' without two hex digits after it is kept, not read past the end.
+  EXPECT_EQ(query_param("/p?model=100%&x=%4", "model"), "100%");
+  EXPECT_EQ(query_param("/p?x=%4", "x"), "%4");
+  EXPECT_EQ(query_param("/p?x=%zz", "x"), "%zz");
+}
+
 }  // namespace
 }  // namespace switchyard::http
