@@ -56,6 +56,7 @@ struct SimFlags {
   std::optional<unsigned> keep_alive_max;
   bool list_presets = false;
   bool reranking = false;
+  bool no_ui = false;
   sim::FaultOptions faults;
   // vLLM sleep mode and the times a model load and a wake-up take (modelled
   // seconds, divided by the speed factor).
@@ -174,6 +175,7 @@ int run_sim(const SimFlags& flags) {
     o.model_alias = flags.alias;
     o.model_path = flags.model_path;
     o.reranking = flags.reranking;
+    o.ui = !flags.no_ui;
     o.faults = faults;
     api = std::make_unique<sim::LlamacppApi>(engine, o);
     server_options.server_name = "llama.cpp";
@@ -237,6 +239,9 @@ Command add_sim_command(CLI::App& app) {
                   "Close a connection after this many requests, the last one answered "
                   "'Connection: close' (0: no limit; default 100 as llama-server, vllm none)")
       ->check(CLI::Range(0u, 1u << 30));
+  sub->add_flag("--no-ui,--no-webui", flags->no_ui,
+                "llamacpp: /props says \"ui\": false, as llama-server --no-ui (llama.cpp's web "
+                "UI then hides the model behind a router)");
   sub->add_flag("--reranking,--rerank", flags->reranking,
                 "llamacpp: serve /rerank, /reranking and /v1/rerank (else 501, as llama-server)");
 

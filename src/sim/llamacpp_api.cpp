@@ -273,7 +273,7 @@ http::Response LlamacppApi::Impl::props() const {
       {"endpoint_slots", true},
       {"endpoint_props", false},
       {"endpoint_metrics", true},
-      {"ui", false},
+      {"ui", options.ui},
       {"ui_settings", json::object{}},
       {"chat_template", kChatTemplate},
       {"chat_template_caps", json::object{{"supports_object_arguments", false},

@@ -22,6 +22,9 @@ struct LlamacppApiOptions {
   std::string model_path = "/models/sim.gguf";
   // llama-server --reranking: /rerank, /reranking, /v1/rerank answer; else 501.
   bool reranking = false;
+  // False as llama-server --no-ui: /props says "ui": false, and llama.cpp's
+  // web UI, talking to a router, hides the model.
+  bool ui = true;
   // Injected failures; all off by default.
   FaultOptions faults;
 };

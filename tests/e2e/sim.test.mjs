@@ -363,7 +363,11 @@ describe('sim: the model name as llama-server reports it', () => {
     const props = (await fetchJson(`${sim.url}/props`)).body;
     assert.equal(props.model_path, PATH);
     assert.equal(props.model_alias, PATH);
+    assert.equal(props.ui, true, 'as llama-server without --no-ui');
     await sim.stop();
+    const headless = await startSim({ speedFactor: 50 }, ['--no-ui']);
+    assert.equal((await fetchJson(`${headless.url}/props`)).body.ui, false);
+    await headless.stop();
   });
 
   test('--model-path sets the file; --alias the name every response reports', TIMEOUT, async () => {
