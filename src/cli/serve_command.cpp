@@ -197,6 +197,11 @@ int run_serve(const ServeFlags& flags) {
         "address alone (loopback clients, no key), so a reverse proxy or tunnel on this host "
         "opens them to whoever reaches it; set admin_key in the fleet config",
         options.address);
+  // Registered before the line that says the gateway listens: a signal
+  // sent once that line is read (a reload script, a test) is queued for
+  // the handlers below, not fatal by default.
+  net::signal_set signals(io, SIGINT, SIGTERM);
+  net::signal_set hangup(io, SIGHUP);
   fleet.start();
   server.start();
   // Tests and scripts read this line for the port: keep its wording.
@@ -219,8 +224,6 @@ int run_serve(const ServeFlags& flags) {
 
   // SIGINT/SIGTERM: stop accepting, let in-flight requests finish within
   // timeouts.drain, stop the engines, exit. A second signal skips the wait.
-  net::signal_set signals(io, SIGINT, SIGTERM);
-  net::signal_set hangup(io, SIGHUP);
   bool draining = false;
   std::function<void()> wait_signal = [&] {
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {

@@ -431,15 +431,16 @@ bool share_gpu(const InstanceConfig& a, const InstanceConfig& b) {
   return false;
 }
 
-// prestart: only an engine the gateway starts, puts to sleep and that waits
-// parked at start (in a profile, not the first) can be started early.
+// prestart: an on-demand instance is loaded at start; otherwise only an
+// engine the gateway starts, puts to sleep and that waits parked at start
+// (in a profile, not the first) can be started early.
 void validate_prestart(const YAML::Node& root, const FleetConfig& c) {
   std::set<std::string> first, parked;
   for (std::size_t p = 0; p < c.profiles.size(); ++p)
     for (const auto& name : c.profiles[p].instances) (p == 0 ? first : parked).insert(name);
   for (std::size_t i = 0; i < c.instances.size(); ++i) {
     const auto& inst = c.instances[i];
-    if (!inst.prestart) continue;
+    if (!inst.prestart || inst.load == LoadMode::on_demand) continue;
     const auto node = root["instances"][i]["prestart"];
     const auto where = fmt::format("instances[{}].prestart", i);
     if (!inst.sleep || !inst.command)

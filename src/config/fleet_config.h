@@ -53,7 +53,8 @@ struct InstanceConfig {
   // With sleep, in a profile other than the first: started at gateway start
   // and put to sleep before the first profile's instances start, so its
   // first switch wakes it (seconds) rather than loading it cold. The
-  // gateway's start takes that much longer. Default false.
+  // gateway's start takes that much longer. With load: on-demand: loaded at
+  // start (where it fits) rather than on its first request. Default false.
   bool prestart = false;
   LoadMode load = LoadMode::always;
   // on-demand: unloaded after this long with nothing in flight or queued.

@@ -217,7 +217,9 @@ void Fleet::on_change(std::function<void(const Instance&)> callback) {
 void Fleet::start() {
   std::vector<std::size_t> early;
   for (auto& inst : state_->instances)
-    if (inst->config.prestart && state_->watches[inst->index]->halted) early.push_back(inst->index);
+    if (inst->config.prestart && inst->config.load == config::LoadMode::always &&
+        state_->watches[inst->index]->halted)
+      early.push_back(inst->index);
   if (early.empty()) {
     start_unhalted();
     return;

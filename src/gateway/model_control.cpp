@@ -31,6 +31,7 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
         metrics(m),
         residency(ex, config, *this, [] { return std::chrono::steady_clock::now(); }) {
     residency.on_event([this](const profiles::ResidencyEvent& e) { happened(e); });
+    residency.prestart();
     gauge();
   }
 

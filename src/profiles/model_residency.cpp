@@ -507,6 +507,26 @@ void ModelResidency::step() {
   impl_->step();
 }
 
+void ModelResidency::prestart() {
+  auto& g = *impl_;
+  for (const auto& in : g.env.instances()) {
+    if (!in->config.prestart || !g.on_demand(*in) || g.present(*in)) continue;
+    const auto all = g.residents();
+    if (!fits(all, all.at(in->index), g.gpus)) {
+      spdlog::warn(
+          "instance {}: prestart: not loaded, no room beside what is loaded before it; it "
+          "loads on its first request",
+          in->name());
+      continue;
+    }
+    auto load = std::make_shared<Impl::Load>();
+    load->model = in->model();
+    load->target = in->index;
+    load->reason = "prestart";
+    g.start(std::move(load));
+  }
+}
+
 ModelState ModelResidency::Impl::state_of(const std::string& model) const {
   ModelState s{model, "unloaded", false, "", std::nullopt};
   bool loaded = false, loading = false, sleeping = false;

@@ -49,7 +49,7 @@ struct ResidencyEvent {
   enum class Kind { loading, loaded, unloaded, failed } kind = Kind::loading;
   std::string model;
   std::string instance;
-  std::string reason;  // loads: request, admin; unloads: ttl, evicted, admin; failed: why
+  std::string reason;  // loads: request, admin, prestart; unloads: ttl, evicted, admin; failed: why
   double seconds = 0;  // loaded: the load's time
 };
 
@@ -95,6 +95,10 @@ class ModelResidency {
   std::optional<std::string> load(const std::string& model);
   std::optional<std::string> unload(const std::string& model);
 
+  // Loads the on-demand instances marked `prestart` (reason prestart), in
+  // the config's order, each where it fits beside what is present without
+  // unloading anything; one that does not fit is logged and left unloaded.
+  void prestart();
   // Decides now: ttl unloads, cancelled loads, the next loads.
   void step();
 

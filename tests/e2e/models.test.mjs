@@ -106,6 +106,17 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     await gw.stop();
   });
 
+  test('prestart: true loads an on-demand model at start, and it is evicted like any other', async () => {
+    const a = { ...onDemand('a', 'A'), prestart: true };
+    const gw = await startGateway(box([a, onDemand('b', 'B')]), { waitReady: false });
+    await waitStatus(gw, 'A', 'loaded');
+    assert.equal((await statuses(gw)).B.value, 'unloaded');
+    assert.equal(await metric(gw, 'switchyard_model_loads_total', { model: 'A', reason: 'prestart' }), 1);
+    assert.equal((await chat(gw, 'B')).status, 200);
+    assert.equal((await statuses(gw)).A.value, 'unloaded');
+    await gw.stop();
+  });
+
   test('a stream on A is not cut when B is requested; B loads after it ends', async () => {
     const gw = await startGateway(box(), { waitReady: false });
     const streamA = await streaming(gw, 'A');  // A is loaded and streaming

@@ -32,6 +32,7 @@ instances:
     load: on-demand
     ttl: 10m
     memory: 20GiB
+    prestart: true
     command: run-c
 swapping:
   policy: fifo
@@ -45,6 +46,7 @@ swapping:
   EXPECT_EQ(c->instances[0].load, LoadMode::always);
   EXPECT_EQ(c->instances[1].load, LoadMode::on_demand);
   EXPECT_EQ(c->instances[1].ttl, std::chrono::milliseconds(10min));
+  EXPECT_TRUE(c->instances[1].prestart);  // loaded at start: no sleep or profile needed
   EXPECT_EQ(c->instances[1].memory, 20ull << 30);
   EXPECT_EQ(c->instances[1].gpu_ids(), std::vector<std::string>{"1"});
   EXPECT_EQ(c->swapping.policy, SwappingOptions::Policy::fifo);

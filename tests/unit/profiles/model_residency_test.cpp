@@ -132,6 +132,23 @@ TEST(ModelResidency, NothingLoadsUntilARequestNeedsItsModel) {
   EXPECT_EQ(box.r().memory_in_use().at("0"), 12 * kGiB);
 }
 
+TEST(ModelResidency, PrestartLoadsMarkedInstancesThatFitInOrderAndNoOther) {
+  Box box;
+  for (std::size_t i : {1, 2}) box.env.table[i]->config.prestart = true;  // b and c
+  box.r().prestart();
+  box.run();
+  // B (12 of 24) loads; C (20) would need B gone, and a prestart unloads nothing.
+  EXPECT_EQ(box.status("A"), "unloaded");
+  EXPECT_EQ(box.status("B"), "loaded");
+  EXPECT_EQ(box.status("C"), "unloaded");
+  EXPECT_EQ(box.events, (std::vector<std::string>{"loading B prestart", "loaded B prestart"}));
+  // Afterwards it is an on-demand model like any other: a request evicts it.
+  box.request("C");
+  box.run();
+  EXPECT_EQ(box.status("B"), "unloaded");
+  EXPECT_EQ(box.status("C"), "loaded");
+}
+
 TEST(ModelResidency, SeveralModelsStayLoadedWhereMemoryAllows) {
   Box box;
   box.request("A");
@@ -182,9 +199,9 @@ TEST(ModelResidency, ACopyAReloadRetiredHoldsItsMemoryUntilItStops) {
   box.r().reload(box.config);
   const void* waiting = box.request("C");
   box.run();
-  EXPECT_EQ(box.status("C"), "unloaded");  // no room yet: the load waits
+  EXPECT_EQ(box.status("C"), "unloaded");                      // no room yet: the load waits
   EXPECT_EQ(box.env.log, (std::vector<std::string>{"up c"}));  // the old copy's start only
-  box.env.table[2]->state = fleet::InstanceState::stopped;      // its last request ended
+  box.env.table[2]->state = fleet::InstanceState::stopped;     // its last request ended
   box.r().step();
   box.run();
   EXPECT_EQ(box.status("C"), "loaded");
