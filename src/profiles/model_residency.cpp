@@ -535,10 +535,8 @@ ModelState ModelResidency::Impl::state_of(const std::string& model) const {
     if (on_demand(*in)) {
       const auto it = tracks.find(in->index);
       const auto phase = it == tracks.end() ? Track::Phase::unloaded : it->second.phase;
-      // Serving already: its load's end is noted a turn of the loop later.
-      const bool serving = phase == Track::Phase::loading && in->routable();
-      loaded |= phase == Track::Phase::loaded || phase == Track::Phase::unloading || serving;
-      loading |= phase == Track::Phase::loading && !serving;
+      loaded |= phase == Track::Phase::loaded || phase == Track::Phase::unloading;
+      loading |= phase == Track::Phase::loading;
       if (it != tracks.end() && it->second.failed && phase == Track::Phase::unloaded) {
         s.failed = true;
         s.problem = in->problem;

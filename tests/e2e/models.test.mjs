@@ -237,7 +237,7 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     assert.equal(props.status, 200, props.text);
     assert.equal(props.body.total_slots, 2, 'the engine\'s own props');
     assert.ok(props.body.default_generation_settings.n_ctx > 0, props.text);
-    assert.equal((await statuses(gw)).A.value, 'loaded');
+    await waitStatus(gw, 'A', 'loaded');  // its load's end is noted a turn after it serves
     assert.equal((await fetchJson(`${gw.url}/props?model=A&autoload=false`)).status, 200, 'loaded now');
     const slots = await fetchJson(`${gw.url}/slots?model=A`);
     assert.equal(slots.status, 200, slots.text);
@@ -248,7 +248,7 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     const tokens = await fetchJson(`${gw.url}/tokenize`, { body: { model: 'B', content: 'hello world' }, timeoutMs: 30_000 });
     assert.equal(tokens.status, 200, tokens.text);
     assert.ok(tokens.body.tokens.length > 0, tokens.text);
-    assert.equal((await statuses(gw)).B.value, 'loaded');
+    await waitStatus(gw, 'B', 'loaded');
     await gw.stop();
   });
 
