@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "common/json_text.h"
+#include "http/message.h"
 
 namespace switchyard::gateway {
 
@@ -20,6 +21,18 @@ namespace net = boost::asio;
 using net::awaitable;
 using namespace net::experimental::awaitable_operators;
 using openai::ApiError;
+
+namespace {
+
+// Whether the request lets its model be loaded for it: llama.cpp's router
+// reads ?autoload= "true" and "1" as yes, any other value as no (its web UI
+// sends autoload=false with /props?model=).
+bool asks_autoload(const RequestContext& ctx) {
+  const auto value = http::query_param(ctx.request.head.target, "autoload");
+  return !value || value->empty() || *value == "true" || *value == "1";
+}
+
+}  // namespace
 
 struct ModelControl::Impl final : profiles::ResidencyEnv {
   Impl(net::any_io_executor ex, const config::FleetConfig& config, fleet::Fleet& f, Router& r,
@@ -154,7 +167,7 @@ std::optional<std::chrono::milliseconds> ModelControl::hold(const RequestContext
   auto& r = impl_->residency;
   if (!r.manages(ctx.model)) return std::nullopt;
   // Asked not to load it: no wait, and refusal() says why.
-  if (!ctx.autoload && !r.routable(ctx.model)) return std::chrono::milliseconds(0);
+  if (!asks_autoload(ctx) && !r.routable(ctx.model)) return std::chrono::milliseconds(0);
   impl_->failures.erase(ctx.model);  // a new request tries the load again
   r.waiting(&ctx, ctx.model);
   if (r.routable(ctx.model)) return std::nullopt;
@@ -169,7 +182,7 @@ void ModelControl::routed(const RequestContext& ctx) {
 std::optional<ApiError> ModelControl::refusal(const RequestContext& ctx) {
   auto& g = *impl_;
   if (!g.residency.manages(ctx.model)) return std::nullopt;
-  if (!ctx.autoload && !g.residency.routable(ctx.model))
+  if (!asks_autoload(ctx) && !g.residency.routable(ctx.model))
     return ApiError::bad_request(
         fmt::format("model '{}' is not loaded and the request says autoload=false", ctx.model),
         "autoload");

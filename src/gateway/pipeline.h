@@ -62,9 +62,6 @@ struct RequestContext {
   std::string model;         // the canonical model the request runs on
   std::string client_model;  // the name the client asked for (what responses say)
   std::string session;       // the agent session (gateway/session_id.h); empty when none
-  // False when the query says ?autoload=false (llama.cpp's router): an
-  // unloaded model is not loaded for the request, which is refused.
-  bool autoload = true;
   // Set by the dashboard's stage (gateway/feed_stage.h): the request in the
   // list of running ones, declared after what it points to (it leaves the
   // list first).

@@ -10,16 +10,6 @@ namespace switchyard::gateway {
 
 using openai::ApiError;
 
-namespace {
-
-// llama.cpp's router reads "true" and "1" as yes, any other value as no.
-bool autoload(std::string_view target) {
-  const auto value = http::query_param(target, "autoload");
-  return !value || value->empty() || *value == "true" || *value == "1";
-}
-
-}  // namespace
-
 std::optional<ApiError> Resolve::inspect(RequestContext& ctx) {
   // The route matched on the query naming the model (gateway/routes.h).
   if (*ctx.route.endpoint == openai::Endpoint::engine_state) {
@@ -43,7 +33,6 @@ boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
   // A stored response's routes have no body: the stored-responses stage
   // knows its model.
   if (*ctx.route.endpoint == openai::Endpoint::stored_response) co_return Verdict::next;
-  ctx.autoload = autoload(ctx.request.head.target);
   if (auto refused = inspect(ctx)) {
     co_await ctx.answer(*refused);
     co_return Verdict::answered;
