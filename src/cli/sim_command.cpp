@@ -17,6 +17,7 @@
 #include "sim/engine.h"
 #include "sim/llamacpp_api.h"
 #include "sim/presets.h"
+#include "sim/router_child.h"
 #include "sim/vllm_api.h"
 
 namespace switchyard::cli {
@@ -151,6 +152,7 @@ int run_sim(const SimFlags& flags) {
   boost::asio::io_context io;
   sim::Engine engine(io.get_executor(), options);
   std::unique_ptr<http::Handler> api;
+  std::unique_ptr<sim::RouterChild> router_child;  // started by a router: llama-server's reports
   http::ServerOptions server_options;
   // Idle connections close after the timeout in both engines (cpp-httplib,
   // uvicorn's timeout_keep_alive); only cpp-httplib caps requests per
@@ -177,7 +179,12 @@ int run_sim(const SimFlags& flags) {
     o.reranking = flags.reranking;
     o.ui = !flags.no_ui;
     o.faults = faults;
-    api = std::make_unique<sim::LlamacppApi>(engine, o);
+    auto llamacpp = std::make_unique<sim::LlamacppApi>(engine, o);
+    if (sim::RouterChild::wanted())
+      router_child = std::make_unique<sim::RouterChild>(
+          io.get_executor(), faults.startup_delay_seconds,
+          [&api = *llamacpp] { return api.model_info(); }, [&io] { io.stop(); });
+    api = std::move(llamacpp);
     server_options.server_name = "llama.cpp";
     server_options.keep_alive_max = flags.keep_alive_max.value_or(100);
     server_options.advertise_keep_alive = true;
@@ -192,7 +199,12 @@ int run_sim(const SimFlags& flags) {
   }
   server.start();
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](auto, int) { io.stop(); });
+  signals.async_wait([&](auto, int) {
+    if (router_child)
+      router_child->terminate();
+    else
+      io.stop();
+  });
   // Tests wait for "listening on HOST:PORT": keep that wording.
   spdlog::info("sim ({} dialect, {} slots, {}, speed x{}) listening on {}:{}", resolved->dialect,
                options.scheduler.max_seqs, sim::describe_speed(options.scheduler.timing),

@@ -48,7 +48,7 @@ void close_from(int first, int keep) {
 // "exited with status 127".
 Result<ChildProcess> start(const std::string& program, const std::vector<std::string>& args,
                            const std::map<std::string, std::string>& env,
-                           const std::string& description, ChildProcess (*make)(pid_t, int)) {
+                           const std::string& description, ChildProcess (*make)(pid_t, int, int)) {
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
     std::string_view entry(*e);
@@ -73,7 +73,12 @@ Result<ChildProcess> start(const std::string& program, const std::vector<std::st
     close(output[1]);
     return Error{fmt::format("cannot create a pipe: {}", strerror(errno))};
   }
-  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int input[2];
+  if (pipe2(input, O_CLOEXEC) != 0) {
+    for (int fd : {output[0], output[1], status[0], status[1]}) close(fd);
+    return Error{fmt::format("cannot create a pipe: {}", strerror(errno))};
+  }
+  fcntl(input[1], F_SETFL, O_NONBLOCK);  // the gateway's end only
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -90,7 +95,7 @@ Result<ChildProcess> start(const std::string& program, const std::vector<std::st
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (devnull >= 0) dup2(devnull, 0);
+    dup2(input[0], 0);
     dup2(output[1], 1);
     dup2(output[1], 2);
     // Whatever the gateway has open (listening and client sockets, upstream
@@ -105,10 +110,11 @@ Result<ChildProcess> start(const std::string& program, const std::vector<std::st
   const int fork_errno = errno;
   close(output[1]);
   close(status[1]);
-  if (devnull >= 0) close(devnull);
+  close(input[0]);
   if (pid < 0) {
     close(output[0]);
     close(status[0]);
+    close(input[1]);
     return Error{fmt::format("cannot start '{}': {}", description, strerror(fork_errno))};
   }
   setpgid(pid, pid);  // also here, so a signal sent right away reaches the group
@@ -120,11 +126,12 @@ Result<ChildProcess> start(const std::string& program, const std::vector<std::st
   close(status[0]);
   if (n == static_cast<ssize_t>(sizeof exec_errno)) {
     close(output[0]);
+    close(input[1]);
     int ignored = 0;
     waitpid(pid, &ignored, 0);
     return Error{fmt::format("cannot start '{}': {}", description, strerror(exec_errno))};
   }
-  return make(pid, output[0]);
+  return make(pid, output[0], input[1]);
 }
 
 }  // namespace
@@ -170,29 +177,37 @@ Result<ChildProcess> ChildProcess::spawn(const std::vector<std::string>& argv,
   auto program = find_program(argv.at(0));
   if (!program) return program.error();
   return start(*program, argv, env, argv.at(0),
-               [](pid_t pid, int fd) { return ChildProcess(pid, fd); });
+               [](pid_t pid, int out, int in) { return ChildProcess(pid, out, in); });
 }
 
 Result<ChildProcess> ChildProcess::spawn_shell(const std::string& command,
                                                const std::map<std::string, std::string>& env) {
   return start("/bin/sh", {"/bin/sh", "-c", command}, env, command,
-               [](pid_t pid, int fd) { return ChildProcess(pid, fd); });
+               [](pid_t pid, int out, int in) { return ChildProcess(pid, out, in); });
 }
 
 ChildProcess::ChildProcess(ChildProcess&& o) noexcept
-    : pgid_(std::exchange(o.pgid_, -1)), output_fd_(std::exchange(o.output_fd_, -1)) {}
+    : pgid_(std::exchange(o.pgid_, -1)),
+      output_fd_(std::exchange(o.output_fd_, -1)),
+      input_fd_(std::exchange(o.input_fd_, -1)) {}
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& o) noexcept {
   if (this != &o) {
-    if (output_fd_ >= 0) close(output_fd_);
+    close_pipes();
     pgid_ = std::exchange(o.pgid_, -1);
     output_fd_ = std::exchange(o.output_fd_, -1);
+    input_fd_ = std::exchange(o.input_fd_, -1);
   }
   return *this;
 }
 
 ChildProcess::~ChildProcess() {
-  if (output_fd_ >= 0) close(output_fd_);
+  close_pipes();
+}
+
+void ChildProcess::close_pipes() {
+  for (int fd : {output_fd_, input_fd_})
+    if (fd >= 0) close(fd);
 }
 
 int ChildProcess::release_output_fd() {
@@ -201,6 +216,11 @@ int ChildProcess::release_output_fd() {
 
 void ChildProcess::signal(int sig) const {
   if (pgid_ > 0) ::kill(-pgid_, sig);
+}
+
+void ChildProcess::tell(std::string_view text) const {
+  if (input_fd_ < 0) return;
+  [[maybe_unused]] auto n = ::write(input_fd_, text.data(), text.size());
 }
 
 bool ChildProcess::group_alive() const {

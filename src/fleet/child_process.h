@@ -1,7 +1,9 @@
 // A supervised engine process: started in a process group of its own (so
 // stopping it stops whatever it spawned), with stdout and stderr on one pipe
-// for the supervisor to log, no descriptor of the gateway but those three, and
-// SIGTERM when the gateway dies. ChildReaper waits for every child: the
+// for the supervisor to read, stdin a pipe the supervisor holds open for the
+// process's life (end of file tells the engine its supervisor is gone, as
+// llama.cpp's router tells its children), no descriptor of the gateway but
+// those three, and SIGTERM when the gateway dies. ChildReaper waits for every child: the
 // gateway is a child subreaper, so engines orphaned by their shell are reaped
 // here too.
 #pragma once
@@ -48,7 +50,7 @@ class ChildProcess {
 
   ChildProcess(ChildProcess&& other) noexcept;
   ChildProcess& operator=(ChildProcess&& other) noexcept;
-  ~ChildProcess();  // closes the pipe; does not stop the process
+  ~ChildProcess();  // closes the pipes; does not stop the process
 
   // The direct child, which leads the group.
   pid_t pid() const { return pgid_; }
@@ -59,15 +61,21 @@ class ChildProcess {
 
   // Signals the whole process group.
   void signal(int sig) const;
+  // Writes `text` to the child's stdin, if the pipe takes it now (it never
+  // blocks; a child that has gone is no error).
+  void tell(std::string_view text) const;
   // Whether any process of the group is still running or not yet reaped. A
   // shell may exit on SIGTERM while the engine it started runs on, so
   // stopping waits for this, not for the direct child.
   bool group_alive() const;
 
  private:
-  ChildProcess(pid_t pid, int fd) : pgid_(pid), output_fd_(fd) {}
+  ChildProcess(pid_t pid, int output, int input)
+      : pgid_(pid), output_fd_(output), input_fd_(input) {}
+  void close_pipes();
   pid_t pgid_ = -1;
   int output_fd_ = -1;
+  int input_fd_ = -1;  // the write end of the child's stdin
 };
 
 // Reaps every child of this process as it ends, learning of it from SIGCHLD

@@ -138,7 +138,8 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   awaitable<bool> launch(Instance& inst, Watch& watch);
   awaitable<bool> wait_healthy(Instance& inst, Watch& watch);
   awaitable<void> after_exit(Instance& inst, Watch& watch);
-  awaitable<void> relay_output(std::string name, int fd);
+  awaitable<void> relay_output(std::size_t index, int fd);
+  void output_line(Instance& inst, std::string_view line);
   awaitable<bool> healthy(http::UpstreamPool& probe);
   // /props: total_slots, and the KV cache (default_generation_settings.n_ctx
   // per slot); zeros for what it does not say.
@@ -160,6 +161,7 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<std::unique_ptr<Watch>> watches;  // by instance index
   std::function<void(const Instance&)> on_change;
+  std::function<void(const Instance&, const EngineState&)> on_engine_state;
   bool stopping = false;
 };
 
@@ -212,6 +214,10 @@ const std::vector<std::unique_ptr<Instance>>& Fleet::instances() const {
 
 void Fleet::on_change(std::function<void(const Instance&)> callback) {
   state_->on_change = std::move(callback);
+}
+
+void Fleet::on_engine_state(std::function<void(const Instance&, const EngineState&)> callback) {
+  state_->on_engine_state = std::move(callback);
 }
 
 void Fleet::start() {
@@ -470,6 +476,10 @@ awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
   // process the gateway waits for and that gets SIGTERM if the gateway dies
   // (a shell in between would not pass that on). Words are split before
   // substitution, so a path with spaces stays one argument.
+  // A llama-server that knows it has a router reports its load's progress
+  // (common/router_child.h); the instance's own env may say otherwise.
+  auto env = inst.config.env;
+  env.try_emplace(kRouterPortVariable, config.listen.substr(config.listen.rfind(':') + 1));
   std::string command;
   Result<ChildProcess> child = Error{""};
   if (auto words =
@@ -478,10 +488,10 @@ awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
       w = expand(w);
       command += (command.empty() ? "" : " ") + w;
     }
-    child = ChildProcess::spawn(*words, inst.config.env);
+    child = ChildProcess::spawn(*words, env);
   } else {
     command = expand(*inst.config.command);
-    child = ChildProcess::spawn_shell(command, inst.config.env);
+    child = ChildProcess::spawn_shell(command, env);
   }
   if (!child) {
     spdlog::error("instance {}: {}", inst.name(), child.error().message);
@@ -490,7 +500,7 @@ awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
     co_return false;
   }
   spdlog::info("instance {}: started pid {}: {}", inst.name(), child->pid(), command);
-  net::co_spawn(executor, relay_output(inst.name(), child->release_output_fd()), net::detached);
+  net::co_spawn(executor, relay_output(inst.index, child->release_output_fd()), net::detached);
   watch.exit_status.reset();
   reaper->on_exit(child->pid(), [this, &watch](int status) {
     watch.exit_status = status;
@@ -586,8 +596,9 @@ awaitable<Fleet::State::Props> Fleet::State::read_props(http::UpstreamPool& prob
   co_return props;
 }
 
-awaitable<void> Fleet::State::relay_output(std::string name, int fd) {
+awaitable<void> Fleet::State::relay_output(std::size_t index, int fd) {
   auto self = shared_from_this();
+  auto& inst = *instances.at(index);
   net::posix::stream_descriptor pipe(executor, fd);
   std::string pending;
   char buf[4096];
@@ -596,11 +607,24 @@ awaitable<void> Fleet::State::relay_output(std::string name, int fd) {
     if (ec) break;
     pending.append(buf, n);
     for (std::size_t eol; (eol = pending.find('\n')) != std::string::npos;) {
-      spdlog::info("[{}] {}", name, std::string_view(pending).substr(0, eol));
+      output_line(inst, std::string_view(pending).substr(0, eol));
       pending.erase(0, eol + 1);
     }
   }
-  if (!pending.empty()) spdlog::info("[{}] {}", name, pending);
+  if (!pending.empty()) output_line(inst, pending);
+}
+
+// A line of an engine's output: logged, unless it is a state report, which
+// goes to its subscriber (a load reports every 200 ms or so).
+void Fleet::State::output_line(Instance& inst, std::string_view line) {
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  auto report = parse_engine_state(line);
+  if (!report) {
+    spdlog::info("[{}] {}", inst.name(), line);
+    return;
+  }
+  spdlog::debug("[{}] {}", inst.name(), line);
+  if (on_engine_state) on_engine_state(inst, *report);
 }
 
 void Fleet::set_cause(std::size_t index, AdminCause cause, bool on) {
@@ -720,7 +744,10 @@ awaitable<void> Fleet::State::stop_processes(std::vector<std::size_t> indices) {
   auto self = shared_from_this();
   for (auto i : indices) {
     watches[i]->wake.cancel();
-    if (watches[i]->process) watches[i]->process->signal(SIGTERM);
+    if (!watches[i]->process) continue;
+    // A llama-server told it has a router stops only once its stdin says so.
+    watches[i]->process->tell(std::string(kRouterExitCommand) + "\n");
+    watches[i]->process->signal(SIGTERM);
   }
   const auto deadline = clock_type::now() + config.timeouts.stop;
   bool killed = false;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/router_child.h"
 #include "config/fleet_config.h"
 #include "fleet/instance.h"
 
@@ -28,6 +29,11 @@ class Fleet {
 
   // Called on the executor whenever an instance's state or slots change.
   void on_change(std::function<void(const Instance&)> callback);
+  // Called on the executor for each state an engine reports on its output
+  // (common/router_child.h: a llama-server's load progress). Every engine
+  // started is told it has a router (LLAMA_SERVER_ROUTER_PORT, the
+  // gateway's port) and its stdin stays open while it runs.
+  void on_engine_state(std::function<void(const Instance&, const EngineState&)> callback);
 
   // Launches supervised engines, probes every instance until healthy, then
   // keeps watching: periodic probes, ejection with backoff, restarts.

@@ -48,6 +48,11 @@ class Dispatch {
   // the gate it made (the route stage asks it from now on), else null.
   SwitchGate* reload(const config::FleetConfig& config, const std::vector<std::size_t>& removed);
 
+  // An engine's report of itself, to the models' control (load progress).
+  void engine_state(const fleet::Instance& inst, const EngineState& state) {
+    if (models_) models_->engine_state(inst, state);
+  }
+
  private:
   void stop_instance(std::size_t index);
 

@@ -78,10 +78,14 @@ struct Gateway::Impl {
         chains.forwarder.abandon_unanswered(inst.index);
       feed.changed();  // the dashboard shows it now
     });
+    fleet.on_engine_state([this](const fleet::Instance& inst, const EngineState& state) {
+      dispatch.engine_state(inst, state);
+    });
   }
 
   ~Impl() {
     fleet.on_change(nullptr);
+    fleet.on_engine_state(nullptr);
     key_service.stop();
   }
   awaitable<void> handle(http::Request& request, http::Exchange& exchange);

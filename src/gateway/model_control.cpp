@@ -203,6 +203,16 @@ void ModelControl::slot_released(std::size_t index) {
   impl_->residency.used(index);
 }
 
+void ModelControl::engine_state(const fleet::Instance& inst, const EngineState& state) {
+  if (state.state != "loading" || state.payload.empty() || inst.routable() ||
+      inst.config.load != config::LoadMode::on_demand)
+    return;
+  impl_->send(to_json_text(boost::json::object{
+      {"data", boost::json::object{{"status", "loading"}, {"progress", state.payload}}},
+      {"event", "status_change"},
+      {"model", inst.model()}}));
+}
+
 awaitable<void> ModelControl::stream_events(http::Exchange& exchange,
                                             std::function<bool()> ending) {
   http::Headers headers;

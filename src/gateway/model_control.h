@@ -49,6 +49,10 @@ class ModelControl final : public SwitchGate {
   // A slot was released on this instance (recency, ttl, drains).
   void slot_released(std::size_t index);
 
+  // What an engine reported of itself: an on-demand instance's load
+  // progress goes to /models/sse as llama.cpp's router passes it on.
+  void engine_state(const fleet::Instance& inst, const EngineState& state);
+
   // GET /models/sse: a `data:` line per model event until the client leaves
   // or `ending()`.
   boost::asio::awaitable<void> stream_events(http::Exchange& exchange,

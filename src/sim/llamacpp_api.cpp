@@ -61,6 +61,7 @@ struct LlamacppApi::Impl {
   // the parsed completion to run.
   http::Response respond_now(const http::Request& request, std::optional<CompletionJob>& job);
   std::optional<http::Response> route_get(std::string_view path, std::string_view target);
+  json::object model_info() const;
   http::Response models() const;
   http::Response props() const;
   http::Response metrics() const;
@@ -90,6 +91,10 @@ LlamacppApi::~LlamacppApi() = default;
 
 awaitable<void> LlamacppApi::handle(http::Request& request, http::Exchange& exchange) {
   return impl_->handle(request, exchange);
+}
+
+json::object LlamacppApi::model_info() const {
+  return impl_->model_info();
 }
 
 http::Response LlamacppApi::protocol_error(int status, std::string message, std::string_view) {
@@ -221,6 +226,26 @@ std::optional<http::Response> LlamacppApi::Impl::route_get(std::string_view path
   return std::nullopt;
 }
 
+json::object LlamacppApi::Impl::model_info() const {
+  json::object meta{{"vocab_type", 1},
+                    {"n_vocab", engine.tokenizer().vocab_size()},
+                    {"n_ctx", engine.slot_context()},
+                    {"n_ctx_train", engine.slot_context() * engine.max_seqs()},
+                    {"n_embd", 5120},
+                    {"n_params", 27000000000LL},
+                    {"size", 16500000000LL},
+                    {"ftype", "Q4_K - Medium (simulated)"}};
+  return json::object{
+      {"id", model_name},
+      {"aliases", json::array{json::string(model_name)}},
+      {"tags", json::array{}},
+      {"object", "model"},
+      {"created",
+       std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count()},
+      {"owned_by", "llamacpp"},
+      {"meta", std::move(meta)}};
+}
+
 http::Response LlamacppApi::Impl::models() const {
   const auto& alias = model_name;
   json::object details{{"parent_model", ""},   {"format", "gguf"},
@@ -237,26 +262,9 @@ http::Response LlamacppApi::Impl::models() const {
                             {"capabilities", json::array{"completion"}},
                             {"parameters", ""},
                             {"details", std::move(details)}};
-  json::object meta{{"vocab_type", 1},
-                    {"n_vocab", engine.tokenizer().vocab_size()},
-                    {"n_ctx", engine.slot_context()},
-                    {"n_ctx_train", engine.slot_context() * engine.max_seqs()},
-                    {"n_embd", 5120},
-                    {"n_params", 27000000000LL},
-                    {"size", 16500000000LL},
-                    {"ftype", "Q4_K - Medium (simulated)"}};
-  json::object entry{
-      {"id", alias},
-      {"aliases", json::array{json::string(alias)}},
-      {"tags", json::array{}},
-      {"object", "model"},
-      {"created",
-       std::chrono::duration_cast<std::chrono::seconds>(started.time_since_epoch()).count()},
-      {"owned_by", "llamacpp"},
-      {"meta", std::move(meta)}};
   json::object body{{"models", json::array{std::move(ollama_style)}},
                     {"object", "list"},
-                    {"data", json::array{std::move(entry)}}};
+                    {"data", json::array{model_info()}}};
   return json_reply(200, body);
 }
 

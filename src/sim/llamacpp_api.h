@@ -3,6 +3,8 @@
 // llama-server (see ../shared/reference/llamacpp/ for the captures).
 #pragma once
 
+#include <boost/json/object.hpp>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,6 +38,8 @@ class LlamacppApi final : public http::Handler {
   ~LlamacppApi() override;
 
   boost::asio::awaitable<void> handle(http::Request& request, http::Exchange& exchange) override;
+  // The model as /v1/models lists it (and a router child reports it ready).
+  boost::json::object model_info() const;
   http::Response protocol_error(int status, std::string message, std::string_view path) override;
 
  private:

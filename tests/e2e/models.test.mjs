@@ -157,6 +157,11 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     const unloaded = await fetchJson(`${gw.url}/models/unload`, { body: { model: 'A' }, headers: admin });
     assert.equal(unloaded.status, 200, unloaded.text);
     await waitStatus(gw, 'A', 'unloaded');
+    // Told on stdin to stop, as llama.cpp's router tells its children: a
+    // llama-server that knows it has a router does not stop on SIGTERM alone
+    // (the sim does the same) and would be killed after timeouts.stop.
+    await waitUntil(() => /instance a: engine stopped/.test(gw.output()), { what: 'a stopped' });
+    assert.match(gw.output(), /instance a: engine stopped$/m);
     expectError(assert, await fetchJson(`${gw.url}/models/unload`, { body: { model: 'A' }, headers: admin }), 400,
       { messageIncludes: 'not running' });
     const cli = await runSwitchyard(['admin', '--url', gw.url, '--key', 'sk-admin', 'load', 'B']);
@@ -168,13 +173,25 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     await gw.stop();
   });
 
-  test('GET /models/sse streams status changes as llama.cpp router mode does', async () => {
+  test('GET /models/sse streams status changes as llama.cpp router mode does, with the engine\'s load progress', async () => {
     const gw = await startGateway(box(), { waitReady: false });
     const { events, reading } = await modelEvents(gw, (seen) => seen.some((e) => e.data?.status === 'loaded'));
     assert.equal((await chat(gw, 'A')).status, 200);
     await reading;
-    assert.deepEqual(events.map((e) => [e.event, e.model, e.data.status]),
-      [['status_change', 'A', 'loading'], ['status_change', 'A', 'loaded']]);
+    assert.deepEqual(events.map((e) => [e.event, e.model, e.data.status]).filter((e, i, all) =>
+      i === 0 || e[2] !== all[i - 1][2]), [['status_change', 'A', 'loading'], ['status_change', 'A', 'loaded']]);
+    // The engine (a llama-server told it has a router: the sim does as it
+    // does) reports its load every 200 ms; the gateway passes it on as
+    // llama.cpp's router does, and the web UI draws it.
+    const progress = events.filter((e) => e.data.progress).map((e) => e.data.progress);
+    assert.ok(progress.length >= 2, `progress while A loads (1 s): ${JSON.stringify(events)}`);
+    for (const p of progress) {
+      assert.deepEqual(p.stages, ['text_model']);
+      assert.equal(p.current, 'text_model');
+      assert.ok(p.value >= 0 && p.value <= 1, JSON.stringify(p));
+    }
+    assert.deepEqual(progress.map((p) => p.value), [...progress.map((p) => p.value)].sort((a, b) => a - b));
+    assert.equal(events[0].data.progress, undefined, 'the load starts before the engine reports');
     await gw.stop();
   });
 

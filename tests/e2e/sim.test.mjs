@@ -3,10 +3,11 @@
 // the wire format (headers, SSE framing, keys and their order) must match.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
-import { SHARED, USER_MESSAGES, fetchJson, metricValue, parseRawResponse, postStream, rawConnect, readSse, runSwitchyard, startSim, stopAll, streamContent, waitUntil, within } from './harness.mjs';
+import { BIN, SHARED, USER_MESSAGES, fetchJson, metricValue, parseRawResponse, postStream, rawConnect, readSse, runSwitchyard, startSim, stopAll, streamContent, waitUntil, within } from './harness.mjs';
 
 const REF = path.join(SHARED, 'reference/llamacpp');
 const ref = (name) => fs.readFileSync(path.join(REF, name), 'utf8');
@@ -368,6 +369,58 @@ describe('sim: the model name as llama-server reports it', () => {
     const headless = await startSim({ speedFactor: 50 }, ['--no-ui']);
     assert.equal((await fetchJson(`${headless.url}/props`)).body.ui, false);
     await headless.stop();
+  });
+
+  // A sim started as llama.cpp's router (and Switchyard) starts a
+  // llama-server: LLAMA_SERVER_ROUTER_PORT set, stdin a pipe.
+  const routerChild = () => {
+    const child = spawn(BIN, ['sim', '--host', '127.0.0.1', '--port', '0', '--alias', 'A', '--startup-delay', '0.6'],
+      { env: { ...process.env, LLAMA_SERVER_ROUTER_PORT: '8080' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => { out += d; });
+    child.stderr.on('data', (d) => { out += d; });
+    const exited = new Promise((resolve) => child.on('close', (code) => resolve(code)));
+    const reports = () => out.split('\n').filter((l) => l.startsWith('cmd_child_to_router:state:'))
+      .map((l) => JSON.parse(l.slice('cmd_child_to_router:state:'.length)));
+    const ready = () => waitUntil(() => reports().some((r) => r.state === 'ready'), { what: 'the ready report' });
+    return { child, exited, reports, ready, output: () => out };
+  };
+
+  test('started by a router, it reports its load on stdout and stops when stdin says so, as llama-server does', TIMEOUT, async () => {
+    const sim = routerChild();
+    try {
+      await sim.ready();
+      const reports = sim.reports();
+      const loading = reports.filter((r) => r.state === 'loading').map((r) => r.payload);
+      assert.ok(loading.length >= 3, `a report at once, then every 200 ms of the 0.6 s load: ${sim.output()}`);
+      assert.deepEqual(loading[0], { stages: ['text_model'], current: 'text_model', value: 0 });
+      assert.equal(loading.at(-1).value, 1);
+      assert.deepEqual(loading.map((p) => p.value), loading.map((p) => p.value).sort((a, b) => a - b));
+      const ready = reports.at(-1);
+      assert.equal(ready.state, 'ready');
+      assert.equal(ready.payload.id, 'A');
+      assert.equal(ready.payload.owned_by, 'llamacpp');
+      // SIGTERM alone does not stop it; the router's word on stdin does.
+      sim.child.kill('SIGTERM');
+      await waitUntil(() => sim.output().includes('stopping once the router says so'), { what: 'SIGTERM heard' });
+      assert.equal(sim.child.exitCode, null, 'still running after SIGTERM alone');
+      sim.child.stdin.write('cmd_router_to_child:exit\n');
+      assert.equal(await within(sim.exited, 5000), 0, sim.output());
+    } finally {
+      sim.child.kill('SIGKILL');
+    }
+  });
+
+  test('started by a router, it exits at once with status 1 when its stdin ends (the router is gone)', TIMEOUT, async () => {
+    const sim = routerChild();
+    try {
+      await sim.ready();
+      sim.child.stdin.end();
+      assert.equal(await within(sim.exited, 5000), 1, sim.output());
+      assert.match(sim.output(), /EOF on stdin detected, forcing shutdown/);
+    } finally {
+      sim.child.kill('SIGKILL');
+    }
   });
 
   test('--model-path sets the file; --alias the name every response reports', TIMEOUT, async () => {

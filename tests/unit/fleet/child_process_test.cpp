@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,6 +85,26 @@ TEST(ChildProcess, InheritsNoDescriptorButTheThreeStandardOnes) {
   int status = 0;
   ASSERT_EQ(waitpid(child->pid(), &status, 0), child->pid());
   EXPECT_EQ(fds, "0\n1\n2\n3\n") << "(3 is ls's own directory handle)";
+}
+
+TEST(ChildProcess, StdinStaysOpenUntilTheSupervisorLetsGo) {
+  // llama.cpp's router children exit on end of file on stdin: it must come
+  // when the gateway lets go of the engine, not at once (/dev/null).
+  auto spawned = ChildProcess::spawn({"/bin/sh", "-c", "echo started; cat; echo closed"}, {});
+  ASSERT_TRUE(spawned) << spawned.error().message;
+  std::optional<ChildProcess> child = std::move(*spawned);
+  const int out = child->release_output_fd();
+  const pid_t pid = child->pid();
+  char buf[64];
+  ASSERT_EQ(read(out, buf, 8), 8);
+  EXPECT_EQ(std::string(buf, 8), "started\n");
+  pollfd ready{out, POLLIN, 0};
+  EXPECT_EQ(poll(&ready, 1, 100), 0) << "stdin ended while the supervisor held it";
+  child.reset();
+  EXPECT_EQ(read_all(out), "closed\n");
+  close(out);
+  int status = 0;
+  waitpid(pid, &status, 0);
 }
 
 TEST(ChildProcess, AProgramThatCannotStartIsAnError) {
