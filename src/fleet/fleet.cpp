@@ -118,8 +118,9 @@ struct Fleet::State : std::enable_shared_from_this<Fleet::State> {
     std::optional<ChildProcess> process;
     // The wait status of `process`'s direct child, once the reaper has it.
     std::optional<int> exit_status;
-    net::steady_timer wake;  // cut short by report_failure(), stop() and an exit
-    int crashes = 0;         // consecutive exits, each within crash_window of the last
+    net::steady_timer wake;  // cut short by report_failure(), stop(), an exit, a ready report
+    std::set<net::steady_timer*> state_waits;  // bring_up()s waiting: cut short by set_state()
+    int crashes = 0;  // consecutive exits, each within crash_window of the last
     clock_type::time_point last_crash{};
     bool halted = false;       // taken down on purpose (a profile switched off): not restarted
     bool supervising = false;  // supervise() runs for it
@@ -357,6 +358,7 @@ void Fleet::State::set_state(Instance& inst, InstanceState s) {
   spdlog::info("instance {} ({}): {} -> {}", inst.name(), inst.model(), to_string(inst.state),
                to_string(s));
   inst.state = s;
+  for (auto* t : watches[inst.index]->state_waits) t->cancel();
   if (on_change) on_change(inst);
 }
 
@@ -624,6 +626,8 @@ void Fleet::State::output_line(Instance& inst, std::string_view line) {
     return;
   }
   spdlog::debug("[{}] {}", inst.name(), line);
+  // It serves: probe it now rather than at the end of the nap.
+  if (report->state == "ready") watches[inst.index]->wake.cancel();
   if (on_engine_state) on_engine_state(inst, *report);
 }
 
@@ -686,6 +690,13 @@ awaitable<std::optional<std::string>> Fleet::bring_up(std::size_t index) {
   s->set_state(inst, InstanceState::starting);
   net::co_spawn(s->executor, s->supervise(inst), net::detached);
   const auto deadline = clock_type::now() + startup;
+  // Woken when its state changes (the second is a bound, not a poll).
+  struct Waiting {
+    std::set<net::steady_timer*>& set;
+    net::steady_timer* timer;
+    ~Waiting() { set.erase(timer); }
+  } waiting{watch.state_waits, &tick};
+  watch.state_waits.insert(&tick);
   for (;;) {
     if (inst.state == InstanceState::ready) co_return std::nullopt;
     if (inst.state == InstanceState::restarting || inst.state == InstanceState::crash_looping ||
@@ -693,7 +704,7 @@ awaitable<std::optional<std::string>> Fleet::bring_up(std::size_t index) {
       co_return inst.problem.empty() ? std::string("the engine did not start") : inst.problem;
     if (s->stopping) co_return std::string("the gateway is shutting down");
     if (clock_type::now() > deadline) co_return std::string("not healthy within timeouts.startup");
-    tick.expires_after(20ms);
+    tick.expires_after(1s);
     co_await tick.async_wait(use_tuple);
   }
 }
