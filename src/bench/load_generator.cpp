@@ -16,6 +16,7 @@
 #include "bench/arrivals.h"
 #include "bench/endpoint_probe.h"
 #include "bench/stream_parser.h"
+#include "common/scoped_member.h"
 #include "http/sse.h"
 #include "http/use_tuple.h"
 
@@ -112,12 +113,7 @@ void LoadGenerator::stop() {
 
 awaitable<void> LoadGenerator::send_one(const std::string& body, RequestRecord& record) {
   http::UpstreamCall call(pool_);
-  in_flight_.insert(&call);
-  struct Leave {
-    std::set<http::UpstreamCall*>& set;
-    http::UpstreamCall* call;
-    ~Leave() { set.erase(call); }
-  } leave{in_flight_, &call};
+  const ScopedMember in_flight(in_flight_, &call);
 
   http::UpstreamRequest request;
   request.target = target_.path;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/scoped_member.h"
 #include "fleet/child_process.h"
 #include "http/use_tuple.h"
 
@@ -691,12 +692,7 @@ awaitable<std::optional<std::string>> Fleet::bring_up(std::size_t index) {
   net::co_spawn(s->executor, s->supervise(inst), net::detached);
   const auto deadline = clock_type::now() + startup;
   // Woken when its state changes (the second is a bound, not a poll).
-  struct Waiting {
-    std::set<net::steady_timer*>& set;
-    net::steady_timer* timer;
-    ~Waiting() { set.erase(timer); }
-  } waiting{watch.state_waits, &tick};
-  watch.state_waits.insert(&tick);
+  const ScopedMember waiting(watch.state_waits, &tick);
   for (;;) {
     if (inst.state == InstanceState::ready) co_return std::nullopt;
     if (inst.state == InstanceState::restarting || inst.state == InstanceState::crash_looping ||
@@ -763,7 +759,7 @@ awaitable<void> Fleet::State::stop_processes(std::vector<std::size_t> indices) {
   const auto deadline = clock_type::now() + config.timeouts.stop;
   bool killed = false;
   net::steady_timer wait(executor);
-  stop_waits.insert(&wait);
+  const ScopedMember waiting(stop_waits, &wait);
   for (;;) {
     reaper->reap();  // a zombie of the group still counts for kill()
     bool running = false;
@@ -790,7 +786,6 @@ awaitable<void> Fleet::State::stop_processes(std::vector<std::size_t> indices) {
     wait.expires_at(killed ? clock_type::now() + config.timeouts.stop : deadline);
     co_await wait.async_wait(use_tuple);
   }
-  stop_waits.erase(&wait);
 }
 
 }  // namespace switchyard::fleet

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "common/json_text.h"
+#include "common/scoped_member.h"
 #include "http/message.h"
 
 namespace switchyard::gateway {
@@ -224,12 +225,7 @@ awaitable<void> ModelControl::stream_events(http::Exchange& exchange,
   std::uint64_t sent = g.published;
   if (!co_await exchange.start_stream(200, std::move(headers))) co_return;
   net::steady_timer wake(co_await net::this_coro::executor);
-  struct Listening {
-    std::set<net::steady_timer*>& set;
-    net::steady_timer* timer;
-    ~Listening() { set.erase(timer); }
-  } listening{g.listeners, &wake};
-  g.listeners.insert(&wake);
+  const ScopedMember listening(g.listeners, &wake);
   using clock = std::chrono::steady_clock;
   auto written = clock::now();
   while (!ending()) {
