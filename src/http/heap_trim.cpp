@@ -22,16 +22,26 @@ void HeapTrimmer::opened(std::size_t open_now) {
 
 void HeapTrimmer::closed(std::size_t open_now) {
   open_ = open_now;
-  if (pending_ || peak_ < open_now + options_.burst) return;
+  last_close_ = clock::now();
+  if (pending_ || (peak_ < open_now + options_.burst && !tail_)) return;
   pending_ = true;
-  timer_.expires_after(options_.delay);
+  due_ = last_close_;
+  wait(options_.delay);
+}
+
+void HeapTrimmer::wait(clock::duration d) {
+  timer_.expires_after(d);
   timer_.async_wait([this](const boost::system::error_code& ec) {
     // Cancelled: the trimmer may be gone, so touch nothing.
     if (ec) return;
+    const auto now = clock::now(), quiet = last_close_ + options_.delay,
+               latest = due_ + 4 * options_.delay;
+    if (now < quiet && now < latest) return wait(std::min(quiet, latest) - now);
     pending_ = false;
     trim_();
     ++trims_;
     peak_ = open_;
+    tail_ = now < quiet;
   });
 }
 

@@ -5,7 +5,9 @@
 // (RSS) until something calls malloc_trim: 5,000 streams closed left the
 // gateway at its peak RSS, and each further burst grew it (issue 12).
 // malloc_trim(0) returns every free page of every arena, but walks the heap,
-// so it runs once per burst, not per close.
+// so it runs once per burst, not per close, and once the burst's closes have
+// stopped: a trim in the middle of a burst left the rest of it (up to
+// `burst` connections' buffers, some 3 MiB) in the process.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -22,9 +24,11 @@ struct HeapTrimOptions {
   // before a trim is due. Default 256: about 8 MiB of buffers; fewer closes
   // are not worth a heap walk.
   std::size_t burst = 256;
-  // How long after the burst is noticed the trim runs, so that the rest of
+  // How long without a close before a due trim runs, so that the rest of
   // the burst (and the upstream connections closing with it) is freed by
-  // then and one trim covers all of it. Default 250 ms.
+  // then and one trim covers all of it; a burst that goes on is trimmed
+  // 4 delays after the trim came due, and once more when it stops. Default
+  // 250 ms.
   std::chrono::milliseconds delay{250};
 };
 
@@ -50,12 +54,18 @@ class HeapTrimmer {
   static void default_trim();
 
  private:
+  using clock = std::chrono::steady_clock;
+  void wait(clock::duration d);
+
   const HeapTrimOptions options_;
   const std::function<void()> trim_;
   boost::asio::steady_timer timer_;
   std::size_t peak_ = 0;  // most connections open since the last trim
   std::size_t open_ = 0;  // open now, as last told
   bool pending_ = false;
+  bool tail_ = false;  // the last trim ran while its burst went on
+  clock::time_point due_{};
+  clock::time_point last_close_{};
   std::size_t trims_ = 0;
 };
 

@@ -73,6 +73,27 @@ TEST_F(HeapTrimmerTest, ABurstCountsFromTheLastTrimNotTheFirstPeak) {
   EXPECT_EQ(trims, 1);
 }
 
+TEST(HeapTrimmer, ABurstThatGoesOnIsTrimmedAgainWhenItStops) {
+  // Closes every 10 ms for 1 s, the delay 200 ms: the first trim comes due
+  // at once and runs 4 delays later while the closes go on; one more runs
+  // when they stop, so none of the burst is left untrimmed.
+  boost::asio::io_context io;
+  int trims = 0;
+  HeapTrimmer trimmer(io.get_executor(), HeapTrimOptions{.burst = 100, .delay = 200ms},
+                      [&] { ++trims; });
+  for (std::size_t i = 1; i <= 1100; ++i) trimmer.opened(i);
+  std::size_t open = 1100;
+  for (int step = 0; step < 100; ++step) {
+    for (int k = 0; k < 11; ++k) trimmer.closed(--open);
+    io.restart();
+    io.run_for(10ms);
+  }
+  ASSERT_EQ(open, 0u);
+  io.restart();
+  io.run();
+  EXPECT_EQ(trims, 2);
+}
+
 TEST(HeapTrimmer, CancelledTrimNeverRuns) {
   boost::asio::io_context io;
   int trims = 0;
