@@ -475,14 +475,14 @@ awaitable<bool> Fleet::State::launch(Instance& inst, Watch& watch) {
     text = substitute(text, "${GPUS}", inst.config.gpus);
     return substitute(text, "${SWITCHYARD}", self_path);
   };
-  // Without shell syntax the engine is exec'd directly: it is then the
-  // process the gateway waits for and that gets SIGTERM if the gateway dies
-  // (a shell in between would not pass that on). Words are split before
-  // substitution, so a path with spaces stays one argument.
   // A llama-server that knows it has a router reports its load's progress
   // (common/router_child.h); the instance's own env may say otherwise.
   auto env = inst.config.env;
   env.try_emplace(kRouterPortVariable, config.listen.substr(config.listen.rfind(':') + 1));
+  // Without shell syntax the engine is exec'd directly: it is then the
+  // process the gateway waits for and that gets SIGTERM if the gateway dies
+  // (a shell in between would not pass that on). Words are split before
+  // substitution, so a path with spaces stays one argument.
   std::string command;
   Result<ChildProcess> child = Error{""};
   if (auto words =
