@@ -115,8 +115,12 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
       data["exit_code"] = code;
     }
     if (e.kind == Kind::failed) data["error"] = e.reason;
+    send_status(e.model, std::move(data));
+  }
+
+  void send_status(const std::string& model, boost::json::object data) {
     send(to_json_text(boost::json::object{
-        {"data", std::move(data)}, {"event", "status_change"}, {"model", e.model}}));
+        {"data", std::move(data)}, {"event", "status_change"}, {"model", model}}));
   }
 
   // One /models/sse event to every listener (and the latest kept).
@@ -208,10 +212,7 @@ void ModelControl::engine_state(const fleet::Instance& inst, const EngineState& 
   if (state.state != "loading" || state.payload.empty() || inst.routable() ||
       inst.config.load != config::LoadMode::on_demand)
     return;
-  impl_->send(to_json_text(boost::json::object{
-      {"data", boost::json::object{{"status", "loading"}, {"progress", state.payload}}},
-      {"event", "status_change"},
-      {"model", inst.model()}}));
+  impl_->send_status(inst.model(), {{"status", "loading"}, {"progress", state.payload}});
 }
 
 awaitable<void> ModelControl::stream_events(http::Exchange& exchange,
