@@ -21,17 +21,18 @@ bool about_the_window(const std::string& check) {
 }  // namespace
 
 void LiveAdvisor::observe(const std::string& instance, const std::string& metrics,
-                          clock::time_point at) {
+                          clock::time_point at, std::optional<clock::time_point> idle_at) {
   auto it = last_.find(instance);
   if (it == last_.end()) {
     last_.emplace(instance, Window{metrics, at, {}});
     return;
   }
+  const auto from = idle_at ? std::max(*idle_at, it->second.at) : it->second.at;
   BackendObservation obs;
   obs.url = instance;
   obs.first.metrics = std::move(it->second.metrics);
   obs.second.metrics = metrics;
-  obs.window_seconds = std::chrono::duration<double>(at - it->second.at).count();
+  obs.window_seconds = std::chrono::duration<double>(at - from).count();
   const BackendReport report = analyze_backend(obs);
   std::vector<Finding> found;
   for (const auto& f : report.findings)

@@ -26,8 +26,11 @@ class LiveAdvisor {
   using clock = std::chrono::steady_clock;
 
   // A new /metrics text of `instance`, scraped at `at`. The first scrape of
-  // an instance only starts its window.
-  void observe(const std::string& instance, const std::string& metrics, clock::time_point at);
+  // an instance only starts its window. With `idle_at`, the engine's figures
+  // were still the last scrape's then: the window starts there, and a rate
+  // is not diluted by the idle time before it.
+  void observe(const std::string& instance, const std::string& metrics, clock::time_point at,
+               std::optional<clock::time_point> idle_at = std::nullopt);
   // The instance's series are gone (not ready, or its /metrics stopped
   // answering): its findings stop and its window restarts.
   void forget(const std::string& instance);

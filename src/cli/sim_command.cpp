@@ -15,6 +15,7 @@
 #include "cli/weights_load.h"
 #include "http/server.h"
 #include "sim/engine.h"
+#include "sim/idle_sleep.h"
 #include "sim/llamacpp_api.h"
 #include "sim/presets.h"
 #include "sim/router_child.h"
@@ -62,6 +63,8 @@ struct SimFlags {
   // vLLM sleep mode and the times a model load and a wake-up take (modelled
   // seconds, divided by the speed factor).
   bool sleep_mode = false;
+  // llama-server --sleep-idle-seconds: asleep after that long idle; -1 never.
+  double sleep_idle_seconds = -1;
   double load_time = 0;
   double wake_time = 0;
   // The weights' size and read rate: their load adds size / rate to load_time.
@@ -141,6 +144,11 @@ int run_sim(const SimFlags& flags) {
     std::cerr << "switchyard sim: --sleep-mode: vLLM's sleep endpoints need --dialect vllm\n";
     return 2;
   }
+  if (flags.sleep_idle_seconds >= 0 && resolved->dialect == "vllm") {
+    std::cerr << "switchyard sim: --sleep-idle-seconds is llama-server's (--dialect llamacpp); "
+                 "vLLM sleeps when told (--sleep-mode)\n";
+    return 2;
+  }
   const auto weights = weights_load_seconds(flags.model_size.value_or("0"), flags.load_rate);
   if (!weights) {
     std::cerr << "switchyard sim: " << weights.error().message << "\n";
@@ -151,6 +159,7 @@ int run_sim(const SimFlags& flags) {
   faults.startup_delay_seconds += (flags.load_time + *weights) / options.speed_factor;
   boost::asio::io_context io;
   sim::Engine engine(io.get_executor(), options);
+  std::unique_ptr<sim::IdleSleep> idle_sleep;
   std::unique_ptr<http::Handler> api;
   std::unique_ptr<sim::RouterChild> router_child;  // started by a router: llama-server's reports
   http::ServerOptions server_options;
@@ -179,6 +188,18 @@ int run_sim(const SimFlags& flags) {
     o.reranking = flags.reranking;
     o.ui = !flags.no_ui;
     o.faults = faults;
+    if (flags.sleep_idle_seconds >= 0) {
+      // A wake loads the weights again: as long as the first load.
+      idle_sleep = std::make_unique<sim::IdleSleep>(
+          io.get_executor(), flags.sleep_idle_seconds, faults.startup_delay_seconds,
+          sim::IdleSleep::Hooks{[&router_child] {
+                                  if (router_child) router_child->slept();
+                                },
+                                [&router_child](double seconds) {
+                                  if (router_child) router_child->waking(seconds);
+                                }});
+      o.idle_sleep = idle_sleep.get();
+    }
     auto llamacpp = std::make_unique<sim::LlamacppApi>(engine, o);
     if (sim::RouterChild::wanted())
       router_child = std::make_unique<sim::RouterChild>(
@@ -260,6 +281,11 @@ Command add_sim_command(CLI::App& app) {
   sub->add_flag("--sleep-mode,--enable-sleep-mode", flags->sleep_mode,
                 "vllm: serve POST /sleep?level=1, POST /wake_up and GET /is_sleeping (asleep: "
                 "GPU freed, completions 503)");
+  sub->add_option("--sleep-idle-seconds", flags->sleep_idle_seconds,
+                  "llamacpp: sleep after this many seconds with no completion, as llama-server "
+                  "(/props says is_sleeping; the next completion waits while the weights load "
+                  "again; wall-clock seconds; -1 never)")
+      ->check(CLI::Range(-1.0, 86400.0));
   sub->add_option("--load-time", flags->load_time,
                   "Seconds the model's weights take to load at start (503 'Loading model' "
                   "meanwhile; scaled by --speed-factor)")

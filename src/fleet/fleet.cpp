@@ -543,6 +543,7 @@ awaitable<void> Fleet::State::after_exit(Instance& inst, Watch& watch) {
   const int status = *watch.exit_status;
   inst.problem = "engine " + describe_exit(status);
   inst.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  inst.engine_sleep = Instance::EngineSleep::awake;
   // Whatever the shell left behind; the reaper waits for it (it is our
   // child now, the gateway being a subreaper).
   watch.process->signal(SIGKILL);
@@ -627,8 +628,15 @@ void Fleet::State::output_line(Instance& inst, std::string_view line) {
     return;
   }
   spdlog::debug("[{}] {}", inst.name(), line);
+  using Sleep = Instance::EngineSleep;
+  if (report->state == "sleeping") inst.engine_sleep = Sleep::asleep;
+  if (report->state == "loading" && inst.engine_sleep != Sleep::awake)
+    inst.engine_sleep = Sleep::waking;
   // It serves: probe it now rather than at the end of the nap.
-  if (report->state == "ready") watches[inst.index]->wake.cancel();
+  if (report->state == "ready") {
+    inst.engine_sleep = Sleep::awake;
+    watches[inst.index]->wake.cancel();
+  }
   if (on_engine_state) on_engine_state(inst, *report);
 }
 

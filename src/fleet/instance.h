@@ -97,6 +97,10 @@ struct Instance {
   // Profiles: whether its engine sleeps (sleep: true, switched off), and why
   // it last failed to start or exited, for a switch's rollback message.
   bool asleep = false;
+  // The engine's own sleep (llama-server --sleep-idle-seconds), from its
+  // router reports: it stays routable, its next request wakes it.
+  enum class EngineSleep { awake, asleep, waking };
+  EngineSleep engine_sleep = EngineSleep::awake;
   std::string problem;
   std::optional<int> exit_code;  // of its engine's last exit (a failed load's, for /v1/models)
   std::unique_ptr<http::UpstreamPool> pool;  // request traffic; set with url

@@ -102,7 +102,8 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
     for (const auto& [gpu, bytes] : used) metrics.gpu_memory_in_use(gpu, bytes);
   }
 
-  // llama.cpp router mode's event shape: {"data":{"status":...},"event":"status_change","model":M}.
+  // llama.cpp router mode's event shape: {"data":{"status":...},"event":"status_change","model":M};
+  // a load's start is its "model_status" event.
   void publish(const profiles::ResidencyEvent& e) {
     using Kind = profiles::ResidencyEvent::Kind;
     boost::json::object data{
@@ -115,12 +116,15 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
       data["exit_code"] = code;
     }
     if (e.kind == Kind::failed) data["error"] = e.reason;
-    send_status(e.model, std::move(data));
+    send_status(e.model, std::move(data),
+                e.kind == Kind::loading ? "model_status" : "status_change");
   }
 
-  void send_status(const std::string& model, boost::json::object data) {
-    send(to_json_text(boost::json::object{
-        {"data", std::move(data)}, {"event", "status_change"}, {"model", model}}));
+  void send_status(const std::string& model, boost::json::object data,
+                   std::string_view event = "status_change") {
+    shown[model] = data.at("status").as_string();
+    send(to_json_text(
+        boost::json::object{{"data", std::move(data)}, {"event", event}, {"model", model}}));
   }
 
   // One /models/sse event to every listener (and the latest kept).
@@ -138,6 +142,7 @@ struct ModelControl::Impl final : profiles::ResidencyEnv {
   obs::GatewayMetrics& metrics;
   profiles::ModelResidency residency;
   std::map<std::string, std::string> failures;  // model → why its last load failed
+  std::map<std::string, std::string> shown;     // model → the status last sent
   std::deque<std::string> events;               // the latest, for /models/sse
   std::uint64_t published = 0;                  // events ever
   std::set<net::steady_timer*> listeners;
@@ -208,11 +213,16 @@ void ModelControl::slot_released(std::size_t index) {
   impl_->residency.used(index);
 }
 
+// What the model shows once its engine has spoken: the progress of its load
+// (or of its wake), or that it fell asleep or woke.
 void ModelControl::engine_state(const fleet::Instance& inst, const EngineState& state) {
-  if (state.state != "loading" || state.payload.empty() || inst.routable() ||
-      inst.config.load != config::LoadMode::on_demand)
-    return;
-  impl_->send_status(inst.model(), {{"status", "loading"}, {"progress", state.payload}});
+  auto& g = *impl_;
+  const auto now = g.residency.model(inst.model()).value;
+  if (now == "loading" && state.state == "loading" && !state.payload.empty())
+    return g.send_status(inst.model(), {{"status", "loading"}, {"progress", state.payload}});
+  const auto it = g.shown.find(inst.model());
+  if ((now == "sleeping" || now == "loaded") && (it == g.shown.end() || it->second != now))
+    g.send_status(inst.model(), {{"status", now}});
 }
 
 awaitable<void> ModelControl::stream_events(http::Exchange& exchange,

@@ -119,6 +119,7 @@ std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why)
   const std::size_t index = routable[decision.position].index;
   Load& l = load(index);
   ++l.in_flight;
+  ++l.started;
   const long tokens = estimated_tokens(query.prompt.size());
   l.running.push_back(tokens);
   l.shortest = l.shortest == 0 ? tokens : std::min(l.shortest, tokens);

@@ -129,12 +129,17 @@ class Router {
   int in_flight(std::size_t index) const {
     return index < load_.size() ? load_[index].in_flight : 0;
   }
+  // Requests sent to it, ever.
+  std::uint64_t started(std::size_t index) const {
+    return index < load_.size() ? load_[index].started : 0;
+  }
 
  private:
   friend class RouteLease;
   // What the router counts on one instance, by fleet index.
   struct Load {
     int in_flight = 0;
+    std::uint64_t started = 0;
     long prefilling = 0;  // Candidate::prefilling
     // The prompts (estimated tokens) of its requests in flight, as many as
     // its slots, and the shortest of them (Candidate::shortest_running).

@@ -2,6 +2,9 @@
 
 #include <boost/asio.hpp>
 
+#include <optional>
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 #include "http/upstream.h"
@@ -24,6 +27,9 @@ struct MetricsScraper::State : std::enable_shared_from_this<State> {
 
   net::awaitable<void> run();
   net::awaitable<void> scrape(const fleet::Instance& inst);
+  // Whether the instance worked since its last scrape (a new engine process
+  // has never been scraped).
+  bool due(const fleet::Instance& inst);
   void forget(const std::string& name) {
     if (latest.erase(name) && forgotten) forgotten(name);
   }
@@ -36,12 +42,43 @@ struct MetricsScraper::State : std::enable_shared_from_this<State> {
   std::function<void(const fleet::Instance&, const EngineMetrics&)> scraped;
   std::function<void(const std::string&)> forgotten;
   std::map<std::string, EngineMetrics> latest;
+  std::function<EngineWork(std::size_t)> work;
+  struct Seen {
+    std::uint64_t generation = 0;
+    EngineWork work;
+    std::optional<std::chrono::steady_clock::time_point> idle_at;  // EngineMetrics::idle_at
+    int scrapes = 0;                                               // of this engine process
+  };
+  std::map<std::size_t, Seen> seen;  // by instance index, at its last scrape
   // A pool per instance index (indexes are never reused): scrapes fail fast,
   // and one connection is kept for the next interval.
   std::map<std::size_t, std::unique_ptr<http::UpstreamPool>> pools;
 };
 
+bool MetricsScraper::State::due(const fleet::Instance& inst) {
+  // Asleep by its own word, it would wake for the scrape.
+  const bool awake = inst.engine_sleep == fleet::Instance::EngineSleep::awake;
+  if (!work) return awake;
+  const EngineWork now = work(inst.index);
+  if (!awake) return false;
+  auto [it, first] = seen.try_emplace(inst.index);
+  Seen& s = it->second;
+  const bool same_engine = !first && s.generation == inst.generation;
+  // Two scrapes of a new engine whatever it does: one window for the advisor.
+  if (same_engine && s.scrapes >= 2 && now.in_flight == 0 && s.work.in_flight == 0 &&
+      now.started == s.work.started) {
+    s.idle_at = std::chrono::steady_clock::now();
+    return false;
+  }
+  s = same_engine ? Seen{s.generation, now, s.idle_at, s.scrapes + 1}
+                  : Seen{inst.generation, now, std::nullopt, 1};
+  return true;
+}
+
 net::awaitable<void> MetricsScraper::State::scrape(const fleet::Instance& inst) {
+  std::optional<std::chrono::steady_clock::time_point> idle_at;
+  if (auto it = seen.find(inst.index); it != seen.end())
+    idle_at = std::exchange(it->second.idle_at, {});
   auto& pool = pools[inst.index];
   if (!pool)
     pool = std::make_unique<http::UpstreamPool>(executor, *inst.url,
@@ -61,6 +98,7 @@ net::awaitable<void> MetricsScraper::State::scrape(const fleet::Instance& inst) 
   auto& m = latest[inst.name()];
   m.text = std::move(*body);
   m.at = std::chrono::steady_clock::now();
+  m.idle_at = idle_at;
   if (scraped) scraped(inst, m);
 }
 
@@ -78,7 +116,8 @@ net::awaitable<void> MetricsScraper::State::run() {
           inst.state == fleet::InstanceState::stopped)
         continue;
       ready[inst.name()] = live;
-      if (live) co_await scrape(inst);
+      if (!live) continue;
+      if (due(inst)) co_await scrape(inst);
     }
     if (stopped) break;
     std::vector<std::string> gone;
@@ -107,6 +146,10 @@ void MetricsScraper::on_forget(std::function<void(const std::string&)> callback)
   state_->forgotten = std::move(callback);
 }
 
+void MetricsScraper::on_work(std::function<EngineWork(std::size_t)> work) {
+  state_->work = std::move(work);
+}
+
 void MetricsScraper::start() {
   net::co_spawn(state_->executor, state_->run(), net::detached);
 }
@@ -115,6 +158,7 @@ void MetricsScraper::stop() {
   state_->stopped = true;
   state_->scraped = nullptr;
   state_->forgotten = nullptr;
+  state_->work = nullptr;
   state_->timer.cancel();
 }
 

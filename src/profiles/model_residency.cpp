@@ -530,12 +530,19 @@ void ModelResidency::prestart() {
 ModelState ModelResidency::Impl::state_of(const std::string& model) const {
   ModelState s{model, "unloaded", false, "", std::nullopt};
   bool loaded = false, loading = false, sleeping = false;
+  // A present engine that put itself to sleep shows so, and its wake as a load.
+  const auto present = [&](const fleet::Instance& in) {
+    using Sleep = fleet::Instance::EngineSleep;
+    loaded |= in.engine_sleep == Sleep::awake;
+    loading |= in.engine_sleep == Sleep::waking;
+    sleeping |= in.engine_sleep == Sleep::asleep;
+  };
   for (const auto& in : env.instances()) {
     if (in->model() != model || retired(*in)) continue;
     if (on_demand(*in)) {
       const auto it = tracks.find(in->index);
       const auto phase = it == tracks.end() ? Track::Phase::unloaded : it->second.phase;
-      loaded |= phase == Track::Phase::loaded || phase == Track::Phase::unloading;
+      if (phase == Track::Phase::loaded || phase == Track::Phase::unloading) present(*in);
       loading |= phase == Track::Phase::loading;
       if (it != tracks.end() && it->second.failed && phase == Track::Phase::unloaded) {
         s.failed = true;
@@ -544,14 +551,19 @@ ModelState ModelResidency::Impl::state_of(const std::string& model) const {
       }
       continue;
     }
-    loaded |= in->state == InstanceState::ready && !in->asleep &&
-              in->admin() != fleet::AdminState::parked;
+    if (in->state == InstanceState::ready && !in->asleep &&
+        in->admin() != fleet::AdminState::parked)
+      present(*in);
     loading |= in->state == InstanceState::starting && in->admin() != fleet::AdminState::parked;
     sleeping |= in->asleep;
   }
   s.value = loaded ? "loaded" : loading ? "loading" : sleeping ? "sleeping" : "unloaded";
   if (s.value != "unloaded") s.failed = false;
   return s;
+}
+
+ModelState ModelResidency::model(const std::string& name) const {
+  return impl_->state_of(name);
 }
 
 std::vector<ModelState> ModelResidency::models() const {

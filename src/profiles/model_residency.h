@@ -103,6 +103,7 @@ class ModelResidency {
   void step();
 
   std::vector<ModelState> models() const;
+  ModelState model(const std::string& name) const;
   // Bytes per GPU held by present instances, by the figures in use.
   std::map<std::string, std::uint64_t> memory_in_use() const;
   // The expected time of a model's load (measured, else switching.switch_cost).

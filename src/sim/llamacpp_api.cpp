@@ -44,6 +44,15 @@ std::optional<Endpoint> counted_endpoint(std::string_view path) {
   return std::nullopt;
 }
 
+// As llama-server's routes: all but these wait for an engine asleep
+// (--sleep-idle-seconds) to wake, and start its idle time over; a
+// GET /metrics or /slots included.
+bool needs_the_model(const http::RequestHead& head) {
+  const auto path = head.path();
+  return !(head.method == "GET" && (path == "/health" || path == "/v1/health" ||
+                                    path == "/props" || path == "/models" || path == "/v1/models"));
+}
+
 }  // namespace
 
 struct LlamacppApi::Impl {
@@ -111,6 +120,9 @@ std::string LlamacppApi::Impl::new_id() {
 
 awaitable<void> LlamacppApi::Impl::handle(http::Request& request, http::Exchange& exchange) {
   // Loading: llama-server answers every request with its 503 "Loading model".
+  std::optional<IdleSleep::Use> awake;
+  if (options.idle_sleep && !runner.loading() && needs_the_model(request.head))
+    awake.emplace(co_await options.idle_sleep->use());
   std::optional<CompletionJob> job;
   http::Response reply = runner.loading() ? http::Response() : respond_now(request, job);
   const CompletionRunner::Unavailable unavailable = [](std::string_view message) {
@@ -295,7 +307,7 @@ http::Response LlamacppApi::Impl::props() const {
       {"bos_token", "<s>"},
       {"eos_token", "</s>"},
       {"build_info", llamacpp::kFingerprint},
-      {"is_sleeping", false},
+      {"is_sleeping", options.idle_sleep && options.idle_sleep->asleep()},
       {"cors_proxy_enabled", false}};
   return json_reply(200, body);
 }

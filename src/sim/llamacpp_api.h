@@ -12,6 +12,7 @@
 #include "http/exchange.h"
 #include "sim/engine.h"
 #include "sim/faults.h"
+#include "sim/idle_sleep.h"
 
 namespace switchyard::sim {
 
@@ -29,6 +30,8 @@ struct LlamacppApiOptions {
   bool ui = true;
   // Injected failures; all off by default.
   FaultOptions faults;
+  // llama-server --sleep-idle-seconds (outlives the handler); null: never sleeps.
+  IdleSleep* idle_sleep = nullptr;
 };
 
 class LlamacppApi final : public http::Handler {

@@ -31,6 +31,15 @@ struct RouterChild::State : std::enable_shared_from_this<RouterChild::State> {
         info(std::move(i)),
         stop(std::move(s)) {}
 
+  // A load (again): from 0 to 1.0, then ready.
+  void load(double seconds) {
+    timer.cancel();
+    started = clock_type::now();
+    load_seconds = seconds;
+    first = true;
+    tick();
+  }
+
   static void report(const EngineState& state) {
     const auto line = engine_state_line(state) + "\n";
     spdlog::default_logger()->flush();  // the log and the reports share stdout
@@ -50,8 +59,10 @@ struct RouterChild::State : std::enable_shared_from_this<RouterChild::State> {
              {"current", "text_model"},
              {"value", value}}});
     if (value >= 1.0) {
-      report({"ready", info()});
-      watch_input_from_now();
+      // After a sleep llama-server says "ready" without its model's info.
+      report({"ready", served ? boost::json::object{} : info()});
+      if (!served) watch_input_from_now();
+      served = true;
       return;
     }
     const auto left = std::chrono::duration<double>(load_seconds - elapsed);
@@ -97,9 +108,10 @@ struct RouterChild::State : std::enable_shared_from_this<RouterChild::State> {
   net::steady_timer timer;
   net::posix::stream_descriptor input;
   net::streambuf buffer;
-  const clock_type::time_point started;
-  const double load_seconds;
+  clock_type::time_point started;
+  double load_seconds;
   bool first = true;
+  bool served = false;  // ready once
   std::function<boost::json::object()> info;
   std::function<void()> stop;
 };
@@ -112,6 +124,14 @@ RouterChild::RouterChild(net::any_io_executor executor, double load_seconds,
                          std::function<boost::json::object()> info, std::function<void()> stop)
     : state_(std::make_shared<State>(executor, load_seconds, std::move(info), std::move(stop))) {
   state_->tick();
+}
+
+void RouterChild::slept() {
+  State::report({"sleeping", {}});
+}
+
+void RouterChild::waking(double load_seconds) {
+  state_->load(load_seconds);
 }
 
 void RouterChild::terminate() {

@@ -5,7 +5,9 @@
 // with its model's info; from then on it reads stdin: a line
 // "cmd_router_to_child:exit" stops it, end of file ends it at once with
 // status 1 (its router is gone), and SIGTERM alone does not end it: it
-// waits for one of those two first. The simulator does the same.
+// waits for one of those two first. Asleep (--sleep-idle-seconds) it says
+// "sleeping"; woken, it reports a load again and "ready" with no info. The
+// simulator does the same.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -26,6 +28,10 @@ class RouterChild {
   RouterChild(boost::asio::any_io_executor executor, double load_seconds,
               std::function<boost::json::object()> info, std::function<void()> stop);
   ~RouterChild();
+
+  // The engine fell asleep; it wakes, loading for that long.
+  void slept();
+  void waking(double load_seconds);
 
   // SIGTERM: still loading, stops now; ready, once stdin says so.
   void terminate();

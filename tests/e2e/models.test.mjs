@@ -179,7 +179,7 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     assert.equal((await chat(gw, 'A')).status, 200);
     await reading;
     assert.deepEqual(events.map((e) => [e.event, e.model, e.data.status]).filter((e, i, all) =>
-      i === 0 || e[2] !== all[i - 1][2]), [['status_change', 'A', 'loading'], ['status_change', 'A', 'loaded']]);
+      i === 0 || e[2] !== all[i - 1][2]), [['model_status', 'A', 'loading'], ['status_change', 'A', 'loaded']]);
     // The engine (a llama-server told it has a router: the sim does as it
     // does) reports its load every 200 ms; the gateway passes it on as
     // llama.cpp's router does, and the web UI draws it.
@@ -266,6 +266,28 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     assert.equal(tokens.status, 200, tokens.text);
     assert.ok(tokens.body.tokens.length > 0, tokens.text);
     await waitStatus(gw, 'B', 'loaded');
+    await gw.stop();
+  });
+
+  test('a model whose engine sleeps when idle (llama-server --sleep-idle-seconds) shows sleeping, and its next request wakes it', async () => {
+    // Scraped every 200 ms, an engine would never be idle for 1 s: the
+    // gateway scrapes only an engine that works.
+    const gw = await startGateway(box([onDemand('a', 'A', { extra: ' --sleep-idle-seconds 1' }), onDemand('b', 'B')],
+      { health: { metrics_interval: '200ms' } }), { waitReady: false });
+    assert.equal((await chat(gw, 'A')).status, 200);
+    const { events, reading } = await modelEvents(gw, (seen) =>
+      seen.some((e, i) => e.data.status === 'loaded' && seen.slice(0, i).some((s) => s.data.status === 'sleeping')));
+    await waitStatus(gw, 'A', 'sleeping');
+    assert.equal((await fetchJson(`${gw.url}/props?model=A&autoload=false`)).body.is_sleeping, true);
+    assert.equal((await chat(gw, 'A')).status, 200);
+    await reading;
+    assert.deepEqual(events.map((e) => e.data.status).filter((s, i, all) => i === 0 || s !== all[i - 1]),
+      ['sleeping', 'loading', 'loaded']);
+    assert.ok(events.some((e) => e.data.progress), `the wake's progress: ${JSON.stringify(events)}`);
+    assert.equal((await statuses(gw)).A.value, 'loaded');
+    // Its own wake: not a load by the gateway, and the same engine.
+    assert.equal(await metric(gw, 'switchyard_model_loads_total', { model: 'A', reason: 'request' }), 1);
+    assert.deepEqual(gw.engines().map((e) => e.name), ['a']);
     await gw.stop();
   });
 

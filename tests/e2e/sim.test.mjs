@@ -373,8 +373,8 @@ describe('sim: the model name as llama-server reports it', () => {
 
   // A sim started as llama.cpp's router (and Switchyard) starts a
   // llama-server: LLAMA_SERVER_ROUTER_PORT set, stdin a pipe.
-  const routerChild = () => {
-    const child = spawn(BIN, ['sim', '--host', '127.0.0.1', '--port', '0', '--alias', 'A', '--startup-delay', '0.6'],
+  const routerChild = (extra = []) => {
+    const child = spawn(BIN, ['sim', '--host', '127.0.0.1', '--port', '0', '--alias', 'A', '--startup-delay', '0.6', ...extra],
       { env: { ...process.env, LLAMA_SERVER_ROUTER_PORT: '8080' }, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
@@ -383,7 +383,8 @@ describe('sim: the model name as llama-server reports it', () => {
     const reports = () => out.split('\n').filter((l) => l.startsWith('cmd_child_to_router:state:'))
       .map((l) => JSON.parse(l.slice('cmd_child_to_router:state:'.length)));
     const ready = () => waitUntil(() => reports().some((r) => r.state === 'ready'), { what: 'the ready report' });
-    return { child, exited, reports, ready, output: () => out };
+    const url = () => `http://${out.match(/listening on (127\.0\.0\.1:\d+)/)[1]}`;
+    return { child, exited, reports, ready, url, output: () => out };
   };
 
   test('started by a router, it reports its load on stdout and stops when stdin says so, as llama-server does', TIMEOUT, async () => {
@@ -421,6 +422,42 @@ describe('sim: the model name as llama-server reports it', () => {
     } finally {
       sim.child.kill('SIGKILL');
     }
+  });
+
+  test('--sleep-idle-seconds: idle, it sleeps (and says so); the next completion waits for its weights to load again', TIMEOUT, async () => {
+    const sim = routerChild(['--sleep-idle-seconds', '0.5', '--speed-factor', '50']);
+    try {
+      await sim.ready();
+      const props = async () => (await fetchJson(`${sim.url()}/props`)).body;
+      assert.equal((await props()).is_sleeping, false);
+      await waitUntil(() => sim.reports().some((r) => r.state === 'sleeping'), { what: 'the sleeping report' });
+      assert.deepEqual(sim.reports().at(-1), { state: 'sleeping', payload: {} });
+      assert.equal((await props()).is_sleeping, true);
+      assert.equal((await fetchJson(`${sim.url()}/health`)).status, 200, 'asleep, it is still healthy');
+      const before = sim.reports().length;
+      const started = Date.now();
+      const chat = await fetchJson(`${sim.url()}/v1/chat/completions`, { body: { messages: USER_MESSAGES, max_tokens: 2 } });
+      assert.equal(chat.status, 200, chat.text);
+      assert.ok(Date.now() - started >= 500, 'it waited for the weights (0.6 s)');
+      // The wake is a load, reported as one; its ready says no more.
+      const wake = sim.reports().slice(before);
+      assert.equal(wake[0].state, 'loading');
+      assert.equal(wake[0].payload.value, 0);
+      assert.deepEqual(wake.at(-1), { state: 'ready', payload: {} });
+      assert.equal((await props()).is_sleeping, false);
+      // As llama-server: a GET /metrics wakes it too (what a scraper must not do).
+      await waitUntil(async () => (await props()).is_sleeping, { what: 'asleep again' });
+      assert.equal((await fetchJson(`${sim.url()}/metrics`)).status, 200);
+      assert.equal((await props()).is_sleeping, false);
+    } finally {
+      sim.child.kill('SIGKILL');
+    }
+  });
+
+  test('--sleep-idle-seconds is llama-server\'s: refused with --dialect vllm', TIMEOUT, async () => {
+    const res = await runSwitchyard(['sim', '--dialect', 'vllm', '--sleep-idle-seconds', '5']);
+    assert.equal(res.code, 2);
+    assert.match(res.output, /--sleep-idle-seconds is llama-server's/);
   });
 
   test('--model-path sets the file; --alias the name every response reports', TIMEOUT, async () => {

@@ -44,6 +44,21 @@ TEST(LiveAdvisor, AFindingStartsWithItsWindowAndStopsWhenTheEngineRecovers) {
   EXPECT_TRUE(advisor.findings().empty());
 }
 
+TEST(LiveAdvisor, AWindowAfterIdleTimeStartsWhereTheEngineWasLastSeenIdle) {
+  const auto generated = [](int tokens) {
+    return fmt::format("vllm:generation_tokens_total{{model_name=\"q\"}} {}\n", tokens);
+  };
+  LiveAdvisor advisor;
+  advisor.observe("tp2", generated(100), t0);
+  // Ten idle minutes unscraped (the last idle round at t0 + 595 s), then
+  // 500 tokens before the next scrape.
+  advisor.observe("tp2", generated(600), t0 + 600s, t0 + 595s);
+  EXPECT_EQ(advisor.measurement("tp2", "generation_tokens_per_s"), 100.0)
+      << "500 tokens over 5 s, not over 600";
+  advisor.observe("tp2", generated(1100), t0 + 610s);
+  EXPECT_EQ(advisor.measurement("tp2", "generation_tokens_per_s"), 50.0);
+}
+
 TEST(LiveAdvisor, MeasurementsOfTheLastWindowAndForgettingAnInstance) {
   LiveAdvisor advisor;
   advisor.observe("tp2", vllm(0, 0.1, 1000, 0), t0);

@@ -149,6 +149,31 @@ TEST(ModelResidency, PrestartLoadsMarkedInstancesThatFitInOrderAndNoOther) {
   EXPECT_EQ(box.status("C"), "loaded");
 }
 
+TEST(ModelResidency, AnEngineThatSleepsByItselfShowsSleepingAndItsWakeAsALoad) {
+  using Sleep = fleet::Instance::EngineSleep;
+  Box box;
+  box.request("A");
+  box.run();
+  auto& a = *box.env.table[0];
+  a.engine_sleep = Sleep::asleep;  // llama-server --sleep-idle-seconds said so
+  EXPECT_EQ(box.status("A"), "sleeping");
+  EXPECT_TRUE(box.r().routable("A")) << "its next request wakes it";
+  a.engine_sleep = Sleep::waking;
+  EXPECT_EQ(box.status("A"), "loading");
+  a.engine_sleep = Sleep::awake;
+  EXPECT_EQ(box.status("A"), "loaded");
+  // An always-on instance too; another awake copy keeps the model loaded.
+  box.env.table[1]->config.load = config::LoadMode::always;
+  box.env.table[1]->causes = {};
+  box.env.table[1]->state = fleet::InstanceState::ready;
+  box.env.table[1]->engine_sleep = Sleep::asleep;
+  EXPECT_EQ(box.status("B"), "sleeping");
+  box.env.table[1]->config.model = "A";
+  EXPECT_EQ(box.status("A"), "loaded");
+  a.engine_sleep = Sleep::asleep;
+  EXPECT_EQ(box.status("A"), "sleeping");
+}
+
 TEST(ModelResidency, SeveralModelsStayLoadedWhereMemoryAllows) {
   Box box;
   box.request("A");

@@ -9,7 +9,7 @@
 namespace switchyard::sim {
 namespace {
 
-std::vector<Token> prompt_of(int n, Token first) {
+std::vector<Token> tokens_from(int n, Token first) {
   std::vector<Token> p(n);
   std::iota(p.begin(), p.end(), first);
   return p;
@@ -40,8 +40,8 @@ int run_one(Scheduler& s, std::vector<Token> prompt) {
 
 TEST(HostPromptCache, APromptEvictedFromItsSlotByAnotherSessionIsRestored) {
   Scheduler s(one_slot(8192));
-  const auto a = prompt_of(1000, 1);
-  const auto b = prompt_of(1000, 5000);
+  const auto a = tokens_from(1000, 1);
+  const auto b = tokens_from(1000, 5000);
   EXPECT_EQ(run_one(s, a), 0);
   EXPECT_EQ(run_one(s, b), 0);  // takes the only slot: a is saved to RAM
   auto a2 = a;
@@ -52,17 +52,17 @@ TEST(HostPromptCache, APromptEvictedFromItsSlotByAnotherSessionIsRestored) {
 
 TEST(HostPromptCache, OffItKeepsOnlyEachSlotsLastPrompt) {
   Scheduler s(one_slot(0));
-  const auto a = prompt_of(1000, 1);
+  const auto a = tokens_from(1000, 1);
   EXPECT_EQ(run_one(s, a), 0);
-  EXPECT_EQ(run_one(s, prompt_of(1000, 5000)), 0);
+  EXPECT_EQ(run_one(s, tokens_from(1000, 5000)), 0);
   EXPECT_EQ(run_one(s, a), 0);
 }
 
 TEST(HostPromptCache, ARestoreCostsTheCopyNotAPrefill) {
   Scheduler on(one_slot(8192));
   Scheduler off(one_slot(0));
-  const auto a = prompt_of(2000, 1);
-  const auto b = prompt_of(2000, 9000);
+  const auto a = tokens_from(2000, 1);
+  const auto b = tokens_from(2000, 9000);
   for (Scheduler* s : {&on, &off}) {
     run_one(*s, a);
     run_one(*s, b);
@@ -83,34 +83,34 @@ TEST(HostPromptCache, ARestoreCostsTheCopyNotAPrefill) {
 
 TEST(HostPromptCache, OldestEntriesGoPastTheByteLimit) {
   HostPromptCache cache(/*limit_bytes=*/2500, /*limit_tokens=*/0, /*bytes_per_token=*/1);
-  EXPECT_EQ(cache.save(prompt_of(1000, 1)), 1000u);
-  EXPECT_EQ(cache.save(prompt_of(1000, 5000)), 1000u);
-  EXPECT_EQ(cache.save(prompt_of(1000, 9000)), 1000u);  // the first goes
+  EXPECT_EQ(cache.save(tokens_from(1000, 1)), 1000u);
+  EXPECT_EQ(cache.save(tokens_from(1000, 5000)), 1000u);
+  EXPECT_EQ(cache.save(tokens_from(1000, 9000)), 1000u);  // the first goes
   EXPECT_EQ(cache.entries(), 2u);
-  EXPECT_EQ(cache.save(prompt_of(3000, 20000)), 0u);  // larger than the limit: skipped
+  EXPECT_EQ(cache.save(tokens_from(3000, 20000)), 0u);  // larger than the limit: skipped
   std::vector<Token> slot;
-  EXPECT_EQ(cache.load(slot, prompt_of(1000, 1)), 0u);
-  EXPECT_EQ(cache.load(slot, prompt_of(1000, 5000)), 1000u);
-  EXPECT_EQ(slot, prompt_of(1000, 5000));
+  EXPECT_EQ(cache.load(slot, tokens_from(1000, 1)), 0u);
+  EXPECT_EQ(cache.load(slot, tokens_from(1000, 5000)), 1000u);
+  EXPECT_EQ(slot, tokens_from(1000, 5000));
   EXPECT_EQ(cache.entries(), 1u);  // restored entries leave the cache
 }
 
 TEST(HostPromptCache, AnEntryHeldWholeIsNotSavedAgainAndAGrownPromptReplacesIt) {
   HostPromptCache cache(0, 1 << 20, 1);
-  const auto a = prompt_of(100, 1);
+  const auto a = tokens_from(100, 1);
   EXPECT_EQ(cache.save(a), 100u);
   EXPECT_EQ(cache.save(a), 0u);
-  EXPECT_EQ(cache.save(prompt_of(50, 1)), 0u);  // a prefix of an entry
-  EXPECT_EQ(cache.save(prompt_of(150, 1)), 150u);
+  EXPECT_EQ(cache.save(tokens_from(50, 1)), 0u);  // a prefix of an entry
+  EXPECT_EQ(cache.save(tokens_from(150, 1)), 150u);
   EXPECT_EQ(cache.entries(), 1u);
   EXPECT_EQ(cache.tokens(), 150u);
 }
 
 TEST(HostPromptCache, AnEntryLessThanAQuarterSharedIsNotRestored) {
   HostPromptCache cache(0, 1 << 20, 1);
-  cache.save(prompt_of(1000, 1));
+  cache.save(tokens_from(1000, 1));
   std::vector<Token> slot;
-  auto p = prompt_of(200, 1);
+  auto p = tokens_from(200, 1);
   p.push_back(-1);
   EXPECT_EQ(cache.load(slot, p), 0u);  // 200 of 1000: a large prompt is not thrashed
   EXPECT_TRUE(slot.empty());
