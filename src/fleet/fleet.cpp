@@ -629,7 +629,10 @@ void Fleet::State::output_line(Instance& inst, std::string_view line) {
   }
   spdlog::debug("[{}] {}", inst.name(), line);
   using Sleep = Instance::EngineSleep;
-  if (report->state == "sleeping") inst.engine_sleep = Sleep::asleep;
+  if (report->state == "sleeping" && inst.engine_sleep == Sleep::awake) {
+    inst.engine_sleep = Sleep::asleep;
+    ++inst.generation;  // what it had cached is gone
+  }
   if (report->state == "loading" && inst.engine_sleep != Sleep::awake)
     inst.engine_sleep = Sleep::waking;
   // It serves: probe it now rather than at the end of the nap.

@@ -83,8 +83,9 @@ struct Instance {
   std::optional<http::Url> url;  // known once the port is chosen
   int slots = 1;                 // requests it runs at once
   long kv_tokens = 0;            // tokens its KV cache holds (/props n_ctx × slots); 0: unknown
-  // Counts the times it turned healthy after starting: a new value means a
-  // new engine process, whose prefix cache is empty.
+  // Counts the times it turned healthy after starting, and its engine's own
+  // sleeps (llama-server frees its context): a new value means an engine
+  // whose prefix cache is empty.
   std::uint64_t generation = 0;
   InstanceState state = InstanceState::starting;  // health
   AdminCauses causes;                             // admin state, apart from health

@@ -153,6 +153,7 @@ class Router {
   // a slot (all free when `need_slot` is false); `why` says why none is
   // free. Empty when none is free.
   std::vector<Candidate>& candidates(const RouteQuery& query, bool need_slot, Refusal& why);
+  void without_sleepers();
   Candidate candidate(const fleet::Instance& inst, bool need_slot) const;
   void fill(Candidate& c, const fleet::Instance& inst, bool need_slot) const;
   // The fleet indexes of the model's instances, in fleet order. An

@@ -60,18 +60,18 @@ bool MetricsScraper::State::due(const fleet::Instance& inst) {
   const bool awake = inst.engine_sleep == fleet::Instance::EngineSleep::awake;
   if (!work) return awake;
   const EngineWork now = work(inst.index);
-  if (!awake) return false;
   auto [it, first] = seen.try_emplace(inst.index);
   Seen& s = it->second;
   const bool same_engine = !first && s.generation == inst.generation;
-  // Two scrapes of a new engine whatever it does: one window for the advisor.
-  if (same_engine && s.scrapes >= 2 && now.in_flight == 0 && s.work.in_flight == 0 &&
-      now.started == s.work.started) {
+  // Two scrapes of a new engine (or one that slept) whatever it does: one
+  // window for the advisor.
+  const bool idle = same_engine && s.scrapes >= 2 && now.in_flight == 0 && s.work.in_flight == 0 &&
+                    now.started == s.work.started;
+  if (!awake || idle) {
     s.idle_at = std::chrono::steady_clock::now();
     return false;
   }
-  s = same_engine ? Seen{s.generation, now, s.idle_at, s.scrapes + 1}
-                  : Seen{inst.generation, now, std::nullopt, 1};
+  s = Seen{inst.generation, now, s.idle_at, same_engine ? s.scrapes + 1 : 1};
   return true;
 }
 
