@@ -47,7 +47,7 @@ struct MetricsScraper::State : std::enable_shared_from_this<State> {
     std::uint64_t generation = 0;
     EngineWork work;
     std::optional<std::chrono::steady_clock::time_point> idle_at;  // EngineMetrics::idle_at
-    int scrapes = 0;                                               // of this engine process
+    int scrapes = 0;                                               // since its generation changed
   };
   std::map<std::size_t, Seen> seen;  // by instance index, at its last scrape
   // A pool per instance index (indexes are never reused): scrapes fail fast,
