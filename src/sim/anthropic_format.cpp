@@ -2,7 +2,6 @@
 
 #include <boost/json.hpp>
 
-
 namespace switchyard::sim::anthropic {
 
 namespace json = boost::json;

@@ -49,8 +49,8 @@ std::optional<Endpoint> counted_endpoint(std::string_view path) {
 // GET /metrics or /slots included.
 bool needs_the_model(const http::RequestHead& head) {
   const auto path = head.path();
-  return !(head.method == "GET" && (path == "/health" || path == "/v1/health" ||
-                                    path == "/props" || path == "/models" || path == "/v1/models"));
+  return !(head.method == "GET" && (path == "/health" || path == "/v1/health" || path == "/props" ||
+                                    path == "/models" || path == "/v1/models"));
 }
 
 }  // namespace

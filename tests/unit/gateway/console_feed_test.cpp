@@ -104,8 +104,8 @@ TEST(ConsoleFeed, ThePictureListsTheOldestRunningRequestsAndCountsAll) {
     feed.begin(listed.emplace_back(), records.back(), key, session);
   }
   const auto picture = [&] {
-    return boost::json::parse(console_json({}, ModelCatalog({}), feed, nullptr, nullptr, {}, {},
-                                           false))
+    return boost::json::parse(
+               console_json({}, ModelCatalog({}), feed, nullptr, nullptr, {}, {}, false))
         .as_object();
   };
   auto body = picture();
