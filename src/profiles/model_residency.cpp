@@ -67,7 +67,11 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   };
 
   Impl(net::any_io_executor ex, const config::FleetConfig& c, ResidencyEnv& e, Clock clk)
-      : executor(ex), env(e), clock(std::move(clk)), tick(ex) {
+      : executor(ex),
+        env(e),
+        clock(std::move(clk)),
+        steps(ex, e, {AdminCause::model_evicting, AdminCause::model_unloaded}),
+        tick(ex) {
     configure(c);
   }
   // Takes `c`'s cards, swapping options and memory figures, and logs the
@@ -93,17 +97,14 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
                                       bool forced);
   void start(std::shared_ptr<Load> load);
   awaitable<void> run(std::shared_ptr<Load> load);
-  awaitable<bool> drain(std::vector<std::size_t> indices, std::shared_ptr<Load> load);
-  awaitable<void> unload_instance(std::size_t i, std::string reason);
+  awaitable<void> unload(std::vector<std::size_t> indices, std::string reason);
   void expire_ttl();
   void cancel_abandoned();
   void step();
   double expected_load_seconds(const std::string& model) const;
   ModelState state_of(const std::string& model) const;
   void emit(ResidencyEvent::Kind kind, std::size_t i, std::string reason, double seconds = 0);
-  void wake() {
-    for (auto* t : drain_waits) t->cancel();
-  }
+  void wake() { steps.notify(); }
   awaitable<void> ticking();
 
   net::any_io_executor executor;
@@ -114,7 +115,7 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   std::map<std::size_t, Track> tracks;  // by instance index, on-demand ones
   std::map<const void*, Waiter> waiting;
   std::vector<std::shared_ptr<Load>> loads;
-  std::set<net::steady_timer*> drain_waits;  // cut short by used() and step()
+  Transition steps;  // its drains are cut short by used() and step()
   net::steady_timer tick;
   std::function<void(const ResidencyEvent&)> on_event;
 };
@@ -265,8 +266,12 @@ void ModelResidency::Impl::start(std::shared_ptr<Load> load) {
 
 awaitable<void> ModelResidency::Impl::run(std::shared_ptr<Load> load) {
   auto self = shared_from_this();
-  const bool drained = co_await drain(load->victims, load);
-  if (!drained) {  // cancelled: every waiter left and another model waits
+  const auto what = "model " + load->model;
+  // Cancelled while draining: every waiter left and another model waits.
+  // A named function, not a temporary in co_await (GCC 12 destroys those twice).
+  std::function<bool()> cancelled = [load] { return load->cancelled; };
+  const bool drained = co_await steps.drain(load->victims, config.switching, what, cancelled);
+  if (!drained) {
     for (auto v : load->victims) {
       track(v).victim = false;
       env.set_cause(v, AdminCause::model_evicting, false);
@@ -277,17 +282,17 @@ awaitable<void> ModelResidency::Impl::run(std::shared_ptr<Load> load) {
     emit(ResidencyEvent::Kind::unloaded, load->target, "cancelled");
   } else {
     load->starting = true;
-    for (auto v : load->victims) co_await unload_instance(v, "evicted");
+    co_await unload(load->victims, "evicted");
     const auto i = load->target;
+    std::vector<std::size_t> one{i};  // not a braced list in co_await (GCC 12)
     env.set_cause(i, AdminCause::model_unloaded, false);
     const auto began = clock();
-    auto why = co_await env.bring_up(i);
+    const auto why = (co_await steps.start(one)).front();
     auto& t = track(i);
     t.since = clock();
     t.last_used = t.since;
     if (why) {
-      env.set_cause(i, AdminCause::model_unloaded, true);
-      co_await env.bring_down(i);
+      co_await steps.stop(one);
       t.phase = Track::Phase::unloaded;
       t.failed = true;
       // Its waiters are answered now (the event's listener refuses them);
@@ -304,54 +309,27 @@ awaitable<void> ModelResidency::Impl::run(std::shared_ptr<Load> load) {
   if (load->cancelled || drained) wake();
 }
 
-// Waits until none of `indices` has a request in flight; false when `load`
-// was cancelled meanwhile. Past switching.drain_timeout it goes on anyway
-// only with on_drain_timeout: abort.
-awaitable<bool> ModelResidency::Impl::drain(std::vector<std::size_t> indices,
-                                            std::shared_ptr<Load> load) {
-  const auto deadline = std::chrono::steady_clock::now() + config.switching.drain_timeout;
-  net::steady_timer wait(executor);
-  bool warned = false;
-  for (;;) {
-    if (load && load->cancelled) co_return false;
-    int left = 0;
-    for (auto i : indices) left += env.in_flight(i);
-    if (left == 0) co_return true;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      if (config.switching.abort_on_drain_timeout) co_return true;
-      if (!warned)
-        spdlog::warn(
-            "models: {} request(s) still in flight after switching.drain_timeout; "
-            "waiting on (on_drain_timeout: wait)",
-            left);
-      warned = true;
-    }
-    // Woken when a request ends (used()) or a step runs; the bound catches
-    // the deadline.
-    drain_waits.insert(&wait);
-    wait.expires_after(1s);
-    co_await wait.async_wait(use_tuple);
-    drain_waits.erase(&wait);
-  }
-}
-
-awaitable<void> ModelResidency::Impl::unload_instance(std::size_t i, std::string reason) {
+// Drains the ones among `indices` still loaded (they take nothing new), then
+// stops them all at once.
+awaitable<void> ModelResidency::Impl::unload(std::vector<std::size_t> indices, std::string reason) {
   auto self = shared_from_this();
-  auto& t = track(i);
-  if (t.phase == Track::Phase::unloaded) co_return;
-  t.phase = Track::Phase::unloading;
-  t.since = clock();
-  env.set_cause(i, AdminCause::model_evicting, true);
-  std::vector<std::size_t> one{i};  // not a braced list in co_await (GCC 12)
-  co_await drain(std::move(one), nullptr);
-  env.set_cause(i, AdminCause::model_unloaded, true);
-  env.set_cause(i, AdminCause::model_evicting, false);
-  co_await env.bring_down(i);
-  auto& after = track(i);
-  after.phase = Track::Phase::unloaded;
-  after.victim = false;
-  after.since = clock();
-  emit(ResidencyEvent::Kind::unloaded, i, reason);
+  std::erase_if(indices, [&](std::size_t i) { return track(i).phase == Track::Phase::unloaded; });
+  std::string what = "unloading";
+  for (auto i : indices) {
+    track(i).phase = Track::Phase::unloading;
+    track(i).since = clock();
+    env.set_cause(i, AdminCause::model_evicting, true);
+    what += " " + inst(i).name();
+  }
+  co_await steps.drain(indices, config.switching, what);
+  co_await steps.stop(indices);
+  for (auto i : indices) {
+    auto& t = track(i);
+    t.phase = Track::Phase::unloaded;
+    t.victim = false;
+    t.since = clock();
+    emit(ResidencyEvent::Kind::unloaded, i, reason);
+  }
 }
 
 // Loaded instances with a ttl and nothing in flight or waiting for that long go.
@@ -363,7 +341,8 @@ void ModelResidency::Impl::expire_ttl() {
     if (env.in_flight(i) > 0 || waiters_of(in.model()) > 0) continue;
     if (now - std::max(t.last_used, t.since) < *in.config.ttl) continue;
     t.phase = Track::Phase::unloading;  // at once, so the next step does not pick it again
-    net::co_spawn(executor, unload_instance(i, "ttl"), net::detached);
+    std::vector<std::size_t> one{i};
+    net::co_spawn(executor, unload(std::move(one), "ttl"), net::detached);
   }
 }
 
@@ -497,7 +476,8 @@ std::optional<std::string> ModelResidency::unload(const std::string& model) {
     if (in.model() != model || t.phase != Impl::Track::Phase::loaded || t.victim) continue;
     any = true;
     t.phase = Impl::Track::Phase::unloading;
-    net::co_spawn(impl_->executor, impl_->unload_instance(i, "admin"), net::detached);
+    std::vector<std::size_t> one{i};
+    net::co_spawn(impl_->executor, impl_->unload(std::move(one), "admin"), net::detached);
   }
   if (!any) return fmt::format("model '{}' is not running", model);
   return std::nullopt;

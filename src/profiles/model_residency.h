@@ -5,6 +5,7 @@
 // (profiles/swap_order.h); an instance with work is drained first (admin
 // cause model_evicting: it takes nothing new, its requests finish), so a
 // running request is never cut unless switching.on_drain_timeout is abort.
+// The drain, stop and start are a profile switch's (profiles/transition.h).
 //
 // Single-threaded (the gateway's executor). What it does to instances is a
 // ResidencyEnv and time comes from a clock passed in, so it is tested with
@@ -26,22 +27,18 @@
 #include "config/fleet_config.h"
 #include "fleet/instance.h"
 #include "profiles/eviction.h"
+#include "profiles/transition.h"
 
 namespace switchyard::profiles {
 
 using steady_time = std::chrono::steady_clock::time_point;
 
-class ResidencyEnv {
+// What residency does to instances, beyond the steps' (its causes are
+// model_evicting and model_unloaded).
+class ResidencyEnv : public InstanceControl {
  public:
-  virtual ~ResidencyEnv() = default;
   // The fleet's instance table, by index.
   virtual const std::vector<std::unique_ptr<fleet::Instance>>& instances() const = 0;
-  // Requests the gateway has on it now.
-  virtual int in_flight(std::size_t index) const = 0;
-  virtual void set_cause(std::size_t index, fleet::AdminCause cause, bool on) = 0;
-  // Start until healthy: nullopt, or why it failed.
-  virtual boost::asio::awaitable<std::optional<std::string>> bring_up(std::size_t index) = 0;
-  virtual boost::asio::awaitable<void> bring_down(std::size_t index) = 0;
 };
 
 // What happened to a model, for metrics, logs and /models/sse.

@@ -23,36 +23,6 @@ double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
 }
 
-using Outcome = std::optional<std::string>;  // nullopt, or why it failed
-
-// Runs `step` on every index at once, as engines load and stop independently
-// (one after the other would add up their times); completes when all have,
-// with their outcomes in the order of `indices`.
-awaitable<std::vector<Outcome>> all_at_once(net::any_io_executor executor,
-                                            const std::vector<std::size_t>& indices,
-                                            std::function<awaitable<Outcome>(std::size_t)> step) {
-  struct Shared {
-    std::vector<Outcome> outcomes;
-    std::size_t left;
-    net::steady_timer done;
-  };
-  auto shared = std::make_shared<Shared>(
-      Shared{std::vector<Outcome>(indices.size()), indices.size(), net::steady_timer(executor)});
-  for (std::size_t k = 0; k < indices.size(); ++k)
-    net::co_spawn(
-        executor,
-        [shared, step, k, index = indices[k]]() -> awaitable<void> {
-          shared->outcomes[k] = co_await step(index);
-          if (--shared->left == 0) shared->done.cancel();
-        },
-        net::detached);
-  while (shared->left > 0) {
-    shared->done.expires_after(std::chrono::hours(24));
-    co_await shared->done.async_wait(use_tuple);
-  }
-  co_return std::move(shared->outcomes);
-}
-
 }  // namespace
 
 const char* to_string(SwitchPhase phase) {
@@ -80,7 +50,7 @@ ProfileSwitch::ProfileSwitch(net::any_io_executor executor, std::vector<ProfileC
       options_(std::move(options)),
       env_(env),
       active_(profiles_.at(0).name),
-      wake_(executor) {}
+      steps_(executor, env, {AdminCause::profile_draining, AdminCause::profile_parked}) {}
 
 ProfileSwitch::~ProfileSwitch() = default;
 
@@ -153,61 +123,26 @@ awaitable<std::optional<SwitchRecord>> ProfileSwitch::wait_done() {
 }
 
 void ProfileSwitch::notify() {
-  if (phase_ == SwitchPhase::draining) wake_.cancel();
-}
-
-awaitable<void> ProfileSwitch::drain(const std::vector<std::size_t>& down) {
-  const auto deadline = clock_type::now() + options_.drain_timeout;
-  bool warned = false;
-  for (;;) {
-    int left = 0;
-    for (auto i : down) left += env_.in_flight(i);
-    if (left == 0) co_return;
-    if (clock_type::now() >= deadline) {
-      if (options_.abort_on_drain_timeout) {
-        spdlog::warn(
-            "profile switch {} -> {}: {} request(s) still in flight after "
-            "switching.drain_timeout; stopping their engines (on_drain_timeout: abort)",
-            active_, target_, left);
-        co_return;
-      }
-      if (!warned)
-        spdlog::warn(
-            "profile switch {} -> {}: {} request(s) still in flight after "
-            "switching.drain_timeout; waiting on (on_drain_timeout: wait)",
-            active_, target_, left);
-      warned = true;
-    }
-    // Woken by notify() when a request ends; the bound catches a deadline.
-    wake_.expires_at(clock_type::now() >= deadline ? clock_type::now() + std::chrono::seconds(1)
-                                                   : deadline);
-    co_await wake_.async_wait(use_tuple);
-  }
+  steps_.notify();
 }
 
 awaitable<void> ProfileSwitch::run(std::vector<std::size_t> down, std::vector<std::size_t> up,
                                    SwitchRecord record) {
   const auto start = clock_type::now();
   auto step = start;
-  co_await drain(down);
+  const auto what = fmt::format("profile switch {} -> {}", active_, target_);
+  co_await steps_.drain(down, options_, what);
   record.drain_seconds = seconds_since(step);
 
   enter(SwitchPhase::stopping);
   step = clock_type::now();
-  const auto bring_down = [this](std::size_t i) -> awaitable<Outcome> {
-    env_.set_cause(i, AdminCause::profile_parked, true);
-    env_.set_cause(i, AdminCause::profile_draining, false);
-    co_await env_.bring_down(i);
-    co_return std::nullopt;
-  };
-  const auto bring_up = [this](std::size_t i) { return env_.bring_up(i); };
-  co_await all_at_once(executor_, down, bring_down);
+  co_await steps_.stop(down);
   record.stop_seconds = seconds_since(step);
 
   enter(SwitchPhase::starting);
   step = clock_type::now();
   std::optional<std::string> failed;
-  const auto started = co_await all_at_once(executor_, up, bring_up);
+  const auto started = co_await steps_.start(up);
   for (std::size_t k = 0; k < up.size() && !failed; ++k)
     if (started[k])
       failed = fmt::format("instance {} did not start: {}", env_.name(up[k]), *started[k]);
@@ -229,8 +164,8 @@ awaitable<void> ProfileSwitch::run(std::vector<std::size_t> down, std::vector<st
     spdlog::error("profile switch {} -> {} failed: {}; rolling back to {}", record.from, record.to,
                   *failed, record.from);
     enter(SwitchPhase::rolling_back);
-    co_await all_at_once(executor_, up, bring_down);
-    const auto back = co_await all_at_once(executor_, down, bring_up);
+    co_await steps_.stop(up);
+    const auto back = co_await steps_.start(down);
     for (std::size_t k = 0; k < down.size(); ++k) {
       if (back[k]) {
         spdlog::error("profile switch rollback: instance {} did not come back: {}",

@@ -7,8 +7,9 @@
 //   warming (one 1-token request each) → active on the new profile.
 //
 // A failed start or warm-up rolls back: the new instances go down again, the
-// old ones come back, and the record says why. What the steps do to the
-// world is a SwitchEnv, so the machine is tested with fakes.
+// old ones come back, and the record says why. The drain, stop and start are
+// a model load's too (profiles/transition.h); what they do to the world is a
+// SwitchEnv, so the machine is tested with fakes.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -24,6 +25,7 @@
 
 #include "config/fleet_config.h"
 #include "fleet/instance.h"
+#include "profiles/transition.h"
 
 namespace switchyard::profiles {
 
@@ -32,24 +34,15 @@ using config::SwitchingOptions;
 using fleet::AdminCause;
 using fleet::AdminState;
 
-// What a switch does to instances. Used from the executor's thread only.
-class SwitchEnv {
+// What a switch does to instances, beyond the steps' (its causes are
+// profile_draining and profile_parked). Used from the executor's thread only.
+class SwitchEnv : public InstanceControl {
  public:
-  virtual ~SwitchEnv() = default;
   // The current instance of that name (a reload may have replaced it).
   virtual std::optional<std::size_t> find(const std::string& name) const = 0;
   virtual std::string name(std::size_t index) const = 0;
   virtual std::string model(std::size_t index) const = 0;
-  // Requests the gateway has on it now.
-  virtual int in_flight(std::size_t index) const = 0;
-  // Adds or removes one of the switch's admin causes (profile_draining,
-  // profile_parked); other parties' causes stay as they are.
-  virtual void set_cause(std::size_t index, AdminCause cause, bool on) = 0;
-  // Start or wake, until healthy: nullopt, or why it failed.
-  virtual boost::asio::awaitable<std::optional<std::string>> bring_up(std::size_t index) = 0;
-  // Stop or sleep (parked first).
-  virtual boost::asio::awaitable<void> bring_down(std::size_t index) = 0;
-  virtual boost::asio::awaitable<std::optional<std::string>> warm(std::size_t index) = 0;
+  virtual boost::asio::awaitable<Outcome> warm(std::size_t index) = 0;
 };
 
 enum class SwitchPhase { active, draining, stopping, starting, warming, rolling_back };
@@ -105,7 +98,6 @@ class ProfileSwitch {
  private:
   boost::asio::awaitable<void> run(std::vector<std::size_t> down, std::vector<std::size_t> up,
                                    SwitchRecord record);
-  boost::asio::awaitable<void> drain(const std::vector<std::size_t>& down);
   void enter(SwitchPhase phase);
   const ProfileConfig* find(const std::string& name) const;
   std::vector<std::size_t> members(const ProfileConfig& p) const;
@@ -122,7 +114,7 @@ class ProfileSwitch {
   std::chrono::system_clock::time_point since_ = std::chrono::system_clock::now();
   std::optional<SwitchRecord> last_;
   std::set<std::string> held_;
-  boost::asio::steady_timer wake_;                   // the drain's wait; notify() cuts it
+  Transition steps_;
   std::set<boost::asio::steady_timer*> done_waits_;  // wait_done() callers
   std::function<void(SwitchPhase)> on_phase_;
   std::function<void(const SwitchRecord&)> on_done_;

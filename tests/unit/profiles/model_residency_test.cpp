@@ -25,6 +25,7 @@ class FakeResidencyEnv final : public ResidencyEnv {
   std::map<std::size_t, int> busy;
   std::map<std::string, std::string> fail_start;  // name → why
   std::vector<std::string> log;
+  net::steady_timer* stop_gate = nullptr;  // when set, engines stop once it is cancelled
 
   const std::vector<std::unique_ptr<fleet::Instance>>& instances() const override { return table; }
   int in_flight(std::size_t i) const override {
@@ -40,8 +41,8 @@ class FakeResidencyEnv final : public ResidencyEnv {
   }
   net::awaitable<void> bring_down(std::size_t i) override {
     log.push_back("down " + table[i]->name());
+    if (stop_gate) co_await stop_gate->async_wait(net::as_tuple(net::use_awaitable));
     table[i]->state = fleet::InstanceState::stopped;
-    co_return;
   }
 };
 
@@ -360,6 +361,28 @@ TEST(ModelResidency, TheOperatorLoadsAndUnloads) {
   EXPECT_EQ(box.status("A"), "unloaded");
   EXPECT_NE(box.r().unload("A")->find("not running"), std::string::npos);
   EXPECT_EQ(box.events.back(), "unloaded A admin");
+}
+
+TEST(ModelResidency, ALoadsVictimsStopAtOnceNotOneAfterTheOther) {
+  Box box;
+  for (const auto* model : {"A", "B"}) {
+    const void* id = box.request(model);
+    box.run();
+    box.r().left(id);
+  }
+  ASSERT_EQ(box.status("A"), "loaded");
+  ASSERT_EQ(box.status("B"), "loaded");
+  net::steady_timer gate(box.io, net::steady_timer::time_point::max());
+  box.env.stop_gate = &gate;
+  box.env.log.clear();
+  box.request("C");  // 20 of 24: both must go
+  box.run();
+  EXPECT_EQ(box.env.log, (std::vector<std::string>{"down a", "down b"}));
+  EXPECT_EQ(box.status("C"), "loading");
+  gate.cancel();
+  box.run();
+  EXPECT_EQ(box.env.log, (std::vector<std::string>{"down a", "down b", "up c"}));
+  EXPECT_EQ(box.status("C"), "loaded");
 }
 
 }  // namespace
