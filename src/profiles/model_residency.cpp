@@ -95,7 +95,8 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   std::vector<ModelWait> waits() const;
   std::optional<std::string> try_load(const ModelWait& want, const std::string& reason,
                                       bool forced);
-  void start(std::shared_ptr<Load> load);
+  // Loads `target`'s instance after its victims have gone.
+  void start(std::size_t target, std::vector<std::size_t> victims, std::string reason);
   awaitable<void> run(std::shared_ptr<Load> load);
   awaitable<void> unload(std::vector<std::size_t> indices, std::string reason);
   void expire_ttl();
@@ -235,16 +236,17 @@ std::optional<std::string> ModelResidency::Impl::try_load(const ModelWait& want,
         "no room for '{}' now: every instance that would have to be unloaded is "
         "always-on, loading, or busy within swapping.min_resident",
         want.model);
-  auto load = std::make_shared<Load>();
-  load->model = want.model;
-  load->target = best->first;
-  load->victims = std::move(best->second);
-  load->reason = reason;
-  start(std::move(load));
+  start(best->first, std::move(best->second), reason);
   return std::nullopt;
 }
 
-void ModelResidency::Impl::start(std::shared_ptr<Load> load) {
+void ModelResidency::Impl::start(std::size_t target, std::vector<std::size_t> victims,
+                                 std::string reason) {
+  auto load = std::make_shared<Load>();
+  load->model = inst(target).model();
+  load->target = target;
+  load->victims = std::move(victims);
+  load->reason = std::move(reason);
   const auto now = clock();
   for (auto v : load->victims) {
     track(v).victim = true;
@@ -255,10 +257,10 @@ void ModelResidency::Impl::start(std::shared_ptr<Load> load) {
   t.phase = Track::Phase::loading;
   t.since = now;
   t.failed = false;
-  std::string victims;
-  for (auto v : load->victims) victims += (victims.empty() ? "" : ", ") + inst(v).name();
+  std::string names;
+  for (auto v : load->victims) names += (names.empty() ? "" : ", ") + inst(v).name();
   spdlog::info("model {}: loading {} ({}){}", load->model, inst(load->target).name(), load->reason,
-               victims.empty() ? "" : "; unloading " + victims + " first");
+               names.empty() ? "" : "; unloading " + names + " first");
   emit(ResidencyEvent::Kind::loading, load->target, load->reason);
   loads.push_back(load);
   net::co_spawn(executor, run(std::move(load)), net::detached);
@@ -499,11 +501,7 @@ void ModelResidency::prestart() {
           in->name());
       continue;
     }
-    auto load = std::make_shared<Impl::Load>();
-    load->model = in->model();
-    load->target = in->index;
-    load->reason = "prestart";
-    g.start(std::move(load));
+    g.start(in->index, {}, "prestart");
   }
 }
 
