@@ -1,6 +1,7 @@
 #include "openai/json_scan.h"
 
 #include <array>
+#include <cstring>
 
 namespace switchyard::openai {
 
@@ -20,6 +21,14 @@ std::size_t skip_string(std::string_view json, std::size_t open) {
     if (!escaped(json, i)) return i + 1;
   }
   return std::string_view::npos;
+}
+
+// The last '"' before `end`, or npos: memrchr, where string_view::rfind
+// walks back a byte at a time.
+std::size_t quote_before(std::string_view json, std::size_t end) {
+  const void* at = memrchr(json.data(), '"', end);
+  return at ? static_cast<std::size_t>(static_cast<const char*>(at) - json.data())
+            : std::string_view::npos;
 }
 
 constexpr auto kStructural = [] {
@@ -142,8 +151,8 @@ std::optional<std::string_view> last_member_text(std::string_view json, std::str
   // escaped), a colon, and a container after which only the object's own
   // closing brace follows: at the top level, since one more enclosing
   // container would close there too.
-  std::size_t quote = json.rfind('"');
-  for (; quote != std::string_view::npos && quote > 0; quote = json.rfind('"', quote - 1)) {
+  std::size_t quote = quote_before(json, json.size());
+  for (; quote != std::string_view::npos && quote > 0; quote = quote_before(json, quote)) {
     if (quote < key.size() + 1 || json.substr(quote - key.size(), key.size()) != key) continue;
     const std::size_t open = quote - key.size() - 1;
     if (json[open] == '"' && !escaped(json, open)) break;
