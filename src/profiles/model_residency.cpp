@@ -3,7 +3,7 @@
 #include <boost/asio.hpp>
 
 #include <algorithm>
-#include <set>
+#include <functional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -343,8 +343,7 @@ void ModelResidency::Impl::expire_ttl() {
     if (env.in_flight(i) > 0 || waiters_of(in.model()) > 0) continue;
     if (now - std::max(t.last_used, t.since) < *in.config.ttl) continue;
     t.phase = Track::Phase::unloading;  // at once, so the next step does not pick it again
-    std::vector<std::size_t> one{i};
-    net::co_spawn(executor, unload(std::move(one), "ttl"), net::detached);
+    net::co_spawn(executor, unload({i}, "ttl"), net::detached);
   }
 }
 
@@ -478,8 +477,7 @@ std::optional<std::string> ModelResidency::unload(const std::string& model) {
     if (in.model() != model || t.phase != Impl::Track::Phase::loaded || t.victim) continue;
     any = true;
     t.phase = Impl::Track::Phase::unloading;
-    std::vector<std::size_t> one{i};
-    net::co_spawn(impl_->executor, impl_->unload(std::move(one), "admin"), net::detached);
+    net::co_spawn(impl_->executor, impl_->unload({i}, "admin"), net::detached);
   }
   if (!any) return fmt::format("model '{}' is not running", model);
   return std::nullopt;

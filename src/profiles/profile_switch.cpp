@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <memory>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
