@@ -20,11 +20,12 @@ long long now_seconds() {
       .count();
 }
 
-const profiles::ModelState* state_of(const std::string& model,
-                                     const std::vector<profiles::ModelState>& states) {
+// Residency's, or where no instance loads on demand, the always-on ones'.
+profiles::ModelState state_of(const std::string& model, const InstanceTable& instances,
+                              const std::vector<profiles::ModelState>& states) {
   for (const auto& s : states)
-    if (s.model == model) return &s;
-  return nullptr;
+    if (s.model == model) return s;
+  return profiles::always_on_state(model, instances);
 }
 
 // Listed: routable now, or (with on-demand models) configured at all.
@@ -63,13 +64,13 @@ http::Response models_response(const ModelCatalog& catalog, const InstanceTable&
   boost::json::array data;
   for (const auto& m : catalog.models()) {
     if (!served(m.name, instances, states)) continue;
-    const auto* state = state_of(m.name, states);
+    const auto status = status_object(state_of(m.name, instances, states));
     auto object = model_object(m, created);
-    if (state) object["status"] = status_object(*state);
+    object["status"] = status;
     data.push_back(std::move(object));
     for (const auto& a : m.aliases) {
       auto alias = alias_object(a, m.name, created);
-      if (state) alias["status"] = status_object(*state);
+      alias["status"] = status;
       data.push_back(std::move(alias));
     }
   }
@@ -92,7 +93,7 @@ http::Response model_response(std::string_view id, const ModelCatalog& catalog,
   const auto created = now_seconds();
   auto body = config->name == id ? model_object(*config, created)
                                  : alias_object(std::string(id), config->name, created);
-  if (const auto* state = state_of(config->name, states)) body["status"] = status_object(*state);
+  body["status"] = status_object(state_of(config->name, instances, states));
   return http::json_response(200, to_json_text(body));
 }
 

@@ -15,8 +15,8 @@
 
 namespace switchyard::gateway {
 
-// GET /v1/models: the models (and aliases) with a routable instance. With
-// on-demand models (`states` not empty): every configured model, each with
+// GET /v1/models: the models (and aliases) with a routable instance, or with
+// on-demand models (`states` not empty) every configured model; each with
 // llama.cpp router mode's `status` ({"value": loaded|loading|unloaded|
 // sleeping, "args": [], and "failed": true, "exit_code" after a failed load}).
 http::Response models_response(const ModelCatalog& catalog, const InstanceTable& instances,

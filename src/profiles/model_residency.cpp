@@ -40,7 +40,38 @@ double seconds_between(steady_time from, steady_time to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
+// What a model's instances add up to: loaded before loading before sleeping.
+struct Presence {
+  bool loaded = false, loading = false, sleeping = false;
+
+  // An engine that holds its memory; one that put itself to sleep shows so,
+  // and its wake as a load.
+  void engine(const fleet::Instance& in) {
+    using Sleep = fleet::Instance::EngineSleep;
+    loaded |= in.engine_sleep == Sleep::awake;
+    loading |= in.engine_sleep == Sleep::waking;
+    sleeping |= in.engine_sleep == Sleep::asleep;
+  }
+  void always_on(const fleet::Instance& in) {
+    const bool parked = in.admin() == fleet::AdminState::parked;
+    if (in.state == InstanceState::ready && !in.asleep && !parked) engine(in);
+    loading |= in.state == InstanceState::starting && !parked;
+    sleeping |= in.asleep;
+  }
+  std::string value() const {
+    return loaded ? "loaded" : loading ? "loading" : sleeping ? "sleeping" : "unloaded";
+  }
+};
+
 }  // namespace
+
+ModelState always_on_state(const std::string& model,
+                           const std::vector<std::unique_ptr<fleet::Instance>>& instances) {
+  Presence presence;
+  for (const auto& in : instances)
+    if (in->model() == model) presence.always_on(*in);
+  return ModelState{model, presence.value(), false, "", std::nullopt};
+}
 
 struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   // An on-demand instance's residency.
@@ -505,21 +536,14 @@ void ModelResidency::prestart() {
 
 ModelState ModelResidency::Impl::state_of(const std::string& model) const {
   ModelState s{model, "unloaded", false, "", std::nullopt};
-  bool loaded = false, loading = false, sleeping = false;
-  // A present engine that put itself to sleep shows so, and its wake as a load.
-  const auto present = [&](const fleet::Instance& in) {
-    using Sleep = fleet::Instance::EngineSleep;
-    loaded |= in.engine_sleep == Sleep::awake;
-    loading |= in.engine_sleep == Sleep::waking;
-    sleeping |= in.engine_sleep == Sleep::asleep;
-  };
+  Presence presence;
   for (const auto& in : env.instances()) {
     if (in->model() != model || retired(*in)) continue;
     if (on_demand(*in)) {
       const auto it = tracks.find(in->index);
       const auto phase = it == tracks.end() ? Track::Phase::unloaded : it->second.phase;
-      if (phase == Track::Phase::loaded || phase == Track::Phase::unloading) present(*in);
-      loading |= phase == Track::Phase::loading;
+      if (phase == Track::Phase::loaded || phase == Track::Phase::unloading) presence.engine(*in);
+      presence.loading |= phase == Track::Phase::loading;
       if (it != tracks.end() && it->second.failed && phase == Track::Phase::unloaded) {
         s.failed = true;
         s.problem = in->problem;
@@ -527,13 +551,9 @@ ModelState ModelResidency::Impl::state_of(const std::string& model) const {
       }
       continue;
     }
-    if (in->state == InstanceState::ready && !in->asleep &&
-        in->admin() != fleet::AdminState::parked)
-      present(*in);
-    loading |= in->state == InstanceState::starting && in->admin() != fleet::AdminState::parked;
-    sleeping |= in->asleep;
+    presence.always_on(*in);
   }
-  s.value = loaded ? "loaded" : loading ? "loading" : sleeping ? "sleeping" : "unloaded";
+  s.value = presence.value();
   if (s.value != "unloaded") s.failed = false;
   return s;
 }

@@ -61,6 +61,11 @@ struct ModelState {
   std::optional<int> exit_code;
 };
 
+// A model's state from its always-on instances (a fleet with no on-demand
+// instance has no residency to ask).
+ModelState always_on_state(const std::string& model,
+                           const std::vector<std::unique_ptr<fleet::Instance>>& instances);
+
 class ModelResidency {
  public:
   using Clock = std::function<steady_time()>;

@@ -108,6 +108,9 @@ describe('gateway over two sims', () => {
     assert.deepEqual(byId[MODEL].aliases, ['default']);
     assert.equal(byId.default?.alias_of, MODEL);
     assert.equal(res.body.data.length, 2);
+    // llama.cpp router mode's status, with always-on instances too.
+    assert.deepEqual(byId[MODEL].status, { value: 'loaded', args: [] });
+    assert.deepEqual(byId.default.status, { value: 'loaded', args: [] });
   });
 
   test('/tokenize and /detokenize round-trip through the gateway', TIMEOUT, async () => {

@@ -291,6 +291,17 @@ describe('on-demand models on one card', { timeout: 120_000 }, () => {
     await gw.stop();
   });
 
+  test('without on-demand instances /v1/models still shows each model\'s status: an always-on engine asleep is sleeping', async () => {
+    const { load, ttl, ...alwaysOn } = onDemand('a', 'A', { extra: ' --sleep-idle-seconds 1' });
+    const gw = await startGateway(box([alwaysOn]), { waitReady: false });
+    await waitStatus(gw, 'A', 'loaded');
+    assert.equal((await chat(gw, 'A')).status, 200);
+    await waitStatus(gw, 'A', 'sleeping');
+    assert.equal((await chat(gw, 'A')).status, 200);
+    await waitStatus(gw, 'A', 'loaded');
+    await gw.stop();
+  });
+
   test('ttl unloads a model with nothing to do', async () => {
     const gw = await startGateway(box([onDemand('a', 'A', { ttl: '1s' }), onDemand('b', 'B')]), { waitReady: false });
     assert.equal((await chat(gw, 'A')).status, 200);
