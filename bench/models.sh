@@ -92,6 +92,7 @@ timeouts:
   stream_idle: $(ms 1800000)ms
 switching:
   drain_timeout: $(ms 120000)ms
+  switch_cost: $(ms $((LOAD_S * 1000)))ms  # a load's expected time until one is measured
 swapping:
   policy: $policy
   max_wait: $(ms $MAX_WAIT_MS)ms
@@ -249,6 +250,12 @@ for box in ("one-card", "two-cards"):
     for text, ok in checks:
         ok_all &= ok
         print(f"* {'met' if ok else 'MISSED'}: {text}")
+    if box == "one-card":
+        # Every turn of every agent needs A, then B and C, on a card that
+        # holds one model: no order loads fewer than three a turn.
+        least = 3 * int(turns)
+        print(f"* bound: one-card: no policy loads fewer than {least} (3 x {turns} turns), "
+              f"{least / f['loads']:.2f} x fifo's; batch's {b['loads']} is {b['loads'] / least:.2f} x that")
 print(f"\nAll goals {'met' if ok_all else 'NOT met'}. The machine was shared with other work; "
       "the load average is beside each row.")
 PY
