@@ -23,12 +23,18 @@
 # p50/p99, requests failed (an error status or no answer) and requests cut
 # mid-stream (a stream that ended without [DONE] after its first token).
 #
+# With --rounds R the four set-ups run R times, one round after the other
+# (fifo and batch side by side in each); the table gives the median loads
+# and makespan with their range, waits over all rounds' requests, and the
+# goals are judged on the medians.
+#
 # Writes OUT/models.md (the table and the goals, also printed).
 #
 # Usage: bench/models.sh [options]
 #   --speed-factor F  simulator and gateway speed-up (default 10)
 #   --agents N        agents at once (default 8)
 #   --turns T         turns per agent (default 4)
+#   --rounds R        runs of every set-up (default 1)
 #   --binary PATH     the switchyard binary (default build/switchyard)
 #   --out DIR         keep configs, logs and JSON in DIR (default: a temp dir)
 #   --report DIR      only redo the table from an earlier --out DIR
@@ -42,6 +48,7 @@ source "$here/lib.sh"
 speed=10
 agents=8
 turns=4
+rounds=1
 binary="$repo/build/switchyard"
 out=""
 report_only=""
@@ -50,6 +57,7 @@ while [[ $# -gt 0 ]]; do
     --speed-factor) speed="$2"; shift 2 ;;
     --agents) agents="$2"; shift 2 ;;
     --turns) turns="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --report) report_only="$2"; out="$2"; shift 2 ;;
@@ -57,7 +65,7 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for v in speed agents turns; do
+for v in speed agents turns rounds; do
   [[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "--${v/speed/speed-factor}: '${!v}' is not a positive whole number"
 done
 [[ -n "$report_only" || -x "$binary" ]] || die "no switchyard binary at $binary (build: make build)"
@@ -70,8 +78,8 @@ MAX_WAIT_MS=120000                # swapping.max_wait, of the box
 LOAD_S=20                         # one model's load, of the box
 STAGGER_S=5                       # between the agents' starts, of the box
 
-write_config() {  # BOX POLICY PORT
-  local box="$1" policy="$2" port="$3" gpus memory m
+write_config() {  # BOX POLICY PORT FILE
+  local box="$1" policy="$2" port="$3" file="$4" gpus memory m
   if [[ "$box" == one-card ]]; then
     gpus="[0]"; memory=20GiB
   else
@@ -113,7 +121,7 @@ EOF
     command: \${SWITCHYARD} sim --port \${PORT} --alias $m --slots 4 --tokens-per-second 65 --model-size 20GiB --load-rate 1GiB/s --seed 1 --speed-factor $speed
 EOF
     done
-  } >"$work/$box.$policy.yaml"
+  } >"$file"
 }
 
 # The agents: prints one JSON line per request.
@@ -171,13 +179,15 @@ for th in threads:
 PY
 }
 
+[[ -n "$report_only" ]] || echo "$rounds" >"$work/rounds"
+for ((round = 1; round <= rounds; round++)); do
 for box in one-card two-cards; do
   for policy in fifo batch; do
-    [[ -z "$report_only" ]] || break 2
-    name="$box.$policy"
+    [[ -z "$report_only" ]] || break 3
+    name="$box.$policy.r$round"
     echo "== $name" >&2
     port="$(free_ports 1)"
-    write_config "$box" "$policy" "$port"
+    write_config "$box" "$policy" "$port" "$work/$name.yaml"
     start_gateway "$work/$name.yaml" "$port" "$work/$name.gateway.log"
     gateway_pid="${pids[-1]}"
     uptime >"$work/$name.uptime"
@@ -187,11 +197,14 @@ for box in one-card two-cards; do
     stop_pid "$gateway_pid"
   done
 done
+done
 
 python3 - "$work" "$speed" "$agents" "$turns" "$MAX_WAIT_MS" "$LOAD_S" >"$work/models.md" <<'PY'
-import json, re, sys
+import json, os, re, statistics, sys
 work, speed, agents, turns = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
 max_wait_s, load_s = float(sys.argv[5]) / 1000, float(sys.argv[6])
+rounds_file = f"{work}/rounds"
+rounds = int(open(rounds_file).read()) if os.path.exists(rounds_file) else 1
 
 def pct(xs, q):
     xs = sorted(xs)
@@ -212,50 +225,71 @@ def loads(name):
 def fmt(x):
     return "-" if x is None else f"{x:.0f}"
 
-rows, goals = {}, []
+def spread(xs):  # the median, and the range when there are several
+    m = statistics.median(xs)
+    return f"{m:.0f}" if len(xs) == 1 else f"{m:.0f} ({min(xs):.0f}–{max(xs):.0f})"
+
+def one_run(name):
+    reqs = [json.loads(l) for l in open(f"{work}/{name}.requests.jsonl")]
+    up = [l.split("load average:")[1].split(",")[0].strip() for l in open(f"{work}/{name}.uptime")]
+    return {
+        "reqs": reqs,
+        "loads": loads(name),
+        "makespan": (max(r["end"] for r in reqs) - min(r["sent"] for r in reqs)) * speed,
+        "failed": sum(1 for r in reqs if r.get("status") != 200 or r["first"] is None),
+        "cut": sum(1 for r in reqs
+                   if r.get("status") == 200 and r["first"] is not None and not r["done"]),
+        "up": up,
+    }
+
+rows = {}
 print(f"{agents} agents x {turns} turns (A, then B, B, C in parallel); load {load_s:.0f} s; "
-      f"times in box seconds (speed factor {speed:.0f})\n")
+      f"times in box seconds (speed factor {speed:.0f})"
+      + (f"; {rounds} rounds: median (range)" if rounds > 1 else "") + "\n")
 print("| box | policy | loads | makespan s | wait A p50/p99 | wait B p50/p99 | wait C p50/p99 "
       "| failed | cut | load avg (before → after) |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 for box in ("one-card", "two-cards"):
     for policy in ("fifo", "batch"):
-        name = f"{box}.{policy}"
-        reqs = [json.loads(l) for l in open(f"{work}/{name}.requests.jsonl")]
-        failed = [r for r in reqs if r.get("status") != 200 or r["first"] is None]
-        cut = [r for r in reqs if r.get("status") == 200 and r["first"] is not None and not r["done"]]
-        makespan = (max(r["end"] for r in reqs) - min(r["sent"] for r in reqs)) * speed
-        waits = {m: [(r["first"] - r["sent"]) * speed for r in reqs
+        runs = [one_run(f"{box}.{policy}.r{k}") for k in range(1, rounds + 1)]
+        waits = {m: [(r["first"] - r["sent"]) * speed for run in runs for r in run["reqs"]
                      if r["model"] == m and r["first"] is not None] for m in "ABC"}
-        up = [l.split("load average:")[1].split(",")[0].strip()
-              for l in open(f"{work}/{name}.uptime")]
-        rows[name] = {"loads": loads(name), "makespan": makespan, "failed": len(failed),
-                      "cut": len(cut), "max_wait": max(max(w, default=0) for w in waits.values())}
+        row = {
+            "loads": [run["loads"] for run in runs],
+            "makespan": [run["makespan"] for run in runs],
+            "failed": sum(run["failed"] for run in runs),
+            "cut": sum(run["cut"] for run in runs),
+            "max_wait": max(max(w, default=0) for w in waits.values()),
+        }
+        rows[f"{box}.{policy}"] = row
         cells = " | ".join(f"{fmt(pct(waits[m], .5))} / {fmt(pct(waits[m], .99))}" for m in "ABC")
-        print(f"| {box} | {policy} | {rows[name]['loads']} | {makespan:.0f} | {cells} "
-              f"| {len(failed)} | {len(cut)} | {' → '.join(up)} |")
+        print(f"| {box} | {policy} | {spread(row['loads'])} | {spread(row['makespan'])} | {cells} "
+              f"| {row['failed']} | {row['cut']} | {runs[0]['up'][0]} → {runs[-1]['up'][-1]} |")
 print()
 ok_all = True
 for box in ("one-card", "two-cards"):
     f, b = rows[f"{box}.fifo"], rows[f"{box}.batch"]
+    fl, bl = statistics.median(f["loads"]), statistics.median(b["loads"])
+    fm, bm = statistics.median(f["makespan"]), statistics.median(b["makespan"])
     checks = [
         (f"{box}: 0 failed and 0 cut in both", f["failed"] + f["cut"] + b["failed"] + b["cut"] == 0),
-        (f"{box}: batch loads {b['loads']} <= 0.4 x fifo's {f['loads']}",
-         b["loads"] <= 0.4 * f["loads"]),
-        (f"{box}: batch makespan {b['makespan']:.0f} s <= 0.7 x fifo's {f['makespan']:.0f} s",
-         b["makespan"] <= 0.7 * f["makespan"]),
+        (f"{box}: batch loads {bl:.0f} <= 0.4 x fifo's {fl:.0f}", bl <= 0.4 * fl),
+        (f"{box}: batch makespan {bm:.0f} s <= 0.7 x fifo's {fm:.0f} s", bm <= 0.7 * fm),
         (f"{box}: batch's longest wait {b['max_wait']:.0f} s <= max_wait {max_wait_s:.0f} s + "
          f"one load {load_s:.0f} s", b["max_wait"] <= max_wait_s + load_s),
     ]
     for text, ok in checks:
         ok_all &= ok
         print(f"* {'met' if ok else 'MISSED'}: {text}")
+    if rounds > 1:
+        ratio = lambda key: ", ".join(f"{x / y:.2f}" for x, y in zip(b[key], f[key]))
+        print(f"* rounds: {box}: batch / fifo loads {ratio('loads')}; makespan {ratio('makespan')}")
     if box == "one-card":
         # Every turn of every agent needs A, then B and C, on a card that
         # holds one model: no order loads fewer than three a turn.
         least = 3 * int(turns)
         print(f"* bound: one-card: no policy loads fewer than {least} (3 x {turns} turns), "
-              f"{least / f['loads']:.2f} x fifo's; batch's {b['loads']} is {b['loads'] / least:.2f} x that")
+              f"{least / fl:.2f} x fifo's; batch's {bl:.0f} is {bl / least:.2f} x that")
 print(f"\nAll goals {'met' if ok_all else 'NOT met'}. The machine was shared with other work; "
       "the load average is beside each row.")
 PY
