@@ -22,6 +22,7 @@ struct Resident {
   bool busy = false;                    // requests in flight or queued: drained before it goes
   double reload_seconds = 0;            // what loading it again would cost (measured)
   double idle_seconds = 0;              // since its last request
+  double demand = 0;                    // its model's recent requests (decayed count)
 };
 
 // Each GPU's memory, by id; an id missing: unknown.

@@ -3,7 +3,10 @@
 #include <boost/asio.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -38,6 +41,13 @@ namespace {
 
 double seconds_between(steady_time from, steady_time to) {
   return std::chrono::duration<double>(to - from).count();
+}
+
+// How long a request counts toward its model's demand (1/e of it after this).
+constexpr double kDemandSeconds = 60;
+
+double decayed(double value, steady_time at, steady_time now) {
+  return value * std::exp(-seconds_between(at, now) / kDemandSeconds);
 }
 
 // What a model's instances add up to: loaded before loading before sleeping.
@@ -82,6 +92,8 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
     std::optional<double> load_seconds;  // the last load's, measured
     bool victim = false;                 // a load waits for it to go
     bool failed = false;                 // its last load failed
+    double demand = 0;                   // its model's requests, decayed (kDemandSeconds)
+    steady_time demand_at{};
   };
   // A load under way: its victims drain and go, then it starts.
   struct Load {
@@ -126,6 +138,13 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   std::vector<ModelWait> waits() const;
   std::optional<std::string> try_load(const ModelWait& want, const std::string& reason,
                                       bool forced);
+  // The model's instance whose room is cheapest to make among `all`, with
+  // what must go for it.
+  std::optional<std::pair<std::size_t, std::vector<std::size_t>>> cheapest_room(
+      const std::vector<Resident>& all, const std::string& model) const;
+  // batch: keeps idle models in more demand than one that could make the
+  // room once its work is done; whether the load must wait for that.
+  bool keep_in_demand(std::vector<Resident>& all, const ModelWait& want) const;
   // Loads `target`'s instance after its victims have gone.
   void start(std::size_t target, std::vector<std::size_t> victims, std::string reason);
   awaitable<void> run(std::shared_ptr<Load> load);
@@ -188,6 +207,7 @@ std::vector<Resident> ModelResidency::Impl::residents() const {
       r.reload_seconds = t.load_seconds.value_or(
           std::chrono::duration<double>(config.switching.switch_cost).count());
       r.idle_seconds = seconds_between(std::max(t.last_used, t.since), now);
+      r.demand = decayed(t.demand, t.demand_at, now);
     }
     out.push_back(std::move(r));
   }
@@ -233,6 +253,68 @@ void ModelResidency::Impl::emit(ResidencyEvent::Kind kind, std::size_t i, std::s
   if (on_event) on_event({kind, in.model(), in.name(), std::move(reason), seconds});
 }
 
+std::optional<std::pair<std::size_t, std::vector<std::size_t>>> ModelResidency::Impl::cheapest_room(
+    const std::vector<Resident>& all, const std::string& model) const {
+  std::optional<std::pair<std::size_t, std::vector<std::size_t>>> best;
+  std::tuple<int, double> best_key{};
+  for (const auto& in : env.instances()) {
+    if (in->model() != model || !on_demand(*in) || present(*in)) continue;
+    auto victims = choose_evictions(all, all.at(in->index), gpus);
+    if (!victims) continue;
+    std::tuple<int, double> key{0, 0.0};
+    for (auto v : *victims) {
+      std::get<0>(key) += all.at(v).busy;
+      std::get<1>(key) += eviction_cost(all.at(v));
+    }
+    if (!best || key < best_key) {
+      best.emplace(in->index, std::move(*victims));
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+// Agents call their models in a cycle (an orchestrator, then its workers,
+// then the orchestrator again): where two of three fit, unloading whichever
+// is idle at the moment reloads all three every turn, while keeping the
+// model most in demand loaded and swapping the other two reloads two.
+bool ModelResidency::Impl::keep_in_demand(std::vector<Resident>& all, const ModelWait& want) const {
+  if (config.swapping.policy != config::SwappingOptions::Policy::batch ||
+      aged(want, config.swapping.max_wait))
+    return false;
+  // Those that could go once their work is done (loading, or busy).
+  auto later = all;
+  for (auto& r : later)
+    if (const auto it = tracks.find(r.index); it != tracks.end() && !it->second.victim)
+      r.evictable |= it->second.phase == Track::Phase::loading ||
+                     (it->second.phase == Track::Phase::loaded && r.busy);
+  // The least demand among those on the cards the model could load on.
+  std::set<std::string> cards;
+  for (const auto& in : env.instances())
+    if (in->model() == want.model && on_demand(*in))
+      for (const auto& g : in->config.gpu_ids()) cards.insert(g);
+  double least = std::numeric_limits<double>::infinity();
+  for (const auto& r : later)
+    if (r.evictable && std::any_of(r.gpus.begin(), r.gpus.end(),
+                                   [&](const std::string& g) { return cards.count(g) > 0; }))
+      least = std::min(least, r.demand);
+  auto kept = all;
+  bool any = false;
+  for (auto& r : kept)
+    if (r.evictable && r.demand > least) {
+      r.evictable = false;
+      any = true;
+    }
+  if (!any) return false;
+  if (cheapest_room(kept, want.model)) {
+    all = std::move(kept);
+    return false;
+  }
+  for (auto& r : later)
+    if (r.demand > least) r.evictable = false;
+  return cheapest_room(later, want.model).has_value();
+}
+
 // Chooses the model's instance whose room is cheapest to make, marks what
 // must go and starts the load; why not when no room can be made now.
 std::optional<std::string> ModelResidency::Impl::try_load(const ModelWait& want,
@@ -245,23 +327,9 @@ std::optional<std::string> ModelResidency::Impl::try_load(const ModelWait& want,
     const auto& t = tracks.at(r.index);
     r.evictable = may_preempt(want, seconds_between(t.since, now), config.swapping);
   }
-  std::optional<std::pair<std::size_t, std::vector<std::size_t>>> best;
-  std::tuple<int, double> best_key{};
-  for (const auto& in : env.instances()) {
-    if (in->model() != want.model || !on_demand(*in) || present(*in)) continue;
-    Resident r = all.at(in->index);
-    auto victims = choose_evictions(all, r, gpus);
-    if (!victims) continue;
-    std::tuple<int, double> key{0, 0.0};
-    for (auto v : *victims) {
-      std::get<0>(key) += all.at(v).busy;
-      std::get<1>(key) += eviction_cost(all.at(v));
-    }
-    if (!best || key < best_key) {
-      best.emplace(in->index, std::move(*victims));
-      best_key = key;
-    }
-  }
+  if (!forced && keep_in_demand(all, want))
+    return fmt::format("'{}' waits for a model in less demand to finish its work", want.model);
+  auto best = cheapest_room(all, want.model);
   if (!best)
     return fmt::format(
         "no room for '{}' now: every instance that would have to be unloaded is "
@@ -478,7 +546,14 @@ bool ModelResidency::routable(const std::string& model) const {
 }
 
 void ModelResidency::waiting(const void* request, const std::string& model) {
-  impl_->waiting[request] = {model, impl_->clock()};
+  const auto now = impl_->clock();
+  impl_->waiting[request] = {model, now};
+  for (const auto& in : impl_->env.instances())
+    if (in->model() == model && impl_->on_demand(*in)) {
+      auto& t = impl_->track(in->index);
+      t.demand = 1 + decayed(t.demand, t.demand_at, now);
+      t.demand_at = now;
+    }
   impl_->step();
 }
 
@@ -490,6 +565,8 @@ void ModelResidency::used(std::size_t index) {
   if (auto it = impl_->tracks.find(index); it != impl_->tracks.end())
     it->second.last_used = impl_->clock();
   impl_->wake();
+  // A load waiting for this one's work to end may go now, not at the tick.
+  if (!impl_->waiting.empty()) impl_->step();
 }
 
 std::optional<std::string> ModelResidency::load(const std::string& model) {

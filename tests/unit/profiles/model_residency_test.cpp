@@ -273,6 +273,70 @@ TEST(ModelResidency, BatchServesALoadedModelsWorkUntilAWaiterAges) {
   EXPECT_TRUE(box.env.table[0]->causes.has(AdminCause::model_evicting));
 }
 
+// The card holds two of A, B, C (12 kGiB each): A loaded, idle and asked
+// for `a_requests` times, B loaded with one request running.
+void a_idle_b_busy(Box& box, int a_requests) {
+  box.config.instances[2].memory = box.env.table[2]->config.memory = 12 * kGiB;
+  for (int i = 0; i < a_requests; ++i) {
+    box.r().left(box.request("A"));
+    box.run();
+  }
+  box.load_busy("B", 1);
+}
+
+TEST(ModelResidency, BatchKeepsTheModelMoreInDemandAndWaitsForTheOneLess) {
+  Box box;
+  a_idle_b_busy(box, 3);
+  box.request("C");
+  box.run();
+  // A, asked for three times, stays; C waits for B's request to end.
+  EXPECT_EQ(box.status("C"), "unloaded");
+  EXPECT_FALSE(box.env.table[0]->causes.has(AdminCause::model_evicting));
+  box.env.busy[1] = 0;
+  box.r().used(1);  // its request ended: the load goes at once
+  box.run();
+  EXPECT_EQ(box.status("C"), "loaded");
+  EXPECT_EQ(box.status("A"), "loaded");
+  EXPECT_EQ(box.status("B"), "unloaded");
+}
+
+TEST(ModelResidency, TheModelInDemandIsKeptOnlyUntilTheWaiterAges) {
+  Box box;
+  a_idle_b_busy(box, 3);
+  box.request("C");
+  box.now += 99s;  // max_wait 120 s minus C's expected load (switch_cost 20 s)
+  box.r().step();
+  EXPECT_EQ(box.status("C"), "unloaded");
+  box.now += 1s;
+  box.r().step();
+  box.run();
+  EXPECT_EQ(box.status("C"), "loaded");
+  EXPECT_EQ(box.status("A"), "unloaded");  // idle: it goes before busy B
+}
+
+TEST(ModelResidency, AnIdleModelNoMoreInDemandOrUnderFifoGoesAtOnce) {
+  Box equal;
+  Box fifo(config::SwappingOptions::Policy::fifo);
+  for (auto [box, a_requests] : {std::pair{&equal, 1}, std::pair{&fifo, 3}}) {
+    a_idle_b_busy(*box, a_requests);
+    box->request("C");
+    box->run();
+    EXPECT_EQ(box->status("C"), "loaded");
+    EXPECT_EQ(box->status("A"), "unloaded");
+  }
+}
+
+TEST(ModelResidency, DemandFadesWithinMinutes) {
+  Box box;
+  a_idle_b_busy(box, 3);
+  box.now += 3min;  // A's three requests weigh 3/e^3 now, less than B's one
+  box.request("B");
+  box.request("C");
+  box.run();
+  EXPECT_EQ(box.status("C"), "loaded");
+  EXPECT_EQ(box.status("A"), "unloaded");
+}
+
 TEST(ModelResidency, MinResidentHoldsEvenAnAgedWaiter) {
   Box box;
   box.config.swapping.max_wait = 30s;  // C ages at 10 s

@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 
 #include "common/json_text.h"
+#include "json_support.h"
 #include "sim/llamacpp_format.h"
 
 namespace switchyard::sim {
@@ -14,29 +15,14 @@ namespace {
 
 namespace json = boost::json;
 
-json::object object(std::string_view text) {
-  return json::parse(text).as_object();
-}
+using test_json::events;
+using test_json::keys;
+using test_json::object;
 
 json::object chat_of(std::string_view anthropic) {
   auto chat = anthropic::to_chat_request(object(anthropic));
   EXPECT_TRUE(std::holds_alternative<json::object>(chat));
   return std::get<json::object>(chat);
-}
-
-// The keys of a JSON object, in order.
-std::vector<std::string> keys(const json::object& o) {
-  std::vector<std::string> out;
-  for (const auto& kv : o) out.emplace_back(kv.key());
-  return out;
-}
-
-std::vector<std::string> events(const std::string& stream) {
-  std::vector<std::string> names;
-  for (std::size_t at = stream.find("event: "); at != std::string::npos;
-       at = stream.find("event: ", at + 1))
-    names.push_back(stream.substr(at + 7, stream.find('\n', at) - at - 7));
-  return names;
 }
 
 TEST(AnthropicRequest, SystemStringOrTextBlocksBecomeTheFirstMessage) {
