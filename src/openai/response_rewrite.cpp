@@ -1,6 +1,7 @@
 #include "openai/response_rewrite.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "common/byte_search.h"
 #include "common/json_text.h"
@@ -102,14 +103,30 @@ void ResponseRewriter::note_usage(const std::optional<Usage>& u) {
   }
 }
 
-struct ResponseRewriter::SeenModel {
-  std::string member;  // `"model":` and the engine's token
-  std::size_t token_size;
-  bool is_clients;  // the token already names the client's model
-  ByteSearch searcher;
-  SeenModel(std::string m, std::size_t size, bool clients)
-      : member(std::move(m)), token_size(size), is_clients(clients), searcher(member) {}
+// `"model":` and an engine's token, with its searcher: one for all the
+// streams that name the same model, as an open stream holds it as long as
+// it is open (its skip table was a 256-byte allocation per stream).
+struct SeenModelMember {
+  explicit SeenModelMember(std::string m) : member(std::move(m)), searcher(member) {}
+  const std::string member;
+  const ByteSearch searcher;
 };
+
+namespace {
+
+// The rewriters of one thread share; entries of members no stream holds any
+// more are dropped as new ones come.
+std::shared_ptr<const SeenModelMember> shared_member(std::string member) {
+  thread_local std::unordered_map<std::string, std::weak_ptr<const SeenModelMember>> members;
+  auto& slot = members[member];
+  if (auto held = slot.lock()) return held;
+  auto made = std::make_shared<const SeenModelMember>(std::move(member));
+  slot = made;
+  if (members.size() > 64) std::erase_if(members, [](const auto& m) { return m.second.expired(); });
+  return made;
+}
+
+}  // namespace
 
 ResponseRewriter::~ResponseRewriter() = default;
 
@@ -120,9 +137,9 @@ std::optional<std::string_view> ResponseRewriter::model_to_replace(std::string_v
   // (Anthropic's deltas) needs no scan at all. The bytes `"model":"` outside
   // a string can only be a key (a string holds its quotes escaped).
   if (seen_) {
-    if (auto at = seen_->searcher.find(json)) {
+    if (auto at = seen_->model->searcher.find(json)) {
       if (seen_->is_clients) return std::nullopt;
-      return json.substr(*at + seen_->member.size() - seen_->token_size, seen_->token_size);
+      return json.substr(*at + seen_->model->member.size() - seen_->token_size, seen_->token_size);
     }
     if (!model_key_searcher.find(json)) return std::nullopt;
   }
@@ -140,8 +157,8 @@ std::optional<std::string_view> ResponseRewriter::model_to_replace(std::string_v
   const auto key_at = static_cast<std::size_t>(token->data() - json.data());
   constexpr std::string_view key = "\"model\":";
   if (!seen_ && key_at >= key.size() && json.substr(key_at - key.size(), key.size()) == key)
-    seen_ = std::make_unique<const SeenModel>(std::string(key) + std::string(*token), token->size(),
-                                              *token == model_token_);
+    seen_ = SeenModel{shared_member(std::string(key) + std::string(*token)), token->size(),
+                      *token == model_token_};
   if (*token == model_token_) return std::nullopt;
   return token;
 }

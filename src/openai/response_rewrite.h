@@ -21,6 +21,10 @@ namespace switchyard::openai {
 // one the endpoint uses halves the search every event costs.
 enum class UsageMember { usage, tokens_predicted };
 
+// A model member a stream's events carry, shared by the streams that carry
+// the same one (response_rewrite.cpp).
+struct SeenModelMember;
+
 class ResponseRewriter {
  public:
   // `client_model`: the name the client asked for (empty: leave names as
@@ -72,8 +76,12 @@ class ResponseRewriter {
   bool note_response_id_;
   std::string response_id_;
   // The model member as the first scan found it (model_to_replace).
-  struct SeenModel;
-  std::unique_ptr<const SeenModel> seen_;
+  struct SeenModel {
+    std::shared_ptr<const SeenModelMember> model;
+    std::size_t token_size = 0;
+    bool is_clients = false;  // the token already names the client's model
+  };
+  std::optional<SeenModel> seen_;
   DeltaTemplate last_delta_;
 };
 
