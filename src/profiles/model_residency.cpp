@@ -45,6 +45,9 @@ double seconds_between(steady_time from, steady_time to) {
 
 // How long a request counts toward its model's demand (1/e of it after this).
 constexpr double kDemandSeconds = 60;
+// Requests of two models this close arrived together (an agent's parallel
+// calls leave within a millisecond or two of each other).
+constexpr auto kTogether = std::chrono::milliseconds(20);
 
 double decayed(double value, steady_time at, steady_time now) {
   return value * std::exp(-seconds_between(at, now) / kDemandSeconds);
@@ -142,9 +145,15 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   // what must go for it.
   std::optional<std::pair<std::size_t, std::vector<std::size_t>>> cheapest_room(
       const std::vector<Resident>& all, const std::string& model) const;
-  // batch: keeps idle models in more demand than one that could make the
-  // room once its work is done; whether the load must wait for that.
-  bool keep_in_demand(std::vector<Resident>& all, const ModelWait& want) const;
+  // batch: keeps idle models worth more (asked for apart from `want`'s, in
+  // more demand) than one that could make the room once its work is done
+  // (docs/models.md, "Scheduling"); whether the load must wait for that.
+  bool keep_what_comes_next(std::vector<Resident>& all, const ModelWait& want) const;
+  // Whether the two models' requests mostly arrive together (kTogether):
+  // an agent's parallel calls, needed in the same phase of its turn.
+  bool together(const std::string& a, const std::string& b) const;
+  // Notes a request's arrival for its demand and for together().
+  void arrived(const std::string& model, steady_time now);
   // Loads `target`'s instance after its victims have gone.
   void start(std::size_t target, std::vector<std::size_t> victims, std::string reason);
   awaitable<void> run(std::shared_ptr<Load> load);
@@ -165,6 +174,9 @@ struct ModelResidency::Impl : std::enable_shared_from_this<Impl> {
   GpuMemory gpus;
   std::map<std::size_t, Track> tracks;  // by instance index, on-demand ones
   std::map<const void*, Waiter> waiting;
+  std::map<std::string, steady_time> last_arrival;  // by model
+  // Requests of two models (the pair in order) that arrived together, decayed.
+  std::map<std::pair<std::string, std::string>, std::pair<double, steady_time>> pairs;
   std::vector<std::shared_ptr<Load>> loads;
   Transition steps;  // its drains are cut short by used() and step()
   net::steady_timer tick;
@@ -274,11 +286,13 @@ std::optional<std::pair<std::size_t, std::vector<std::size_t>>> ModelResidency::
   return best;
 }
 
-// Agents call their models in a cycle (an orchestrator, then its workers,
-// then the orchestrator again): where two of three fit, unloading whichever
-// is idle at the moment reloads all three every turn, while keeping the
-// model most in demand loaded and swapping the other two reloads two.
-bool ModelResidency::Impl::keep_in_demand(std::vector<Resident>& all, const ModelWait& want) const {
+// Agents call their models in phases (an orchestrator, then its workers in
+// parallel, then the orchestrator again): where two of three fit,
+// unloading whichever is idle at the moment reloads all three every turn,
+// while unloading the wanted model's fellow worker and keeping the
+// orchestrator reloads one.
+bool ModelResidency::Impl::keep_what_comes_next(std::vector<Resident>& all,
+                                                const ModelWait& want) const {
   if (config.swapping.policy != config::SwappingOptions::Policy::batch ||
       aged(want, config.swapping.max_wait))
     return false;
@@ -288,20 +302,27 @@ bool ModelResidency::Impl::keep_in_demand(std::vector<Resident>& all, const Mode
     if (const auto it = tracks.find(r.index); it != tracks.end() && !it->second.victim)
       r.evictable |= it->second.phase == Track::Phase::loading ||
                      (it->second.phase == Track::Phase::loaded && r.busy);
-  // The least demand among those on the cards the model could load on.
+  // What keeping each is worth: first whether it is asked for apart from
+  // the wanted model (one asked for with it is needed in the same phase,
+  // so it goes first), then its demand. The least among those on the cards
+  // the model could load on goes.
+  const auto worth = [&](const Resident& r) {
+    return std::make_pair(!together(want.model, inst(r.index).model()), r.demand);
+  };
   std::set<std::string> cards;
   for (const auto& in : env.instances())
     if (in->model() == want.model && on_demand(*in))
       for (const auto& g : in->config.gpu_ids()) cards.insert(g);
-  double least = std::numeric_limits<double>::infinity();
+  std::optional<std::pair<bool, double>> least;
   for (const auto& r : later)
     if (r.evictable && std::any_of(r.gpus.begin(), r.gpus.end(),
                                    [&](const std::string& g) { return cards.count(g) > 0; }))
-      least = std::min(least, r.demand);
+      if (!least || worth(r) < *least) least = worth(r);
+  if (!least) return false;
   auto kept = all;
   bool any = false;
   for (auto& r : kept)
-    if (r.evictable && r.demand > least) {
+    if (r.evictable && worth(r) > *least) {
       r.evictable = false;
       any = true;
     }
@@ -311,7 +332,7 @@ bool ModelResidency::Impl::keep_in_demand(std::vector<Resident>& all, const Mode
     return false;
   }
   for (auto& r : later)
-    if (r.demand > least) r.evictable = false;
+    if (worth(r) > *least) r.evictable = false;
   return cheapest_room(later, want.model).has_value();
 }
 
@@ -327,7 +348,7 @@ std::optional<std::string> ModelResidency::Impl::try_load(const ModelWait& want,
     const auto& t = tracks.at(r.index);
     r.evictable = may_preempt(want, seconds_between(t.since, now), config.swapping);
   }
-  if (!forced && keep_in_demand(all, want))
+  if (!forced && keep_what_comes_next(all, want))
     return fmt::format("'{}' waits for a model in less demand to finish its work", want.model);
   auto best = cheapest_room(all, want.model);
   if (!best)
@@ -545,15 +566,38 @@ bool ModelResidency::routable(const std::string& model) const {
   return false;
 }
 
-void ModelResidency::waiting(const void* request, const std::string& model) {
-  const auto now = impl_->clock();
-  impl_->waiting[request] = {model, now};
-  for (const auto& in : impl_->env.instances())
-    if (in->model() == model && impl_->on_demand(*in)) {
-      auto& t = impl_->track(in->index);
+void ModelResidency::Impl::arrived(const std::string& model, steady_time now) {
+  for (const auto& in : env.instances())
+    if (in->model() == model && on_demand(*in)) {
+      auto& t = track(in->index);
       t.demand = 1 + decayed(t.demand, t.demand_at, now);
       t.demand_at = now;
     }
+  for (const auto& [other, at] : last_arrival) {
+    if (other == model || now - at > kTogether) continue;
+    auto& [count, counted_at] = pairs[std::minmax(model, other)];
+    count = 1 + decayed(count, counted_at, now);
+    counted_at = now;
+  }
+  last_arrival[model] = now;
+}
+
+bool ModelResidency::Impl::together(const std::string& a, const std::string& b) const {
+  const auto it = pairs.find(std::minmax(a, b));
+  if (a == b || it == pairs.end()) return false;
+  const auto now = clock();
+  double fewer = std::numeric_limits<double>::infinity();
+  for (const auto& [i, t] : tracks)
+    if (inst(i).model() == a || inst(i).model() == b)
+      fewer = std::min(fewer, decayed(t.demand, t.demand_at, now));
+  // Half the requests of the one asked for less came with the other's.
+  return decayed(it->second.first, it->second.second, now) * 2 >= fewer;
+}
+
+void ModelResidency::waiting(const void* request, const std::string& model) {
+  const auto now = impl_->clock();
+  impl_->waiting[request] = {model, now};
+  impl_->arrived(model, now);
   impl_->step();
 }
 

@@ -274,14 +274,17 @@ TEST(ModelResidency, BatchServesALoadedModelsWorkUntilAWaiterAges) {
 }
 
 // The card holds two of A, B, C (12 kGiB each): A loaded, idle and asked
-// for `a_requests` times, B loaded with one request running.
+// for `a_requests` times, B loaded with one request running; a second
+// apart, so no two models' requests arrived together.
 void a_idle_b_busy(Box& box, int a_requests) {
   box.config.instances[2].memory = box.env.table[2]->config.memory = 12 * kGiB;
   for (int i = 0; i < a_requests; ++i) {
     box.r().left(box.request("A"));
     box.run();
+    box.now += 1s;
   }
   box.load_busy("B", 1);
+  box.now += 1s;
 }
 
 TEST(ModelResidency, BatchKeepsTheModelMoreInDemandAndWaitsForTheOneLess) {
@@ -294,6 +297,25 @@ TEST(ModelResidency, BatchKeepsTheModelMoreInDemandAndWaitsForTheOneLess) {
   EXPECT_FALSE(box.env.table[0]->causes.has(AdminCause::model_evicting));
   box.env.busy[1] = 0;
   box.r().used(1);  // its request ended: the load goes at once
+  box.run();
+  EXPECT_EQ(box.status("C"), "loaded");
+  EXPECT_EQ(box.status("A"), "loaded");
+  EXPECT_EQ(box.status("B"), "unloaded");
+}
+
+TEST(ModelResidency, BatchUnloadsTheModelAskedForTogetherWithTheWantedOneFirst) {
+  Box box;
+  a_idle_b_busy(box, 1);
+  // An agent's parallel calls: B and C at once. B is now in more demand
+  // than A, but needed in the same phase as C, and A after it.
+  const void* b = box.request("B");
+  box.request("C");
+  box.run();
+  EXPECT_EQ(box.status("C"), "unloaded");
+  EXPECT_FALSE(box.env.table[0]->causes.has(AdminCause::model_evicting));
+  box.r().left(b);  // routed to B, which then finishes its work
+  box.env.busy[1] = 0;
+  box.r().used(1);
   box.run();
   EXPECT_EQ(box.status("C"), "loaded");
   EXPECT_EQ(box.status("A"), "loaded");
@@ -331,6 +353,7 @@ TEST(ModelResidency, DemandFadesWithinMinutes) {
   a_idle_b_busy(box, 3);
   box.now += 3min;  // A's three requests weigh 3/e^3 now, less than B's one
   box.request("B");
+  box.now += 1s;
   box.request("C");
   box.run();
   EXPECT_EQ(box.status("C"), "loaded");
