@@ -287,20 +287,25 @@ void a_idle_b_busy(Box& box, int a_requests) {
   box.now += 1s;
 }
 
-TEST(ModelResidency, BatchKeepsTheModelMoreInDemandAndWaitsForTheOneLess) {
-  Box box;
-  a_idle_b_busy(box, 3);
-  box.request("C");
+// C, asked for: A stays and C waits for B's request to end, then takes
+// B's place at once.
+void c_takes_bs_place_once_b_is_done(Box& box) {
   box.run();
-  // A, asked for three times, stays; C waits for B's request to end.
   EXPECT_EQ(box.status("C"), "unloaded");
   EXPECT_FALSE(box.env.table[0]->causes.has(AdminCause::model_evicting));
   box.env.busy[1] = 0;
-  box.r().used(1);  // its request ended: the load goes at once
+  box.r().used(1);
   box.run();
   EXPECT_EQ(box.status("C"), "loaded");
   EXPECT_EQ(box.status("A"), "loaded");
   EXPECT_EQ(box.status("B"), "unloaded");
+}
+
+TEST(ModelResidency, BatchKeepsTheModelMoreInDemandAndWaitsForTheOneLess) {
+  Box box;
+  a_idle_b_busy(box, 3);  // A, asked for three times, against B's once
+  box.request("C");
+  c_takes_bs_place_once_b_is_done(box);
 }
 
 TEST(ModelResidency, BatchUnloadsTheModelAskedForTogetherWithTheWantedOneFirst) {
@@ -310,16 +315,8 @@ TEST(ModelResidency, BatchUnloadsTheModelAskedForTogetherWithTheWantedOneFirst) 
   // than A, but needed in the same phase as C, and A after it.
   const void* b = box.request("B");
   box.request("C");
-  box.run();
-  EXPECT_EQ(box.status("C"), "unloaded");
-  EXPECT_FALSE(box.env.table[0]->causes.has(AdminCause::model_evicting));
-  box.r().left(b);  // routed to B, which then finishes its work
-  box.env.busy[1] = 0;
-  box.r().used(1);
-  box.run();
-  EXPECT_EQ(box.status("C"), "loaded");
-  EXPECT_EQ(box.status("A"), "loaded");
-  EXPECT_EQ(box.status("B"), "unloaded");
+  box.r().left(b);  // routed to B, which runs it
+  c_takes_bs_place_once_b_is_done(box);
 }
 
 TEST(ModelResidency, TheModelInDemandIsKeptOnlyUntilTheWaiterAges) {
