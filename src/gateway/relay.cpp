@@ -83,6 +83,16 @@ http::UpstreamRequest engine_request(const RequestContext& ctx, const fleet::Ins
   return upstream;
 }
 
+// What one engine read yields for the client: one buffer a thread, not one
+// a stream, since it is written before the relay next suspends; an open
+// stream then holds none (some 390 bytes each), and the thread keeps the
+// largest read's (bounded by SseSplitter's longest event).
+std::string& read_output() {
+  thread_local std::string out;
+  out.clear();
+  return out;
+}
+
 }  // namespace
 
 Relay::Relay(RequestContext& ctx, fleet::Instance& inst, http::UpstreamCall& call,
@@ -224,18 +234,20 @@ awaitable<AttemptOutcome> Relay::end_broken(const Error& broke) {
 awaitable<AttemptOutcome> Relay::relay_stream() {
   auto& record = ctx_.record;
   http::SseSplitter splitter;
-  std::string out;  // what one read yields for the client: sent in one write
   for (;;) {
     auto pieces = co_await call_.read_some();
     std::optional<Error> broke;
     std::int64_t outputs = 0;  // in this read's events
+    std::string_view out;      // what they yield for the client: sent in one write
     if (!pieces) {
       broke = pieces.error();
     } else if (!pieces->empty()) {
-      out.clear();
+      std::string& rewritten = read_output();
       for (auto piece : *pieces)
-        splitter.split(
-            piece, [&](std::string_view event) { outputs += rewriter_.rewrite_event(event, out); });
+        splitter.split(piece, [&](std::string_view event) {
+          outputs += rewriter_.rewrite_event(event, rewritten);
+        });
+      out = rewritten;
       metrics_.generation().add(inst_.name(), outputs);
       if (splitter.overflowed()) {
         // An event that never ends cannot be relayed event by event.
@@ -252,10 +264,13 @@ awaitable<AttemptOutcome> Relay::relay_stream() {
     if (pieces->empty()) break;
     if (out.empty()) continue;
     bool sent;
-    if (started_)  // nearly every read: written at once, no coroutine
+    if (started_) {  // nearly every read: written at once, no coroutine
       sent = send_now(out);
-    else
-      sent = co_await send(out);
+    } else {
+      // Starting may suspend, and other streams then use the thread's buffer.
+      const std::string first(out);
+      sent = co_await send(first);
+    }
     if (sent && !ctx_.exchange.flushed()) sent = co_await ctx_.exchange.flush();
     if (!sent) {
       record.client_gone = true;

@@ -158,17 +158,18 @@ struct UpstreamCall::State {
   // stream's call holds this state as long as the stream is open.
   bool keep_alive = false;
   std::optional<BodyDecoder> body;  // once the header is in
-  // What read_some() hands out: views of conn->buffer.
-  static constexpr std::size_t kMaxPieces = 32;
-  std::array<std::string_view, kMaxPieces> pieces;
   // What read_all() holds of a budget, given back when the call ends.
   std::shared_ptr<BufferBudget> budget;
   std::size_t charged = 0;
   // Whether the response was read to its end.
   bool done() const { return body && body->done(); }
 
-  // Decodes what the buffer holds into `pieces`; returns how many.
-  std::size_t decode_buffered() {
+  // Decodes what the buffer holds into views of it: read_some()'s pieces.
+  BodyPieces decode_buffered() {
+    // One array a thread, not one a call: its caller reads the views before
+    // it next suspends, and an open stream then holds none (512 bytes).
+    static constexpr std::size_t kMaxPieces = 32;
+    thread_local std::array<std::string_view, kMaxPieces> pieces;
     auto& buffer = conn->buffer;
     std::size_t n = 0;
     while (n < kMaxPieces) {
@@ -178,7 +179,7 @@ struct UpstreamCall::State {
       if (step.data.empty()) break;
       pieces[n++] = step.data;
     }
-    return n;
+    return BodyPieces(pieces.data(), n);
   }
 };
 
@@ -377,9 +378,9 @@ awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
   // Chunk framing alone yields no body bytes: read until there are some.
   for (;;) {
     // Often the whole body came with the headers; otherwise read.
-    const std::size_t n = s.decode_buffered();
+    const BodyPieces pieces = s.decode_buffered();
     if (s.body->error()) co_return read_failed(beast_http::error::bad_chunk, s.body->error());
-    if (n > 0 || s.body->done()) co_return BodyPieces(s.pieces.data(), n);
+    if (!pieces.empty() || s.body->done()) co_return pieces;
     auto& conn = *s.conn;
     conn.deadline.expires_after(s.pool->options.idle_timeout);
     boost::system::error_code ec;

@@ -153,8 +153,9 @@ class UpstreamCall {
   boost::asio::awaitable<Result<UpstreamHead>> send(const UpstreamRequest& request);
 
   // The body bytes that came next, as views of the connection's read buffer
-  // (a chunked body's chunks are not contiguous there), valid until the next
-  // call; no views at the body's end.
+  // (a chunked body's chunks are not contiguous there); no views at the
+  // body's end. The views, and the span holding them, are valid until the
+  // caller next calls or suspends: every call of a thread shares the span.
   boost::asio::awaitable<Result<BodyPieces>> read_some();
 
   // The whole body, failing if it exceeds `limit` bytes (failure() protocol)
