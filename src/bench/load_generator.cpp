@@ -264,7 +264,8 @@ bool run_interruptible(boost::asio::io_context& io, LoadGenerator& generator,
   });
   std::exception_ptr crashed;
   // When the drive ends, the loop stops: idle pooled connections keep their
-  // deadline timers (http/socket_deadline.h), so it would not run dry soon.
+  // deadlines' timer waiting (http/socket_deadline.h), so it would not run
+  // dry soon.
   boost::asio::co_spawn(io, std::move(drive), [&](std::exception_ptr e) {
     crashed = e;
     io.stop();

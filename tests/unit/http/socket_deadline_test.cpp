@@ -5,7 +5,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <memory>
 #include <optional>
+#include <vector>
 
 namespace switchyard::http {
 namespace {
@@ -86,6 +88,54 @@ TEST_F(SocketDeadlineTest, DestroyedWhileArmedDoesNotFire) {
   deadline.reset();
   io.run_for(40ms);
   EXPECT_FALSE(fired_at);
+}
+
+// The deadlines of one context share its timer: each still expires at its
+// own time, in the order they are due, whatever the order they were set
+// in, and one destroyed or stopped does not take the others with it.
+TEST_F(SocketDeadlineTest, TheDeadlinesOfOneContextEachExpireAtTheirOwnTime) {
+  constexpr int kDeadlines = 40;
+  std::vector<int> order;
+  std::vector<std::unique_ptr<SocketDeadline>> deadlines;
+  for (int i = 0; i < kDeadlines; ++i)
+    deadlines.push_back(
+        std::make_unique<SocketDeadline>(io.get_executor(), [&order, i] { order.push_back(i); }));
+  // Due 5 ms apart, set in a shuffled order: i * 7 mod 40 visits each once.
+  const auto start = Clock::now();
+  for (int k = 0; k < kDeadlines; ++k) {
+    const int i = k * 7 % kDeadlines;
+    deadlines[i]->expires_after(std::chrono::milliseconds(10 + 5 * i));
+  }
+  deadlines[3].reset();             // destroyed while queued
+  deadlines[5]->expires_never();    // its operation completed
+  deadlines[8]->expires_after(1s);  // a later deadline for the same socket
+  const auto give_up = start + 2s;
+  while (order.size() < kDeadlines - 3 && Clock::now() < give_up) {
+    io.run_for(5ms);
+    io.restart();
+  }
+  std::vector<int> expected;
+  for (int i = 0; i < kDeadlines; ++i)
+    if (i != 3 && i != 5 && i != 8) expected.push_back(i);
+  EXPECT_EQ(order, expected);
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(10 + 5 * (kDeadlines - 1)));
+  EXPECT_FALSE(deadlines[5]->expired());
+  EXPECT_FALSE(deadlines[8]->expired());
+  EXPECT_TRUE(deadlines[39]->expired());
+}
+
+// Each context has its own queue: a deadline on a context that is not run
+// does not fire, and one on a context that is does.
+TEST_F(SocketDeadlineTest, EachContextKeepsItsOwnDeadlines) {
+  boost::asio::io_context other;
+  bool other_fired = false;
+  SocketDeadline elsewhere(other.get_executor(), [&] { other_fired = true; });
+  elsewhere.expires_after(1ms);
+  deadline->expires_after(20ms);
+  ASSERT_NO_FATAL_FAILURE(run_until_expired());
+  EXPECT_FALSE(other_fired);
+  other.run_for(40ms);
+  EXPECT_TRUE(other_fired);
 }
 
 }  // namespace
