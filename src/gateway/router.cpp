@@ -84,7 +84,7 @@ std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_sl
   scratch_.resize(of_model.size());
   const bool narrowed = !query.tried.empty() || query.only;
   std::size_t n = 0;
-  bool coming = false, any_free = false, awake_free = false, asleep = false;
+  bool coming = false, any_free = false, asleep = false;
   for (const std::size_t i : of_model) {
     const fleet::Instance& inst = *instances_[i];
     if (narrowed && (query.has_tried(i) || (query.only && *query.only != i))) continue;
@@ -93,16 +93,14 @@ std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_sl
       continue;
     }
     fill(scratch_[n], inst, need_slot);
-    const bool sleeps = inst.engine_sleep != fleet::Instance::EngineSleep::awake;
-    asleep |= sleeps;
-    awake_free |= !sleeps && scratch_[n].free;
+    asleep |= inst.engine_sleep != fleet::Instance::EngineSleep::awake;
     any_free |= scratch_[n++].free;
   }
   why = n > 0    ? Refusal::all_slots_busy
         : coming ? Refusal::not_ready_yet
                  : Refusal::no_instance_ready;
   scratch_.resize(any_free ? n : 0);
-  if (asleep && awake_free) without_sleepers();
+  if (asleep) without_sleepers();
   return scratch_;
 }
 
@@ -110,9 +108,12 @@ std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_sl
 // its model again for the next request, with an empty cache: the last resort
 // while an awake one has room.
 void Router::without_sleepers() {
-  std::erase_if(scratch_, [this](const Candidate& c) {
+  const auto sleeps = [this](const Candidate& c) {
     return instances_[c.index]->engine_sleep != fleet::Instance::EngineSleep::awake;
-  });
+  };
+  if (std::any_of(scratch_.begin(), scratch_.end(),
+                  [&](const Candidate& c) { return c.free && !sleeps(c); }))
+    std::erase_if(scratch_, sleeps);
 }
 
 std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why) {

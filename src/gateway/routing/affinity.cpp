@@ -11,25 +11,19 @@ AffinityState::Instance& AffinityState::at(std::size_t index) {
   return instances_[index];
 }
 
-void AffinityState::sync(std::span<const Candidate> candidates) {
-  std::size_t last = 0;
-  for (const auto& c : candidates) last = std::max(last, c.index);
-  if (!candidates.empty()) at(last);  // sized for all at once
-  for (const auto& c : candidates) {
-    Instance& inst = instances_[c.index];
-    if (inst.generation != c.generation) {
-      // A new engine process: nothing it had cached survives, and a new
-      // build may cache where the old one did not.
-      inst.generation = c.generation;
-      inst.index.clear();
-      inst.expected_hits = 0;
-      inst.ever_hit = false;
-      inst.never_hits = false;
-    }
-    const long tokens = c.kv_tokens > 0 ? c.kv_tokens : kDefaultKvTokens;
-    const auto blocks = static_cast<std::size_t>(tokens / kBlockTokens);
-    if (inst.index.capacity() != blocks) inst.index.set_capacity(blocks);
+void AffinityState::renew(Instance& inst, const Candidate& c) {
+  if (inst.generation != c.generation) {
+    // A new engine process: nothing it had cached survives, and a new
+    // build may cache where the old one did not.
+    inst.generation = c.generation;
+    inst.index.clear();
+    inst.expected_hits = 0;
+    inst.ever_hit = false;
+    inst.never_hits = false;
   }
+  inst.kv_tokens = c.kv_tokens;
+  const long tokens = c.kv_tokens > 0 ? c.kv_tokens : kDefaultKvTokens;
+  inst.index.set_capacity(static_cast<std::size_t>(tokens / kBlockTokens));
 }
 
 std::span<const BlockHash> AffinityState::blocks(const RouteQuery& query) {
@@ -37,17 +31,22 @@ std::span<const BlockHash> AffinityState::blocks(const RouteQuery& query) {
   return blocks_;
 }
 
-std::size_t AffinityState::match(std::size_t index, std::span<const BlockHash> blocks) const {
-  if (index >= instances_.size() || instances_[index].never_hits) return 0;
-  return instances_[index].index.match(blocks);
+void AffinityState::match(std::span<const Candidate> candidates, std::span<const BlockHash> blocks,
+                          std::vector<std::size_t>& out) {
+  out.resize(candidates.size());
+  // Every candidate of every pick: what changes rarely is only compared,
+  // and an instance sent nothing is not hashed into.
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (instances_.size() <= c.index) instances_.resize(c.index + 1);
+    Instance& inst = instances_[c.index];
+    if (inst.generation != c.generation || inst.kv_tokens != c.kv_tokens) renew(inst, c);
+    out[i] = inst.never_hits || inst.index.size() == 0 ? 0 : inst.index.match(blocks);
+  }
 }
 
 void AffinityState::record(std::size_t index, std::span<const BlockHash> blocks) {
   at(index).index.insert(blocks);
-}
-
-bool AffinityState::caches(std::size_t index) const {
-  return index >= instances_.size() || !instances_[index].never_hits;
 }
 
 void AffinityState::finished(const Candidate& instance, const RouteFeedback& feedback) {

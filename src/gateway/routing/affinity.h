@@ -28,17 +28,15 @@ class AffinityState {
   // affinity for it stops.
   static constexpr int kNeverHitAfter = 8;
 
-  // Brings the per-instance state up to `candidates`: new instances, new
-  // generations (flushed), KV sizes learned later.
-  void sync(std::span<const Candidate> candidates);
   // The prompt's blocks for `query` (valid until the next call).
   std::span<const BlockHash> blocks(const RouteQuery& query);
-  // Leading blocks of `blocks` the instance was last sent; 0 for an
-  // instance whose prefix cache never hits.
-  std::size_t match(std::size_t index, std::span<const BlockHash> blocks) const;
+  // Writes into `out`, by position, the leading blocks of `blocks` each of
+  // `candidates` was last sent (0 for an instance whose prefix cache never
+  // hits), first bringing its state up to the candidate: a new instance, a
+  // new generation (flushed), a KV size learned later.
+  void match(std::span<const Candidate> candidates, std::span<const BlockHash> blocks,
+             std::vector<std::size_t>& out);
   void record(std::size_t index, std::span<const BlockHash> blocks);
-  // Whether affinity still applies to the instance.
-  bool caches(std::size_t index) const;
   void finished(const Candidate& instance, const RouteFeedback& feedback);
 
   const Throughput& speed() const { return speed_; }
@@ -47,11 +45,13 @@ class AffinityState {
   struct Instance {
     PrefixIndex index{kDefaultKvTokens / kBlockTokens};
     std::uint64_t generation = 0;
+    long kv_tokens = 0;     // Candidate::kv_tokens when the index was sized
     int expected_hits = 0;  // finished requests expected to hit, none did
     bool ever_hit = false;
     bool never_hits = false;  // affinity stopped (logged once)
   };
   Instance& at(std::size_t index);
+  void renew(Instance& inst, const Candidate& c);
 
   std::vector<Instance> instances_;  // by fleet index
   std::vector<BlockHash> blocks_;    // reused by blocks()

@@ -13,59 +13,58 @@ LoadBound::LoadBound(std::span<const Candidate> candidates, double factor) {
     in_flight += c.in_flight;
     slots += std::max(c.slots, 1);
   }
+  *this = LoadBound(in_flight, slots, factor);
+}
+
+LoadBound::LoadBound(long in_flight, long slots, double factor) {
   if (slots > 0)
     per_slot_ = factor * static_cast<double>(in_flight + 1) / static_cast<double>(slots);
 }
 
-PrefillCost::PrefillCost(std::span<const Candidate> candidates, const LoadBound& bound, long tokens,
+PrefillCost::PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
                          std::span<const std::size_t> matched_blocks)
-    : candidates_(candidates), tokens_(tokens), rows_(candidates.size()) {
-  // Free under the bound first, then free, each by the least cost.
-  const auto before = [](const Row& a, const Row& b) {
-    return std::pair{!a.admitted, a.cost} < std::pair{!b.admitted, b.cost};
-  };
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    : candidates_(candidates),
+      tokens_(tokens),
+      rows_(std::make_unique_for_overwrite<Row[]>(candidates.size())) {
+  constexpr long kNone = std::numeric_limits<long>::max();
+  long soonest = kNone, free_start = kNone, in_flight = 0, slots = 0;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     Row& r = rows_[i];
     const long held =
         i < matched_blocks.size() ? static_cast<long>(matched_blocks[i]) * kBlockTokens : 0;
     r.uncached = std::max(0L, tokens - held);
     r.cost = c.prefilling + r.uncached;
-    r.admitted = bound.admits(c);
-    if (soonest_ < 0 || r.cost < soonest_) soonest_ = r.cost;
-    if (r.admitted && (soonest_free_ < 0 || r.cost < soonest_free_)) soonest_free_ = r.cost;
-    if (c.free && (!candidates[soonest_start_].free || before(r, rows_[soonest_start_])))
+    soonest = std::min(soonest, r.cost);
+    if (c.free && r.cost < free_start) {
+      free_start = r.cost;
       soonest_start_ = i;
+    }
+    in_flight += c.in_flight;
+    slots += std::max(c.slots, 1);
   }
-  // Asked of every candidate several times a pick: worked out once.
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
+  // The bound needs the requests the first pass summed; the second works out
+  // what is asked of every candidate several times a pick.
+  const LoadBound bound(in_flight, slots, balance_factor);
+  long soonest_free = kNone;
+  std::size_t admitted_start = kNoCandidate;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
     Row& r = rows_[i];
-    r.usable = r.admitted && r.cost <= soonest_ + tokens_ && !holds_up(candidates[i]);
+    r.admitted = bound.admits(candidates[i]);
+    if (r.admitted && r.cost < soonest_free) {
+      soonest_free = r.cost;
+      admitted_start = i;
+    }
+    r.usable = r.admitted && r.cost <= soonest + tokens_ && !holds_up(candidates[i], r.uncached);
   }
-}
-
-std::size_t PrefillCost::position(const Candidate& c) const {
-  return static_cast<std::size_t>(&c - candidates_.data());
-}
-
-long PrefillCost::uncached(const Candidate& c) const {
-  return rows_[position(c)].uncached;
-}
-
-bool PrefillCost::holds_up(const Candidate& c) const {
-  return c.in_flight > 0 && uncached(c) > kHoldUp * std::max(c.shortest_running, kHoldUpFloor);
-}
-
-bool PrefillCost::usable(const Candidate& c) const {
-  return rows_[position(c)].usable;
+  // The soonest start: free under the bound first (soonest_free), then free.
+  if (admitted_start != kNoCandidate) soonest_start_ = admitted_start;
+  soonest_ = soonest == kNone ? -1 : soonest;
+  soonest_free_ = soonest_free == kNone ? -1 : soonest_free;
 }
 
 long PrefillCost::free_delay() const {
   return soonest_free_ < 0 ? 0 : soonest_free_ - soonest_;
-}
-
-bool PrefillCost::no_later_than(const Candidate& c, const Candidate& home) const {
-  return rows_[position(c)].cost <= rows_[position(home)].cost + tokens_;
 }
 
 void Throughput::observe(std::size_t index, const RouteFeedback& feedback) {
@@ -88,6 +87,17 @@ void Throughput::observe(std::size_t index, const RouteFeedback& feedback) {
   if (tokens <= 0 || !(seconds > 0)) return;
   if (rate_.size() <= index) rate_.resize(index + 1, 0);
   ewma(rate_[index], static_cast<double>(tokens) / seconds);
+}
+
+double Throughput::mean_rate(std::span<const Candidate> candidates) const {
+  double known = 0;
+  int measured = 0;
+  for (const auto& c : candidates)
+    if (const double r = rate(c.index); r > 0) {
+      known += r;
+      ++measured;
+    }
+  return measured > 0 ? known / measured : 1.0;
 }
 
 double Throughput::prefill_rate() const {

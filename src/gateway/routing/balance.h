@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <limits>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -31,12 +32,15 @@ class LoadBound {
   static constexpr long kSlack = 1;
 
   LoadBound(std::span<const Candidate> candidates, double factor);
+  // `in_flight` requests on `slots` slots in all.
+  LoadBound(long in_flight, long slots, double factor);
   // in_flight + 1 <= ceil(x) + kSlack, for x its share of factor × (the
   // fleet's requests + 1), less a rounding's worth: that is x > in_flight -
   // kSlack, without ceil's library call (asked of every candidate).
+  // Without slots per_slot_ < 0 makes x < -1: no instance is admitted.
   bool admits(const Candidate& c) const {
     const double x = per_slot_ * static_cast<double>(std::max(c.slots, 1)) - 1e-9;
-    return c.free && per_slot_ >= 0 && x > static_cast<double>(c.in_flight - kSlack);
+    return c.free && x > static_cast<double>(c.in_flight - kSlack);
   }
 
  private:
@@ -57,6 +61,8 @@ class Throughput {
   double rate(std::size_t index) const {  // 0 while unknown
     return index < rate_.size() ? rate_[index] : 0;
   }
+  // The mean rate of the candidates measured; 1 while none is.
+  double mean_rate(std::span<const Candidate> candidates) const;
   // Prompt tokens per second the instances evaluate (the uncached part of a
   // streamed answer's prompt over the time to its first event), the mean
   // over those measured; 0 while none is. What a spill's prefill would take.
@@ -96,20 +102,23 @@ class PrefillCost {
   static constexpr long kHoldUp = 4;
   static constexpr long kHoldUpFloor = 2048;  // llama-server's n_batch
   // `matched_blocks[i]`: the prompt's blocks candidate i holds; `tokens`:
-  // the prompt's estimated length.
-  PrefillCost(std::span<const Candidate> candidates, const LoadBound& bound, long tokens,
+  // the prompt's estimated length; `balance_factor`: the LoadBound's.
+  PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
               std::span<const std::size_t> matched_blocks);
   // Free, under the bound, not passed over, and holding up no one there.
-  bool usable(const Candidate& c) const;
+  // `c` is one of the candidates (asked of each several times a pick).
+  bool usable(const Candidate& c) const { return row(c).usable; }
   // Whether the request's prefill on `c` would hold up the requests it
   // runs (above), free slot or not.
-  bool holds_up(const Candidate& c) const;
+  bool holds_up(const Candidate& c) const { return holds_up(c, row(c).uncached); }
   // The tokens the request would evaluate on `c`: how long the requests
   // there would be held up, in prefill, when it holds them up.
-  long uncached(const Candidate& c) const;
+  long uncached(const Candidate& c) const { return row(c).uncached; }
   // Whether `c` would start the request no more than its length later
   // than `home` would.
-  bool no_later_than(const Candidate& c, const Candidate& home) const;
+  bool no_later_than(const Candidate& c, const Candidate& home) const {
+    return row(c).cost <= row(home).cost + tokens_;
+  }
   // Tokens by which the soonest free candidate under the bound would start
   // the request later than the soonest candidate, busy or not: what waiting
   // for a slot there may gain.
@@ -120,19 +129,24 @@ class PrefillCost {
   std::size_t soonest_start() const { return soonest_start_; }
 
  private:
-  std::size_t position(const Candidate& c) const;
+  struct Row {      // each field written by the constructor
+    long uncached;  // uncached()
+    long cost;      // uncached plus what it is still prefilling
+    bool admitted;  // LoadBound::admits
+    bool usable;    // usable()
+  };
+  const Row& row(const Candidate& c) const {
+    return rows_[static_cast<std::size_t>(&c - candidates_.data())];
+  }
+  static bool holds_up(const Candidate& c, long uncached) {
+    return c.in_flight > 0 && uncached > kHoldUp * std::max(c.shortest_running, kHoldUpFloor);
+  }
 
   std::span<const Candidate> candidates_;
   long tokens_;
-  struct Row {
-    long uncached = 0;      // uncached()
-    long cost = 0;          // uncached plus what it is still prefilling
-    bool admitted = false;  // LoadBound::admits
-    bool usable = false;    // usable()
-  };
-  std::vector<Row> rows_;   // by position in candidates_
-  long soonest_ = -1;       // the least cost of any candidate, busy ones included
-  long soonest_free_ = -1;  // the least cost of a free candidate under the bound
+  std::unique_ptr<Row[]> rows_;  // by position in candidates_
+  long soonest_ = -1;            // the least cost of any candidate, busy ones included
+  long soonest_free_ = -1;       // the least cost of a free candidate under the bound
   std::size_t soonest_start_ = 0;
 };
 
@@ -169,30 +183,25 @@ inline std::size_t soonest_free(std::span<const Candidate> candidates, const Thr
 template <class Allowed>
 std::size_t soonest_free(std::span<const Candidate> candidates, const Throughput& speed,
                          Rotation& rotation, Allowed allowed) {
-  double known = 0;
-  int measured = 0;
-  for (const auto& c : candidates) {
-    if (const double r = speed.rate(c.index); r > 0) {
-      known += r;
-      ++measured;
-    }
-  }
-  const double fallback = measured > 0 ? known / measured : 1.0;
-  const std::size_t n = candidates.size();
-  const std::size_t first = rotation.start(candidates);
+  double fallback = 0;  // worked out at the first unmeasured candidate that qualifies
   std::size_t best = kNoCandidate;
   double best_cost = 0;
-  for (std::size_t k = 0, i = first; k < n; ++k, i = i + 1 == n ? 0 : i + 1) {
+  const auto weigh = [&](std::size_t i) {
     const Candidate& c = candidates[i];
-    if (!c.free || !allowed(c)) continue;
-    const double r = speed.rate(c.index);
-    const double cost = (c.in_flight + 1.0) / (std::max(c.slots, 1) * (r > 0 ? r : fallback));
+    if (!c.free || !allowed(c)) return;
+    double r = speed.rate(c.index);
+    if (r <= 0) r = fallback > 0 ? fallback : (fallback = speed.mean_rate(candidates));
+    const double cost = (c.in_flight + 1.0) / (std::max(c.slots, 1) * r);
     // Within a part in a thousand is a tie: measured rates jitter.
     if (best == kNoCandidate || cost < best_cost * 0.999) {
       best = i;
       best_cost = cost;
     }
-  }
+  };
+  // In rotation order: from its start to the end, then from the front.
+  const std::size_t first = rotation.start(candidates);
+  for (std::size_t i = first; i < candidates.size(); ++i) weigh(i);
+  for (std::size_t i = 0; i < first; ++i) weigh(i);
   if (best != kNoCandidate) rotation.picked(candidates[best]);
   return best;
 }

@@ -96,21 +96,6 @@ void Homes::weigh() {
     }
 }
 
-std::size_t Homes::place(std::span<const Candidate> candidates,
-                         const std::function<bool(const Candidate&)>& allowed,
-                         const Throughput& speed, Rotation& rotation, std::size_t otherwise) {
-  weigh();
-  const auto weight_of = [&](const Candidate& c) {
-    return c.index < weights_.size() ? weights_[c.index] : 0L;
-  };
-  long least = -1;
-  for (const auto& c : candidates)
-    if (c.free && allowed(c) && (least < 0 || weight_of(c) < least)) least = weight_of(c);
-  if (least < 0) return otherwise;
-  return soonest_free(candidates, speed, rotation,
-                      [&](const Candidate& c) { return allowed(c) && weight_of(c) == least; });
-}
-
 bool Homes::outweighs_mean(std::span<const Candidate> candidates, std::string_view session,
                            long weight) {
   if (candidates.empty()) return false;

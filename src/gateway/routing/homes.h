@@ -48,9 +48,9 @@ class Homes {
   // The free candidate passing `allowed` (under the load bound, say) whose
   // active homes weigh least, ties to the one expected to finish soonest;
   // `otherwise` when no free one passes.
-  std::size_t place(std::span<const Candidate> candidates,
-                    const std::function<bool(const Candidate&)>& allowed, const Throughput& speed,
-                    Rotation& rotation, std::size_t otherwise);
+  template <class Allowed>
+  std::size_t place(std::span<const Candidate> candidates, const Allowed& allowed,
+                    const Throughput& speed, Rotation& rotation, std::size_t otherwise);
   // The candidate whose active homes weigh least, free or not (the new
   // home of a session whose home died: a home chosen among the free ones
   // alone piled the moved sessions onto whichever had a slot that moment),
@@ -107,5 +107,20 @@ class Homes {
   std::unordered_map<std::string_view, Home> homes_;  // keys view into recency_
   std::vector<long> weights_;                         // by fleet index, reused by weigh()
 };
+
+template <class Allowed>
+std::size_t Homes::place(std::span<const Candidate> candidates, const Allowed& allowed,
+                         const Throughput& speed, Rotation& rotation, std::size_t otherwise) {
+  weigh();
+  const auto weight_of = [&](const Candidate& c) {
+    return c.index < weights_.size() ? weights_[c.index] : 0L;
+  };
+  long least = -1;
+  for (const auto& c : candidates)
+    if (c.free && allowed(c) && (least < 0 || weight_of(c) < least)) least = weight_of(c);
+  if (least < 0) return otherwise;
+  return soonest_free(candidates, speed, rotation,
+                      [&](const Candidate& c) { return allowed(c) && weight_of(c) == least; });
+}
 
 }  // namespace switchyard::gateway

@@ -9,21 +9,17 @@
 namespace switchyard::gateway {
 
 RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Candidate> candidates) {
-  state_.sync(candidates);
   const auto blocks = state_.blocks(query);
-  const LoadBound bound(candidates, balance_factor_);
 
-  matches_.assign(candidates.size(), 0);
-  for (std::size_t i = 0; i < candidates.size(); ++i)
-    matches_[i] = state_.match(candidates[i].index, blocks);
+  state_.match(candidates, blocks, matches_);
   const long tokens = estimated_tokens(query.prompt.size());
-  const PrefillCost cost(candidates, bound, tokens, matches_);
+  const PrefillCost cost(candidates, balance_factor_, tokens, matches_);
   const Eligible usable(cost, homes_, query.session);
   std::size_t longest = 0, longest_usable = 0, best = 0;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (matches_[i] > longest) best = i;
     longest = std::max(longest, matches_[i]);
-    if (usable(candidates[i])) longest_usable = std::max(longest_usable, matches_[i]);
+    if (matches_[i] > longest_usable && usable(candidates[i])) longest_usable = matches_[i];
   }
 
   RouteDecision d;
@@ -105,11 +101,11 @@ std::optional<std::size_t> PrefixAffinity::lost_home(std::string_view session,
 }
 
 double PrefixAffinity::match(const RouteQuery& query, const Candidate& instance) {
-  state_.sync({&instance, 1});  // a restarted engine holds nothing
   const auto blocks = state_.blocks(query);
   if (blocks.empty()) return 0;
-  return static_cast<double>(state_.match(instance.index, blocks)) /
-         static_cast<double>(blocks.size());
+  std::vector<std::size_t> held;
+  state_.match({&instance, 1}, blocks, held);  // a restarted engine holds nothing
+  return static_cast<double>(held[0]) / static_cast<double>(blocks.size());
 }
 
 }  // namespace switchyard::gateway

@@ -9,12 +9,10 @@ namespace switchyard::gateway {
 
 RouteDecision SessionAffinity::pick(const RouteQuery& query,
                                     std::span<const Candidate> candidates) {
-  state_.sync(candidates);
-  const LoadBound bound(candidates, balance_factor_);
   const auto blocks = state_.blocks(query);
-  matches_.clear();
-  for (const auto& c : candidates) matches_.push_back(state_.match(c.index, blocks));
-  const PrefillCost cost(candidates, bound, estimated_tokens(query.prompt.size()), matches_);
+  state_.match(candidates, blocks, matches_);
+  const PrefillCost cost(candidates, balance_factor_, estimated_tokens(query.prompt.size()),
+                         matches_);
   const Eligible usable(cost, homes_, query.session);
 
   RouteDecision d;

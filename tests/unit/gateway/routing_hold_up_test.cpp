@@ -40,9 +40,8 @@ TEST(RoutingHoldUp, ALongPromptHoldsUpTheShorterRequestsAnInstanceRuns) {
   c[2].in_flight = 2;
   c[2].shortest_running = 2000;
   c[2].free = false;
-  const LoadBound bound(c, 1.25);
   const std::vector<std::size_t> none(4, 0);
-  const PrefillCost heavy(c, bound, 32000, none);
+  const PrefillCost heavy(c, 1.25, 32000, none);
   EXPECT_TRUE(heavy.holds_up(c[0]));
   EXPECT_FALSE(heavy.usable(c[0]));
   EXPECT_FALSE(heavy.holds_up(c[1]));  // as long as what runs there
@@ -51,11 +50,11 @@ TEST(RoutingHoldUp, ALongPromptHoldsUpTheShorterRequestsAnInstanceRuns) {
   EXPECT_FALSE(heavy.holds_up(c[3]));  // idle
   EXPECT_EQ(heavy.uncached(c[0]), 32000);
   // Up to kHoldUp chunks of prompt delay the others by a few steps only.
-  const PrefillCost medium(c, bound, PrefillCost::kHoldUp * PrefillCost::kHoldUpFloor, none);
+  const PrefillCost medium(c, 1.25, PrefillCost::kHoldUp * PrefillCost::kHoldUpFloor, none);
   EXPECT_FALSE(medium.holds_up(c[0]));
   // What the instance holds of the prompt is not evaluated again.
   const std::vector<std::size_t> held{1900, 0, 0, 0};  // 30,400 tokens cached on c[0]
-  const PrefillCost cached(c, bound, 32000, held);
+  const PrefillCost cached(c, 1.25, 32000, held);
   EXPECT_FALSE(cached.holds_up(c[0]));
 }
 
@@ -67,9 +66,8 @@ TEST(RoutingHoldUp, WithNothingUsableARequestGoesWhereItStartsSoonest) {
   c[1].prefilling = 3000;
   c[2].in_flight = 2;
   c[2].free = false;
-  const LoadBound bound(c, 1.25);
   const std::vector<std::size_t> none(3, 0);
-  const PrefillCost light(c, bound, 500, none);
+  const PrefillCost light(c, 1.25, 500, none);
   EXPECT_FALSE(light.usable(c[1]));  // 3,000 tokens late: more than its own length
   EXPECT_EQ(light.soonest_start(), 1u);
 }

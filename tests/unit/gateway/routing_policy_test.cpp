@@ -290,6 +290,21 @@ TEST(RoutingLeastOutstanding, FewerPerSlotBeatsAFasterCardThatIsBusier) {
   EXPECT_EQ(p.pick(query(""), c).position, 0u);
 }
 
+TEST(RoutingLeastOutstanding, ACardNotYetMeasuredCountsAsTheMeanOfTheMeasured) {
+  LeastOutstanding p;
+  auto c = fleet_of(3, 2);
+  // Instance 0 delivered 10 tok/s, instance 1 40 tok/s; 2 is unmeasured.
+  p.finished(c[0], RouteFeedback{100, 0, 100, 10.0, -1});
+  p.finished(c[1], RouteFeedback{100, 0, 400, 10.0, -1});
+  // Requests per slot over rate: 1 busy at 2/(2 × 40) loses to 2 at the
+  // mean, 1/(2 × 25) (0 at 1/(2 × 10)).
+  load(c, 1, 1);
+  EXPECT_EQ(p.pick(query(""), c).position, 2u);
+  // 2 busy too: 2/(2 × 25) is more than 2/(2 × 40).
+  load(c, 2, 1);
+  EXPECT_EQ(p.pick(query(""), c).position, 1u);
+}
+
 TEST(RoutingLeastOutstanding, AShortWarmUpPromptDoesNotMakeTheSlowerCardLookFaster) {
   // As a bench's one-at-a-time run reported them (wall seconds at speed
   // factor 10): the blower card (1) first served an 8-token warm-up prompt,

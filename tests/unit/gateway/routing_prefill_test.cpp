@@ -34,9 +34,8 @@ TEST(RoutingPrefill, AnInstanceFarBehindTheSoonestIsPassedOver) {
   c[0].shortest_running = 32000;
   c[1].in_flight = 2;
   c[1].free = false;  // both slots answering: soon free
-  const LoadBound bound(c, 1.25);
   const std::vector<std::size_t> none(3, 0);
-  const PrefillCost light(c, bound, 2000, none);
+  const PrefillCost light(c, 1.25, 2000, none);
   EXPECT_FALSE(light.usable(c[0]));
   EXPECT_FALSE(light.usable(c[1]));  // busy
   EXPECT_TRUE(light.usable(c[2]));
@@ -44,13 +43,13 @@ TEST(RoutingPrefill, AnInstanceFarBehindTheSoonestIsPassedOver) {
   EXPECT_TRUE(light.no_later_than(c[2], c[1]));
   EXPECT_EQ(light.free_delay(), 0);  // c[2] is idle
   // A prompt as long as the one ahead of it starts about as soon there.
-  const PrefillCost heavy(c, bound, 32000, none);
+  const PrefillCost heavy(c, 1.25, 32000, none);
   EXPECT_TRUE(heavy.usable(c[0]));
   // What an instance holds of the prompt is not evaluated again.
   c[2].in_flight = 2;
   c[2].free = false;
   const std::vector<std::size_t> held{0, 100, 0};  // 1600 tokens on c[1]
-  const PrefillCost cached(c, bound, 2000, held);
+  const PrefillCost cached(c, 1.25, 2000, held);
   EXPECT_EQ(cached.free_delay(), 32000 + 2000 - 400);
 }
 
