@@ -32,6 +32,9 @@
 #                    (an empty LIST skips its group)
 #   --callgrind S    seconds of the 1-connection run under callgrind per case
 #                    (default 5; 0 = no instruction counts)
+#   --callgrind-opts O  more valgrind options for those runs, e.g.
+#                    --cache-sim=yes (cache misses in the --out DIR's
+#                    NAME.callgrind files: callgrind_annotate --show=D1mr,D1mw)
 #   --wait-load L    first wait (at most 600 s) for the 1-min load average < L
 #                    (default 1.0; 0 = do not wait)
 #   --binary PATH    the switchyard binary (default build/switchyard)
@@ -58,6 +61,7 @@ policies=least-outstanding,round-robin,session,prefix-affinity
 queued_counts=0,1000,10000
 idle_counts=1000,10000
 cg_seconds=5
+cg_opts=()
 wait_load=1.0
 binary="$repo/build/switchyard"
 out=""
@@ -72,6 +76,7 @@ while [[ $# -gt 0 ]]; do
     --queued) queued_counts="$2"; shift 2 ;;
     --idle) idle_counts="$2"; shift 2 ;;
     --callgrind) cg_seconds="$2"; shift 2 ;;
+    --callgrind-opts) read -ra cg_opts <<<"$2"; shift 2 ;;
     --wait-load) wait_load="$2"; shift 2 ;;
     --binary) binary="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
@@ -188,7 +193,7 @@ instructions() {  # NAME INSTANCES KEYS
   local name="$1" url="http://127.0.0.1:$gw_port/v1/chat/completions" r total
   ir=0
   ((cg_seconds > 0)) || return 0
-  serve "$name" "$2" "$3" valgrind --tool=callgrind --instr-atstart=no \
+  serve "$name" "$2" "$3" valgrind --tool=callgrind "${cg_opts[@]}" --instr-atstart=no \
     --callgrind-out-file="$work/$name.callgrind"
   curl -s -o /dev/null -H 'Content-Type: application/json' \
     -H "Authorization: Bearer sk-bench-$3" -d "$body" "$url"  # the upstream connection pooled
@@ -308,7 +313,7 @@ measure_queued() {  # NAME WAITING
   ((cg_seconds > 0)) || return 0
   queued_yaml "$waiting" 1 >"$work/$name-cg.yaml"
   cp "$work/$name.lua" "$work/$name-cg.lua"
-  serve "$name-cg" 1 0 valgrind --tool=callgrind --instr-atstart=no \
+  serve "$name-cg" 1 0 valgrind --tool=callgrind "${cg_opts[@]}" --instr-atstart=no \
     --callgrind-out-file="$work/$name.callgrind"
   drive_queued "$name-cg" $((1 + waiting)) "$waiting" "$cg_seconds" \
     "callgrind_control -i on $gw" "callgrind_control -i off $gw"

@@ -79,10 +79,10 @@ class AdminCauses {
 
 struct Instance {
   std::size_t index = 0;  // position in the fleet, stable for the fleet's life
-  config::InstanceConfig config;
-  std::optional<http::Url> url;  // known once the port is chosen
-  int slots = 1;                 // requests it runs at once
-  long kv_tokens = 0;            // tokens its KV cache holds (/props n_ctx × slots); 0: unknown
+  // What the router reads of every instance of a model on every request
+  // comes first, side by side: a fleet of hundreds is visited per request.
+  int slots = 1;       // requests it runs at once
+  long kv_tokens = 0;  // tokens its KV cache holds (/props n_ctx × slots); 0: unknown
   // Counts the times it turned healthy after starting, and its engine's own
   // sleeps (llama-server frees its context): a new value means an engine
   // whose prefix cache is empty.
@@ -102,6 +102,8 @@ struct Instance {
   // router reports: it stays routable, its next request wakes it.
   enum class EngineSleep { awake, asleep, waking };
   EngineSleep engine_sleep = EngineSleep::awake;
+  config::InstanceConfig config;
+  std::optional<http::Url> url;  // known once the port is chosen
   std::string problem;
   std::optional<int> exit_code;  // of its engine's last exit (a failed load's, for /v1/models)
   std::unique_ptr<http::UpstreamPool> pool;  // request traffic; set with url

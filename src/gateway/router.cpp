@@ -55,7 +55,7 @@ inline void Router::fill(Candidate& c, const fleet::Instance& inst, bool need_sl
   // /props's size first; vLLM's pool from its /metrics otherwise.
   c.kv_tokens = inst.kv_tokens > 0 ? inst.kv_tokens : l.kv_tokens;
   c.generation = inst.generation;
-  c.name = inst.name();
+  c.name = &inst.name();
   c.prefilling = l.prefilling;
   c.shortest_running = l.shortest;
 }

@@ -137,15 +137,15 @@ class Router {
  private:
   friend class RouteLease;
   // What the router counts on one instance, by fleet index.
-  struct Load {
+  struct Load {  // what every request's candidates read, first
     int in_flight = 0;
-    std::uint64_t started = 0;
     long prefilling = 0;  // Candidate::prefilling
-    // The prompts (estimated tokens) of its requests in flight, as many as
-    // its slots, and the shortest of them (Candidate::shortest_running).
-    std::vector<long> running;
+    // The shortest prompt (estimated tokens) of its requests in flight
+    // (Candidate::shortest_running), and all of them, as many as its slots.
     long shortest = 0;
     long kv_tokens = 0;  // set_kv_tokens()
+    std::vector<long> running;
+    std::uint64_t started = 0;
   };
   void answering(std::size_t index, long prefill_tokens);
   void release(std::size_t index, long prompt_tokens);

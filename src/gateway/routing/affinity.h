@@ -42,17 +42,25 @@ class AffinityState {
   const Throughput& speed() const { return speed_; }
 
  private:
-  struct Instance {
-    PrefixIndex index{kDefaultKvTokens / kBlockTokens};
+  // What every pick reads of each candidate, apart from the rest and side
+  // by side: a pick visits hundreds, and their whole state did not stay in
+  // the L1 cache between requests.
+  struct Seen {
     std::uint64_t generation = 0;
-    long kv_tokens = 0;     // Candidate::kv_tokens when the index was sized
-    int expected_hits = 0;  // finished requests expected to hit, none did
-    bool ever_hit = false;
+    long kv_tokens = 0;       // Candidate::kv_tokens when the index was sized
+    bool sent = false;        // its index holds blocks
     bool never_hits = false;  // affinity stopped (logged once)
   };
-  Instance& at(std::size_t index);
-  void renew(Instance& inst, const Candidate& c);
+  struct Instance {
+    PrefixIndex index{kDefaultKvTokens / kBlockTokens};
+    int expected_hits = 0;  // finished requests expected to hit, none did
+    bool ever_hit = false;
+  };
+  // Sized for fleet index `index`.
+  void reach(std::size_t index);
+  void renew(const Candidate& c);
 
+  std::vector<Seen> seen_;           // by fleet index
   std::vector<Instance> instances_;  // by fleet index
   std::vector<BlockHash> blocks_;    // reused by blocks()
   Throughput speed_;

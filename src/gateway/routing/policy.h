@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "config/fleet_config.h"
@@ -25,7 +26,9 @@ struct Candidate {
   bool free = true;    // whether it may take one more now (a policy picks only these)
   long kv_tokens = 0;  // tokens its KV cache holds (n_ctx × slots, vLLM's pool); 0: unknown
   std::uint64_t generation = 0;  // changes when its engine restarts (its cache is gone)
-  std::string_view name;         // for logs
+  // For logs; points into the fleet. Not a view: the router reads no
+  // instance's name to fill a candidate.
+  const std::string* name = nullptr;
   // Prompt tokens (estimated, the cached part left out) of its requests
   // that have not started answering: an engine evaluates a new prompt only
   // beside or after those, so a free slot behind a 32K-token prefill is

@@ -88,7 +88,7 @@ void PrefixAffinity::place_session(RouteDecision& d, const RouteQuery& query,
   d.reason = moved ? RouteReason::session_moved : RouteReason::cold;
   if (moved)
     spdlog::info("routing: session moved from instance #{} (not routable) to {}", *moved,
-                 candidates[d.position].name);
+                 *candidates[d.position].name);
 }
 
 std::optional<std::size_t> PrefixAffinity::lost_home(std::string_view session,

@@ -61,7 +61,7 @@ RouteDecision SessionAffinity::to_home(const RouteQuery& query,
   }
   if (home.moved)
     spdlog::info("routing: session moved from instance #{} (not routable) to {}", *known,
-                 candidates[home.pos].name);
+                 *candidates[home.pos].name);
   return d;
 }
 

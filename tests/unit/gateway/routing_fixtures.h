@@ -21,11 +21,14 @@
 
 namespace switchyard::gateway::testing_support {
 
+// The name of every instance of a fleet_of() (Candidate::name).
+inline const std::string kGpu = "gpu";
+
 // `n` idle instances of `slots` slots each, fleet indexes 0 to n-1.
 inline std::vector<Candidate> fleet_of(int n, int slots = 2) {
   std::vector<Candidate> c;
   for (int i = 0; i < n; ++i)
-    c.push_back(Candidate{static_cast<std::size_t>(i), 0, slots, true, 0, 1, "gpu"});
+    c.push_back(Candidate{static_cast<std::size_t>(i), 0, slots, true, 0, 1, &kGpu});
   return c;
 }
 
@@ -97,7 +100,7 @@ struct QueuedSessionFleet {
   static std::unique_ptr<SessionAffinity> measured_policy(const FakeClock& clock) {
     auto p = std::make_unique<SessionAffinity>(1.25, Homes(clock.fn()),
                                                HomeWait(std::chrono::seconds(5), clock.fn()));
-    measure_prefill(*p, Candidate{0, 0, 2, true, 0, 0, "i0"});
+    measure_prefill(*p, Candidate{0, 0, 2, true, 0, 0, &kGpu});
     return p;
   }
 };

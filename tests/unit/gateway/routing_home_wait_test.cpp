@@ -188,7 +188,7 @@ struct HomeWaitQueue : testing::Test {
     queue = std::make_unique<WaitQueue>(io.get_executor(), *router, config::QueueOptions{100, 60s});
     router->on_release(
         [this](std::size_t index, const std::string& model) { queue->dispatch(model, index); });
-    measure_prefill(*policy, Candidate{0, 0, 1, true, 0, 0, "i0"});
+    measure_prefill(*policy, Candidate{0, 0, 1, true, 0, 0, &kGpu});
   }
   void submit(const std::string& prompt, std::string_view session, std::string tag) {
     sessions.emplace_back(session);
