@@ -103,9 +103,8 @@ std::optional<std::size_t> PrefixAffinity::lost_home(std::string_view session,
 double PrefixAffinity::match(const RouteQuery& query, const Candidate& instance) {
   const auto blocks = state_.blocks(query);
   if (blocks.empty()) return 0;
-  std::vector<std::size_t> held;
-  state_.match({&instance, 1}, blocks, held);  // a restarted engine holds nothing
-  return static_cast<double>(held[0]) / static_cast<double>(blocks.size());
+  state_.match({&instance, 1}, blocks, matches_);  // a restarted engine holds nothing
+  return static_cast<double>(matches_[0]) / static_cast<double>(blocks.size());
 }
 
 }  // namespace switchyard::gateway

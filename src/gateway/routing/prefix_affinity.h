@@ -59,7 +59,7 @@ class PrefixAffinity final : public RoutingPolicy {
   Rotation rotation_;
   Homes homes_;
   HomeWait wait_;
-  std::vector<std::size_t> matches_;  // by candidate position, reused
+  std::vector<std::size_t> matches_;  // by candidate position, reused by pick() and match()
 };
 
 }  // namespace switchyard::gateway
