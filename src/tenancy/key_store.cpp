@@ -233,11 +233,18 @@ Result<bool> KeyStore::put(const KeyRecord& r) {
 }
 
 Result<std::int64_t> KeyStore::version() {
-  auto select = db_.prepare("SELECT value FROM meta WHERE name = 'keys_version'");
-  if (!select) return select.error();
-  auto row = select->step();
+  if (!version_select_) {
+    auto select = db_.prepare("SELECT value FROM meta WHERE name = 'keys_version'");
+    if (!select) return select.error();
+    version_select_.emplace(std::move(*select));
+  }
+  auto& select = *version_select_;
+  auto row = select.step();
+  const std::int64_t version = row && *row ? select.int64(0) : 0;
+  // Ends the read: a statement left on its row would hold its snapshot.
+  select.reset();
   if (!row) return row.error();
-  return *row ? select->int64(0) : 0;
+  return version;
 }
 
 }  // namespace switchyard::tenancy

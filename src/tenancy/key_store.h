@@ -53,7 +53,8 @@ class KeyStore {
   // `record` stored as it is (its version included) when the store has no
   // key of its name or an older version of it; returns whether it was.
   Result<bool> put(const KeyRecord& record);
-  // Changes with every create, update and revoke.
+  // Changes with every create, update and revoke. Prepared once a store:
+  // the key watcher asks a kept store every poll.
   Result<std::int64_t> version();
 
  private:
@@ -61,6 +62,7 @@ class KeyStore {
   // Runs `change` and bumps the version in one transaction.
   Result<Done> write(Statement& change);
   Database db_;
+  std::optional<Statement> version_select_;  // after db_: finalized before it closes
 };
 
 }  // namespace switchyard::tenancy

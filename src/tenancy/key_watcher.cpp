@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
 #include <optional>
 
 namespace switchyard::tenancy {
@@ -33,30 +37,48 @@ KeyWatcher::~KeyWatcher() {
   thread_.join();
 }
 
-namespace {
+KeyFile::FileStamp KeyFile::stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return {};
+  const auto ns = [](const timespec& t) {
+    return static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  };
+  // The kernel stamps a write with this clock: a later write's times are
+  // past it.
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  const bool settled = std::max(ns(st.st_mtim), ns(st.st_ctim)) < ns(now);
+  return {st.st_dev, st.st_ino, st.st_size, ns(st.st_mtim), ns(st.st_ctim), settled};
+}
 
-// The keys when their version is not `since`, nothing when it is. A fresh
-// connection each time: one kept open answers from its page cache and would
-// not see the file damaged or removed under it.
-Result<std::optional<StoredKeys>> read_if_changed(const std::string& path, std::int64_t since) {
-  auto store = KeyStore::open_existing(path);
-  if (!store) return store.error();
-  auto version = store->version();
-  if (!version) return Error{fmt::format("{}: {}", path, version.error().message)};
+Result<std::optional<StoredKeys>> KeyFile::read_if_changed(std::int64_t since) {
+  if (const FileStamp now = stamp(path_); !store_ || !opened_.settled || now != opened_) {
+    store_.reset();
+    auto store = KeyStore::open_existing(path_);
+    if (!store) return store.error();
+    store_.emplace(std::move(*store));
+    opened_ = now;
+  }
+  auto version = store_->version();
+  if (!version) return failed(version.error());
   if (*version == since) return std::optional<StoredKeys>();
-  auto keys = store->list();
-  if (!keys) return Error{fmt::format("{}: {}", path, keys.error().message)};
+  auto keys = store_->list();
+  if (!keys) return failed(keys.error());
   return std::optional<StoredKeys>(StoredKeys{std::move(*keys), *version});
 }
 
-}  // namespace
+Error KeyFile::failed(const Error& e) {
+  store_.reset();
+  return Error{fmt::format("{}: {}", path_, e.message)};
+}
 
 void KeyWatcher::run(std::int64_t since) {
+  KeyFile file(path_);
   bool failing = false;
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, interval_, [this] { return stop_; })) {
     lock.unlock();
-    auto read = read_if_changed(path_, since);
+    auto read = file.read_if_changed(since);
     if (!read) {
       if (!failing)
         spdlog::error("keys: cannot read {}; the keys last read stay in force, retrying",

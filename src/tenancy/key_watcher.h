@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +25,39 @@ struct StoredKeys {
 
 // The keys and their version now (start-up; blocks on SQLite).
 Result<StoredKeys> load_stored_keys(const std::string& path);
+
+// The state database as the watcher reads it. A connection kept open reads
+// committed changes (SQLite checks the WAL at every read) but answers from
+// its page cache, so it would not see the file damaged or removed under it:
+// it is kept only while the database file is as it was when opened (any
+// write changes its modification and status-change times, a replacement
+// its inode) and was last written before the clock's last tick (a write in
+// the same tick could leave the times as they were). The WAL, which every
+// write changes, is not watched; only checkpoints write the file. A fresh
+// connection each poll read the schema again: some 300k instructions a
+// poll (docs/performance.md, "A streamed chunk").
+class KeyFile {
+ public:
+  explicit KeyFile(std::string path) : path_(std::move(path)) {}
+  // The keys when their version is not `since`, nothing when it is.
+  Result<std::optional<StoredKeys>> read_if_changed(std::int64_t since);
+
+ private:
+  struct FileStamp {  // size -1: the file cannot be stat'ed
+    std::uint64_t device = 0, inode = 0;
+    std::int64_t size = -1;
+    std::int64_t modified_ns = 0, changed_ns = 0;
+    bool settled = false;  // its times are before the coarse clock's now
+    bool operator==(const FileStamp&) const = default;
+  };
+  static FileStamp stamp(const std::string& path);
+  // The next read opens the file afresh.
+  Error failed(const Error& e);
+
+  const std::string path_;
+  FileStamp opened_;
+  std::optional<KeyStore> store_;
+};
 
 class KeyWatcher {
  public:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "tenancy/key_watcher.h"
 
@@ -152,6 +153,81 @@ TEST_F(KeyStoreTest, TheWatcherSeesAnotherConnectionsChange) {
   lock.lock();
   ASSERT_TRUE(
       cv.wait_for(lock, std::chrono::seconds(5), [&] { return seen && seen->keys.size() == 2; }));
+}
+
+using KeyFileTest = TempDb;
+
+// A read between changes answers from a connection kept open; these are
+// what such a connection alone would not see.
+TEST_F(KeyFileTest, AKeptConnectionSeesAnotherConnectionsChange) {
+  auto store = KeyStore::open(path);
+  ASSERT_TRUE(store);
+  KeyFile file(path);
+  auto first = file.read_if_changed(-1);
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_TRUE(*first);
+  const auto since = (*first)->version;
+  auto unchanged = file.read_if_changed(since);
+  ASSERT_TRUE(unchanged);
+  EXPECT_FALSE(*unchanged);
+  ASSERT_TRUE(store->create("carol", {}, 1));
+  auto changed = file.read_if_changed(since);
+  ASSERT_TRUE(changed) << changed.error().message;
+  ASSERT_TRUE(*changed);
+  ASSERT_EQ((*changed)->keys.size(), 1u);
+  EXPECT_EQ((*changed)->keys[0].name, "carol");
+}
+
+TEST_F(KeyFileTest, AFileDamagedUnderItIsAnErrorNotTheKeysInItsCache) {
+  std::int64_t since = 0;
+  {
+    auto store = KeyStore::open(path);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->create("carol", {}, 1));
+    since = *store->version();
+  }  // the last connection closed: the keys are in the file, no WAL left
+  KeyFile file(path);
+  ASSERT_TRUE(file.read_if_changed(-1));
+  {
+    // Its header overwritten, as `dd if=/dev/urandom of=state.db count=1
+    // conv=notrunc` would.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    const std::string junk(100, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto read = file.read_if_changed(since);
+  EXPECT_FALSE(read) << "the damage went unseen";
+}
+
+TEST_F(KeyFileTest, AFileRemovedOrReplacedUnderItIsReadFromWhatIsThereNow) {
+  {
+    auto store = KeyStore::open(path);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->create("carol", {}, 1));
+  }
+  const std::string other = (dir / "other.db").string();
+  std::int64_t other_version = 0;
+  {
+    auto store = KeyStore::open(other);
+    ASSERT_TRUE(store);
+    ASSERT_TRUE(store->create("erin", {}, 1));
+    ASSERT_TRUE(store->create("frank", {}, 1));
+    other_version = *store->version();
+  }
+  KeyFile file(path);
+  auto first = file.read_if_changed(-1);
+  ASSERT_TRUE(first && *first);
+  ASSERT_EQ((*first)->keys.size(), 1u);
+
+  std::filesystem::remove(path);
+  EXPECT_FALSE(file.read_if_changed((*first)->version)) << "a removed file still answered";
+
+  std::filesystem::rename(other, path);
+  auto replaced = file.read_if_changed((*first)->version);
+  ASSERT_TRUE(replaced) << replaced.error().message;
+  ASSERT_TRUE(*replaced);
+  EXPECT_EQ((*replaced)->version, other_version);
+  EXPECT_EQ((*replaced)->keys.size(), 2u);
 }
 
 }  // namespace
