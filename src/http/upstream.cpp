@@ -12,6 +12,7 @@
 #include "http/beast_glue.h"
 #include "http/body_decoder.h"
 #include "http/parsers.h"
+#include "http/read_buffer.h"
 #include "http/socket_deadline.h"
 #include "http/wire.h"
 
@@ -74,7 +75,7 @@ struct UpstreamPool::Connection {
   explicit Connection(net::any_io_executor ex) : socket(ex), deadline(ex, [this] { close(); }) {
     buffer.reserve(kBuffer);
   }
-  static constexpr std::size_t kBuffer = 4 * 1024;
+  static constexpr std::size_t kBuffer = kReadBlock;
   void close() {
     boost::system::error_code ec;
     socket.close(ec);
@@ -83,7 +84,7 @@ struct UpstreamPool::Connection {
   // Closes the socket when an operation overruns, as Beast's tcp_stream did.
   SocketDeadline deadline;
   // The body is decoded in place here: read_some() hands out views of it.
-  beast::flat_buffer buffer;
+  ReadBuffer buffer;
   // How long it may sit idle after the last response (zero: do not pool),
   // and how many more requests the upstream takes on it (nullopt: no limit
   // was announced). Both from the last response.
