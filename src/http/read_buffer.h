@@ -1,10 +1,10 @@
 // The read buffer of an upstream connection. A stream gives its buffer back
 // while its engine is silent and takes one again when the next event comes
 // (UpstreamCall::read_some), so at an engine's pace every token cost a
-// malloc and a free of 4 KiB: past glibc's per-thread cache, which serves
-// blocks up to 1,032 bytes, some 390 instructions an event. Blocks of that
-// size are kept, a few a thread, for the next taker; a thread's stream
-// holds one only from its read until it next waits, so a few suffice.
+// malloc and a free of 4 KiB, past glibc's per-thread cache (which serves
+// blocks up to 1,032 bytes): 200-300 instructions an event more than this
+// (docs/performance.md). Blocks of that size are kept, a few a thread, for
+// the next taker: a stream holds one from its read until it next waits.
 #pragma once
 
 #include <boost/beast/core/flat_buffer.hpp>
