@@ -21,50 +21,61 @@ LoadBound::LoadBound(long in_flight, long slots, double factor) {
     per_slot_ = factor * static_cast<double>(in_flight + 1) / static_cast<double>(slots);
 }
 
-PrefillCost::PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
-                         std::span<const std::size_t> matched_blocks)
-    : candidates_(candidates),
-      tokens_(tokens),
-      rows_(std::make_unique_for_overwrite<Row[]>(candidates.size())) {
+PrefillCost::Sums PrefillCost::sum(std::span<const Candidate> candidates, long tokens,
+                                   std::span<const std::size_t> matched_blocks) {
   constexpr long kNone = std::numeric_limits<long>::max();
-  long soonest = kNone, free_start = kNone, in_flight = 0, slots = 0;
+  Sums s{kNone, kNone, 0, 0, 0};
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
-    Row& r = rows_[i];
     const long held =
         i < matched_blocks.size() ? static_cast<long>(matched_blocks[i]) * kBlockTokens : 0;
-    r.uncached = std::max(0L, tokens - held);
-    r.cost = c.prefilling + r.uncached;
-    soonest = std::min(soonest, r.cost);
-    if (c.free && r.cost < free_start) {
-      free_start = r.cost;
-      soonest_start_ = i;
+    const long cost = c.prefilling + std::max(0L, tokens - held);
+    s.soonest = std::min(s.soonest, cost);
+    if (c.free && cost < s.free_start) {
+      s.free_start = cost;
+      s.free_start_at = i;
     }
-    in_flight += c.in_flight;
-    slots += std::max(c.slots, 1);
+    s.in_flight += c.in_flight;
+    s.slots += std::max(c.slots, 1);
   }
-  // The bound needs the requests the first pass summed; the second works out
-  // what is asked of every candidate several times a pick.
-  const LoadBound bound(in_flight, slots, balance_factor);
-  long soonest_free = kNone;
-  std::size_t admitted_start = kNoCandidate;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    Row& r = rows_[i];
-    r.admitted = bound.admits(candidates[i]);
-    if (r.admitted && r.cost < soonest_free) {
-      soonest_free = r.cost;
-      admitted_start = i;
-    }
-    r.usable = r.admitted && r.cost <= soonest + tokens_ && !holds_up(candidates[i], r.uncached);
+  return s;
+}
+
+PrefillCost::PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
+                         std::span<const std::size_t> matched_blocks)
+    : PrefillCost(candidates, balance_factor, tokens, matched_blocks,
+                  sum(candidates, tokens, matched_blocks)) {}
+
+PrefillCost::PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
+                         std::span<const std::size_t> matched_blocks, const Sums& sums)
+    : candidates_(candidates),
+      matched_(matched_blocks),
+      tokens_(tokens),
+      bound_(sums.in_flight, sums.slots, balance_factor),
+      soonest_(candidates.empty() ? -1 : sums.soonest),
+      free_start_at_(sums.free_start_at) {}
+
+const PrefillCost::SoonestFree& PrefillCost::soonest_free() const {
+  if (!soonest_free_) {
+    SoonestFree best{-1, kNoCandidate};
+    for (const Candidate& c : candidates_)
+      if (bound_.admits(c))
+        if (const long cost_c = cost(c); best.cost < 0 || cost_c < best.cost)
+          best = {cost_c, static_cast<std::size_t>(&c - candidates_.data())};
+    soonest_free_ = best;
   }
-  // The soonest start: free under the bound first (soonest_free), then free.
-  if (admitted_start != kNoCandidate) soonest_start_ = admitted_start;
-  soonest_ = soonest == kNone ? -1 : soonest;
-  soonest_free_ = soonest_free == kNone ? -1 : soonest_free;
+  return *soonest_free_;
 }
 
 long PrefillCost::free_delay() const {
-  return soonest_free_ < 0 ? 0 : soonest_free_ - soonest_;
+  const long free = soonest_free().cost;
+  return free < 0 ? 0 : free - soonest_;
+}
+
+std::size_t PrefillCost::soonest_start() const {
+  // Free under the bound first, then free.
+  const std::size_t admitted = soonest_free().at;
+  return admitted != kNoCandidate ? admitted : free_start_at_;
 }
 
 void Throughput::observe(std::size_t index, const RouteFeedback& feedback) {

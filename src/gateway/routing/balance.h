@@ -7,9 +7,11 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "gateway/routing/block_hash.h"
 #include "gateway/routing/policy.h"
 #include "gateway/routing/rotation.h"
 
@@ -103,21 +105,31 @@ class PrefillCost {
   static constexpr long kHoldUpFloor = 2048;  // llama-server's n_batch
   // `matched_blocks[i]`: the prompt's blocks candidate i holds; `tokens`:
   // the prompt's estimated length; `balance_factor`: the LoadBound's.
+  // One pass over the candidates (the soonest start and the bound's sums);
+  // what is asked of a candidate is worked out when asked, since a pick
+  // that finds its home usable asks it of that one alone.
   PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
               std::span<const std::size_t> matched_blocks);
   // Free, under the bound, not passed over, and holding up no one there.
-  // `c` is one of the candidates (asked of each several times a pick).
-  bool usable(const Candidate& c) const { return row(c).usable; }
+  // `c` is one of the candidates.
+  bool usable(const Candidate& c) const {
+    const long u = uncached(c);
+    return bound_.admits(c) && c.prefilling + u <= soonest_ + tokens_ && !holds_up(c, u);
+  }
   // Whether the request's prefill on `c` would hold up the requests it
   // runs (above), free slot or not.
-  bool holds_up(const Candidate& c) const { return holds_up(c, row(c).uncached); }
+  bool holds_up(const Candidate& c) const { return holds_up(c, uncached(c)); }
   // The tokens the request would evaluate on `c`: how long the requests
   // there would be held up, in prefill, when it holds them up.
-  long uncached(const Candidate& c) const { return row(c).uncached; }
+  long uncached(const Candidate& c) const {
+    const auto i = static_cast<std::size_t>(&c - candidates_.data());
+    const long held = i < matched_.size() ? static_cast<long>(matched_[i]) * kBlockTokens : 0;
+    return std::max(0L, tokens_ - held);
+  }
   // Whether `c` would start the request no more than its length later
   // than `home` would.
   bool no_later_than(const Candidate& c, const Candidate& home) const {
-    return row(c).cost <= row(home).cost + tokens_;
+    return cost(c) <= cost(home) + tokens_;
   }
   // Tokens by which the soonest free candidate under the bound would start
   // the request later than the soonest candidate, busy or not: what waiting
@@ -126,28 +138,38 @@ class PrefillCost {
   // Where a request goes when no candidate is usable: the free candidate
   // that would start it soonest, under the bound if one is (by requests
   // alone, a spill went to the free slot beside a 32K-token prefill).
-  std::size_t soonest_start() const { return soonest_start_; }
+  std::size_t soonest_start() const;
 
  private:
-  struct Row {      // each field written by the constructor
-    long uncached;  // uncached()
-    long cost;      // uncached plus what it is still prefilling
-    bool admitted;  // LoadBound::admits
-    bool usable;    // usable()
+  struct Sums {  // the constructor's pass
+    long soonest, free_start, in_flight, slots;
+    std::size_t free_start_at;
   };
-  const Row& row(const Candidate& c) const {
-    return rows_[static_cast<std::size_t>(&c - candidates_.data())];
-  }
+  static Sums sum(std::span<const Candidate> candidates, long tokens,
+                  std::span<const std::size_t> matched_blocks);
+  PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
+              std::span<const std::size_t> matched_blocks, const Sums& sums);
+  // Tokens evaluated before the request's first on `c`: its uncached part
+  // plus what `c` is still prefilling.
+  long cost(const Candidate& c) const { return c.prefilling + uncached(c); }
   static bool holds_up(const Candidate& c, long uncached) {
     return c.in_flight > 0 && uncached > kHoldUp * std::max(c.shortest_running, kHoldUpFloor);
   }
+  // The free candidate under the bound that would start the request
+  // soonest, once asked (free_delay, soonest_start): a second pass.
+  struct SoonestFree {
+    long cost;  // -1: none
+    std::size_t at;
+  };
+  const SoonestFree& soonest_free() const;
 
   std::span<const Candidate> candidates_;
+  std::span<const std::size_t> matched_;
   long tokens_;
-  std::unique_ptr<Row[]> rows_;  // by position in candidates_
-  long soonest_ = -1;            // the least cost of any candidate, busy ones included
-  long soonest_free_ = -1;       // the least cost of a free candidate under the bound
-  std::size_t soonest_start_ = 0;
+  LoadBound bound_;
+  long soonest_;               // the least cost of any candidate, busy ones included
+  std::size_t free_start_at_;  // the free candidate that would start it soonest
+  mutable std::optional<SoonestFree> soonest_free_;
 };
 
 // Seconds `tokens` of prefill take at `rate` tokens a second; 0 while the
