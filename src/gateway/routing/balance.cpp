@@ -27,9 +27,7 @@ PrefillCost::Sums PrefillCost::sum(std::span<const Candidate> candidates, long t
   Sums s{kNone, kNone, 0, 0, 0};
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
-    const long held =
-        i < matched_blocks.size() ? static_cast<long>(matched_blocks[i]) * kBlockTokens : 0;
-    const long cost = c.prefilling + std::max(0L, tokens - held);
+    const long cost = c.prefilling + uncached(tokens, matched_blocks, i);
     s.soonest = std::min(s.soonest, cost);
     if (c.free && cost < s.free_start) {
       s.free_start = cost;

@@ -107,7 +107,8 @@ class PrefillCost {
   // the prompt's estimated length; `balance_factor`: the LoadBound's.
   // One pass over the candidates (the soonest start and the bound's sums);
   // what is asked of a candidate is worked out when asked, since a pick
-  // that finds its home usable asks it of that one alone.
+  // that finds its home usable asks it of that one alone. Both spans must
+  // outlive it.
   PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
               std::span<const std::size_t> matched_blocks);
   // Free, under the bound, not passed over, and holding up no one there.
@@ -122,9 +123,7 @@ class PrefillCost {
   // The tokens the request would evaluate on `c`: how long the requests
   // there would be held up, in prefill, when it holds them up.
   long uncached(const Candidate& c) const {
-    const auto i = static_cast<std::size_t>(&c - candidates_.data());
-    const long held = i < matched_.size() ? static_cast<long>(matched_[i]) * kBlockTokens : 0;
-    return std::max(0L, tokens_ - held);
+    return uncached(tokens_, matched_, static_cast<std::size_t>(&c - candidates_.data()));
   }
   // Whether `c` would start the request no more than its length later
   // than `home` would.
@@ -149,6 +148,11 @@ class PrefillCost {
                   std::span<const std::size_t> matched_blocks);
   PrefillCost(std::span<const Candidate> candidates, double balance_factor, long tokens,
               std::span<const std::size_t> matched_blocks, const Sums& sums);
+  // Of a prompt of `tokens`, what candidate `i` does not hold.
+  static long uncached(long tokens, std::span<const std::size_t> matched_blocks, std::size_t i) {
+    const auto held = i < matched_blocks.size() ? matched_blocks[i] : 0;
+    return std::max(0L, tokens - static_cast<long>(held) * kBlockTokens);
+  }
   // Tokens evaluated before the request's first on `c`: its uncached part
   // plus what `c` is still prefilling.
   long cost(const Candidate& c) const { return c.prefilling + uncached(c); }
