@@ -73,9 +73,8 @@ struct UpstreamPool::Connection {
   // Given back while a body's next bytes are awaited with none held
   // (read_some), so an open stream whose engine is silent holds none.
   explicit Connection(net::any_io_executor ex) : socket(ex), deadline(ex, [this] { close(); }) {
-    buffer.reserve(kBuffer);
+    buffer.reserve(kReadBlock);
   }
-  static constexpr std::size_t kBuffer = kReadBlock;
   void close() {
     boost::system::error_code ec;
     socket.close(ec);
@@ -332,7 +331,7 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
       }
     }
     auto& conn = *s.conn;
-    conn.buffer.reserve(UpstreamPool::Connection::kBuffer);  // given back by a stream's wait
+    conn.buffer.reserve(kReadBlock);  // given back by a stream's wait
     conn.deadline.expires_after(opts.first_byte_timeout);
     auto wec = co_await write_all(conn.socket, message);
     if (!wec) {
@@ -396,7 +395,7 @@ awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
       conn.buffer.shrink_to_fit();
       std::tie(ec) = co_await conn.socket.async_wait(tcp::socket::wait_read, use_tuple);
       if (!ec) {
-        conn.buffer.reserve(UpstreamPool::Connection::kBuffer);
+        conn.buffer.reserve(kReadBlock);
         // The socket is non-blocking (write_now): nothing there yet is
         // would_block, and the wait starts again.
         got = conn.socket.read_some(conn.buffer.prepare(beast::read_size(conn.buffer, 64 * 1024)),
