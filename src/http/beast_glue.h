@@ -17,16 +17,26 @@ namespace beast_http = boost::beast::http;
 using net::awaitable;
 using net::ip::tcp;
 
+// How far a read goes: the header alone (the body is read after it has been
+// checked), or the whole message.
+enum class ReadUntil { header, message };
+
+template <class Parser>
+bool has_read(const Parser& parser, ReadUntil until) {
+  return until == ReadUntil::header ? parser.is_header_done() : parser.is_done();
+}
+
 // Feeds `parser` what `buffer` already holds, never fewer bytes than the
 // parser's min_input() (parsers.h). Beast's read operations do the same
 // first, but then complete through the event loop (a posted handler) even
 // when no read was needed, which for a small message read along with its
 // headers is the common case. need_more and need_buffer are not errors here:
-// the caller reads more (read_more), or drains the body buffer.
-template <class Parser>
-boost::system::error_code parse_buffered(Parser& parser, beast::flat_buffer& buffer) {
+// the caller reads more (read_until), or drains the body buffer.
+template <class Parser, class Buffer>
+boost::system::error_code parse_buffered(Parser& parser, Buffer& buffer,
+                                         ReadUntil until = ReadUntil::message) {
   boost::system::error_code ec;
-  while (!parser.is_done() && buffer.size() >= parser.min_input()) {
+  while (!has_read(parser, until) && buffer.size() >= parser.min_input()) {
     const std::size_t used = parser.put(buffer.data(), ec);
     buffer.consume(used);
     if (ec == beast_http::error::need_more || ec == beast_http::error::need_buffer) return {};
@@ -35,24 +45,31 @@ boost::system::error_code parse_buffered(Parser& parser, beast::flat_buffer& buf
   return ec;
 }
 
-// One read from `socket` into `buffer`, then parse_buffered(): Beast's
-// async_read_some, but keeping to the parser's min_input(). The end of the
-// stream ends a message that has no length, and cuts off one that has.
-template <class Parser>
-awaitable<boost::system::error_code> read_more(tcp::socket& socket, beast::flat_buffer& buffer,
-                                               Parser& parser) {
-  const std::size_t room = beast::read_size(buffer, 64 * 1024);
-  if (room == 0) co_return beast_http::error::buffer_overflow;
-  auto [ec, n] = co_await socket.async_read_some(buffer.prepare(room), use_tuple);
-  if (ec == net::error::eof) {
-    if (!parser.got_some()) co_return beast_http::error::end_of_stream;
-    boost::system::error_code eof;
-    parser.put_eof(eof);
-    co_return eof;
+// Reads until `parser` has the header or the whole message: parse_buffered(),
+// then a read whenever it needs more. The end of the stream ends a message
+// that has no length, and cuts off one that has; what came after the header
+// stays in `buffer`. Beast's async_read_header, without its two composed
+// operations stacked on each read (work guards, executor copies, a posted
+// completion: docs/performance.md), and one coroutine frame for all the reads.
+template <class Parser, class Buffer>
+awaitable<boost::system::error_code> read_until(tcp::socket& socket, Buffer& buffer, Parser& parser,
+                                                ReadUntil until) {
+  if (until == ReadUntil::header) parser.eager(false);  // stop at the header's end, as Beast's
+  auto ec = parse_buffered(parser, buffer, until);
+  while (!ec && !has_read(parser, until)) {
+    const std::size_t room = beast::read_size(buffer, 64 * 1024);
+    if (room == 0) co_return beast_http::error::buffer_overflow;
+    auto [read_ec, n] = co_await socket.async_read_some(buffer.prepare(room), use_tuple);
+    if (read_ec == net::error::eof) {
+      if (!parser.got_some()) co_return beast_http::error::end_of_stream;
+      parser.put_eof(ec);
+      co_return ec;
+    }
+    if (read_ec) co_return read_ec;
+    buffer.commit(n);
+    ec = parse_buffered(parser, buffer, until);
   }
-  if (ec) co_return ec;
-  buffer.commit(n);
-  co_return parse_buffered(parser, buffer);
+  co_return ec;
 }
 
 // Writes what of `buffers` the socket's send buffer takes now (nearly always

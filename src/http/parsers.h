@@ -84,6 +84,9 @@ class ResponseParser final : public boost::beast::http::basic_parser<false> {
   int status = 0;
   Headers headers;
 
+  // The fewest buffered bytes worth giving put() (parse_buffered): any.
+  std::size_t min_input() const { return 1; }
+
  private:
   using error_code = boost::system::error_code;
   using string_view = boost::beast::string_view;

@@ -404,9 +404,8 @@ ErrorAnswer body_from_buffer(RequestParser& parser, beast::flat_buffer& buffer,
 awaitable<ErrorAnswer> read_body(tcp::socket& socket, beast::flat_buffer& buffer,
                                  RequestParser& parser, const Request& request,
                                  SocketDeadline& deadline, const ServerOptions& options) {
-  boost::system::error_code ec;
   deadline.expires_after(options.body_timeout);
-  while (!ec && !parser.is_done()) ec = co_await read_more(socket, buffer, parser);
+  const auto ec = co_await read_until(socket, buffer, parser, ReadUntil::message);
   deadline.expires_never();
   co_return ec ? body_error(ec, deadline.expired(), request, options.body_limit) : ErrorAnswer{};
 }
@@ -650,7 +649,7 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     if (answered && buffer.size() == 0 && active.load(std::memory_order_relaxed) > 0)
       co_await let_loop_run(socket);
     deadline.expires_after(header_timeout);
-    auto [read_ec, n] = co_await beast_http::async_read_header(socket, buffer, parser, use_tuple);
+    const auto read_ec = co_await read_until(socket, buffer, parser, ReadUntil::header);
     deadline.expires_never();
     if (read_ec) {
       failure = header_error(read_ec, deadline.expired(), buffer.size());

@@ -338,9 +338,7 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
       if (pool.calls > 1) co_await let_loop_run(conn.socket);
       parser.emplace();
       parser->body_limit(boost::none);
-      auto [rec, rn] =
-          co_await beast_http::async_read_header(conn.socket, conn.buffer, *parser, use_tuple);
-      wec = rec;
+      wec = co_await read_until(conn.socket, conn.buffer, *parser, ReadUntil::header);
     }
     conn.deadline.expires_never();
     const bool timed_out = conn.deadline.expired();

@@ -330,6 +330,38 @@ TEST_F(UpstreamTest, AMalformedChunkIsAProtocolFailureThatSaysWhy) {
   EXPECT_EQ(pool().idle_count(), 0u);
 }
 
+// The read buffer starts at one 4 KiB block: a longer head takes several
+// reads, each parsed as far as it goes, and the body that came with its end
+// is left for the body's decoder.
+TEST_F(UpstreamTest, AResponseHeadLongerThanOneReadIsReadWhole) {
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nX-Long: " + std::string(6000, 'a') + "\r\nContent-Length: 5\r\n\r\n";
+  upstream.raw = {head.substr(0, 100), head.substr(100) + "he", "llo"};
+  const Outcome got = one();
+  ASSERT_TRUE(got.ok) << got.error;
+  EXPECT_EQ(got.status, 200);
+  EXPECT_EQ(got.body, "hello");
+  EXPECT_EQ(pool().idle_count(), 1u) << "read to its end: pooled";
+}
+
+TEST_F(UpstreamTest, AResponseHeadCutOffOrOverTheLimitIsAFailureThatSaysWhich) {
+  upstream.raw = {"HTTP/1.1 200 OK\r\nContent-Le"};
+  upstream.close_after_raw = true;
+  Outcome got = one();
+  EXPECT_FALSE(got.ok);
+  EXPECT_EQ(got.failure, UpstreamFailure::reset);
+  EXPECT_NE(got.error.find("partial message"), std::string::npos) << got.error;
+  // Beast's limit for a response head, 8 KiB, holds across reads.
+  upstream.raw = {"HTTP/1.1 200 OK\r\nX-Long: " + std::string(5000, 'a'),
+                  std::string(5000, 'a') + "\r\nContent-Length: 2\r\n\r\nok"};
+  upstream.close_after_raw = false;
+  got = one();
+  EXPECT_FALSE(got.ok);
+  EXPECT_EQ(got.failure, UpstreamFailure::protocol);
+  EXPECT_NE(got.error.find("header limit"), std::string::npos) << got.error;
+  EXPECT_EQ(pool().idle_count(), 0u);
+}
+
 TEST_F(UpstreamTest, BytesAfterTheResponseKeepItsConnectionOutOfThePool) {
   upstream.raw = {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n"};
   const Outcome got = one();
