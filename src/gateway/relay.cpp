@@ -58,19 +58,17 @@ http::UpstreamRequest engine_request(const RequestContext& ctx, const fleet::Ins
   upstream.method = head.method;
   upstream.target = head.target;
   upstream.headers.add("Content-Type",
-                       std::string(head.headers.find("content-type").value_or("application/json")));
+                       head.headers.find("content-type").value_or("application/json"));
   for (auto name : kPassedHeaders)
-    if (auto value = head.headers.find(name))
-      upstream.headers.add(std::string(name), std::string(*value));
+    if (auto value = head.headers.find(name)) upstream.headers.add(name, *value);
   upstream.headers.add("X-Request-Id", ctx.record.id);
   // The engine continues the trace under this attempt (vLLM with
   // --otlp-traces-endpoint); untraced, the client's context passes on as it came.
   if (!traceparent.empty())
     upstream.headers.add("traceparent", std::move(traceparent));
   else if (auto parent = head.headers.find("traceparent"))
-    upstream.headers.add("traceparent", std::string(*parent));
-  if (auto state = head.headers.find("tracestate"))
-    upstream.headers.add("tracestate", std::string(*state));
+    upstream.headers.add("traceparent", *parent);
+  if (auto state = head.headers.find("tracestate")) upstream.headers.add("tracestate", *state);
   // The client's key is the gateway's business, never the engine's.
   if (inst.config.api_key) upstream.headers.add("Authorization", "Bearer " + *inst.config.api_key);
   if (openai::needs_rewrite(ctx.facts, inst.served_model(), force_usage)) {

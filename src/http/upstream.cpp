@@ -100,7 +100,8 @@ struct UpstreamPool::State {
   UpstreamOptions options;
   std::vector<std::unique_ptr<Connection>> idle;  // most recently used last
   std::size_t calls = 0;                          // UpstreamCall objects alive
-  bool closed = false;  // the UpstreamPool is gone; its calls return nothing
+  bool closed = false;    // the UpstreamPool is gone; its calls return nothing
+  std::string authority;  // url's "host:port": every request's Host, formatted once
 
   // Closes idle connections the upstream may have closed by `now`.
   void drop_expired(Clock::time_point now) {
@@ -129,7 +130,8 @@ struct UpstreamPool::State {
 };
 
 UpstreamPool::UpstreamPool(net::any_io_executor executor, Url url, UpstreamOptions options)
-    : state_(std::make_shared<State>(State{executor, std::move(url), options, {}, 0, false})) {}
+    : state_(
+          std::make_shared<State>(State{executor, url, options, {}, 0, false, url.authority()})) {}
 UpstreamPool::~UpstreamPool() {
   state_->closed = true;
   state_->idle.clear();
@@ -302,9 +304,9 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
   // Methods that carry a body say how long it is, even when it is empty.
   const bool framed = !request.body.empty() || request.method == "POST" ||
                       request.method == "PUT" || request.method == "PATCH";
-  const std::string head = request_head(
-      request.method, pool.url.path + request.target, pool.url.authority(), request.headers,
-      framed ? Framing::content_length(request.body.size()) : Framing::no_body());
+  const std::string head =
+      request_head(request.method, pool.url.path + request.target, pool.authority, request.headers,
+                   framed ? Framing::content_length(request.body.size()) : Framing::no_body());
   const std::array<net::const_buffer, 2> message{
       net::buffer(head), net::buffer(request.body.data(), request.body.size())};
 
@@ -326,8 +328,7 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
         if (failure_ != UpstreamFailure::aborted)
           failure_ = failed->local ? UpstreamFailure::local : UpstreamFailure::connect;
         s.conn.reset();
-        co_return Error{
-            fmt::format("cannot connect to {}: {}", pool.url.authority(), failed->message)};
+        co_return Error{fmt::format("cannot connect to {}: {}", pool.authority, failed->message)};
       }
     }
     auto& conn = *s.conn;
@@ -366,7 +367,7 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     }
     if (failure_ != UpstreamFailure::aborted) failure_ = classify(wec, timed_out);
     s.conn.reset();
-    co_return Error{fmt::format("{} failed: {}", pool.url.authority(),
+    co_return Error{fmt::format("{} failed: {}", pool.authority,
                                 timed_out ? "no response in time" : wec.message())};
   }
 }
@@ -417,7 +418,7 @@ Error UpstreamCall::read_failed(const boost::system::error_code& ec, const char*
   const bool timed_out = conn.deadline.expired();
   if (failure_ != UpstreamFailure::aborted) failure_ = classify(ec, timed_out);
   conn.close();
-  return Error{fmt::format("{} broke off the response: {}", state_->pool->url.authority(),
+  return Error{fmt::format("{} broke off the response: {}", state_->pool->authority,
                            timed_out ? "no data within the idle timeout"
                            : detail  ? std::string(detail)
                                      : ec.message())};
@@ -446,14 +447,14 @@ awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit,
     std::size_t size = 0;
     for (auto piece : *pieces) size += piece.size();
     if (out.size() + size > limit)
-      co_return fail(UpstreamFailure::protocol, fmt::format("response from {} exceeds {} bytes",
-                                                            s.pool->url.authority(), limit));
+      co_return fail(UpstreamFailure::protocol,
+                     fmt::format("response from {} exceeds {} bytes", s.pool->authority, limit));
     if (budget) {
       if (!budget->try_take(size))
         co_return fail(UpstreamFailure::local,
                        fmt::format("response from {} does not fit in the buffer for responses "
                                    "({} of {} bytes in use)",
-                                   s.pool->url.authority(), budget->used(), budget->total()));
+                                   s.pool->authority, budget->used(), budget->total()));
       s.budget = budget;
       s.charged += size;
     }

@@ -55,22 +55,18 @@ std::vector<Span> RequestTrace::take() {
   return std::move(spans_);
 }
 
-ScopedSpan::ScopedSpan(std::optional<RequestTrace>& trace, std::string name, SpanKind kind)
+ScopedSpan::ScopedSpan(std::optional<RequestTrace>& trace, std::string_view name, SpanKind kind)
     : trace_(trace ? &*trace : nullptr) {
-  if (trace_) index_ = trace_->open(std::move(name), kind);
+  if (trace_) index_ = trace_->open(std::string(name), kind);
 }
 
 ScopedSpan::~ScopedSpan() {
   if (trace_) trace_->close(index_, status_, std::move(message_));
 }
 
-void ScopedSpan::set(std::string key, AttributeValue value) {
-  if (trace_) trace_->set(index_, std::move(key), std::move(value));
-}
-
-void ScopedSpan::fail(std::string message) {
+void ScopedSpan::fail(std::string_view message) {
   status_ = SpanStatus::error;
-  message_ = std::move(message);
+  if (trace_) message_ = message;
 }
 
 std::string ScopedSpan::traceparent() const {

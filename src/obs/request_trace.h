@@ -8,6 +8,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "obs/span.h"
@@ -52,18 +54,22 @@ class RequestTrace {
 
 // A child span over a scope (a wait, an attempt): opened on construction,
 // closed on destruction, so that every co_return closes it. Does nothing
-// without a trace.
+// without a trace, and builds nothing either: names, keys and values are
+// copied only into a trace (an untraced request's attempt built six strings).
 class ScopedSpan {
  public:
-  ScopedSpan(std::optional<RequestTrace>& trace, std::string name,
+  ScopedSpan(std::optional<RequestTrace>& trace, std::string_view name,
              SpanKind kind = SpanKind::internal);
   ~ScopedSpan();
   ScopedSpan(const ScopedSpan&) = delete;
   ScopedSpan& operator=(const ScopedSpan&) = delete;
 
-  void set(std::string key, AttributeValue value);
+  template <class Value>
+  void set(std::string_view key, Value&& value) {
+    if (trace_) trace_->set(index_, std::string(key), AttributeValue(std::forward<Value>(value)));
+  }
   // The status it closes with.
-  void fail(std::string message);
+  void fail(std::string_view message);
   void succeed() { status_ = SpanStatus::ok; }
   // Its traceparent; empty without a trace.
   std::string traceparent() const;

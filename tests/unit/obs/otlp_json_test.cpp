@@ -131,6 +131,9 @@ TEST(RequestTrace, ChildrenHangOffTheRootAndContinueTheClientsTrace) {
     ScopedSpan wait(trace, "switchyard.queue_wait");
     ScopedSpan attempt(trace, "switchyard.attempt", SpanKind::client);
     attempt.fail("503");
+    const std::string instance = "sim1";  // a value the span copies, keys it owns
+    attempt.set("switchyard.instance", instance);
+    attempt.set("http.response.status_code", std::int64_t{503});
     EXPECT_EQ(attempt.traceparent().substr(0, 36), "00-4bf92f3577b34da6a3ce929d0e0e4736-");
   }
   const auto spans = trace->take();
@@ -141,6 +144,10 @@ TEST(RequestTrace, ChildrenHangOffTheRootAndContinueTheClientsTrace) {
   EXPECT_EQ(spans[2].parent, spans[0].id);
   EXPECT_EQ(spans[2].status, SpanStatus::error);
   EXPECT_EQ(spans[2].status_message, "503");
+  ASSERT_NE(spans[2].attribute("switchyard.instance"), nullptr);
+  EXPECT_EQ(std::get<std::string>(*spans[2].attribute("switchyard.instance")), "sim1");
+  ASSERT_NE(spans[2].attribute("http.response.status_code"), nullptr);
+  EXPECT_EQ(std::get<std::int64_t>(*spans[2].attribute("http.response.status_code")), 503);
   for (const auto& s : spans) EXPECT_LE(s.start, s.end) << s.name;
 }
 
