@@ -16,7 +16,7 @@ class Accounting final : public Stage {
   // `tracing` may be null (no tracing:) and must outlive this.
   Accounting(obs::GatewayMetrics& metrics, bool json_log, RequestTracing* tracing)
       : metrics_(metrics), json_log_(json_log), tracing_(tracing) {}
-  boost::asio::awaitable<Verdict> run(RequestContext&) override { co_return Verdict::next; }
+  Decision check(RequestContext&) override { return {}; }
   void finish(RequestContext& ctx) override;
   // The access line of a request refused on its head alone (Gateway::screen).
   void refused(const http::RequestHead& head, std::string_view id, int status) const;

@@ -218,14 +218,14 @@ std::string reset_text(Duration d) {
   return fmt::format("{}h{}m{}s", s / 3600, s % 3600 / 60, s % 60);
 }
 
-awaitable<Verdict> Authenticate::run(RequestContext& ctx) {
-  if (!keys_.enabled()) co_return Verdict::next;
+Stage::Decision Authenticate::check(RequestContext& ctx) {
+  if (!keys_.enabled()) return {};
   const auto& head = ctx.request.head;
   const KeyEntry* key = keys_.by_note(head.screen_note);
   if (!key) key = keys_.find(head.headers);  // the table changed since the head
   if (key) {
     ctx.key_name = key->name;
-    co_return Verdict::next;
+    return {};
   }
   // Fails closed: a key may be among the records still to come from Redis.
   const ApiError error =
@@ -233,8 +233,7 @@ awaitable<Verdict> Authenticate::run(RequestContext& ctx) {
           ? ApiError::unavailable("the API keys shared through redis have not been read yet",
                                   "keys_unavailable")
           : ApiError::unauthorized("the API key is not valid");
-  co_await ctx.answer(error);
-  co_return Verdict::answered;
+  return Decision::answer(error);
 }
 
 Admit::Admit(net::any_io_executor executor, const bool& draining, const ApiKeys& keys,

@@ -35,13 +35,13 @@ class Authenticate final : public Stage {
  public:
   // `keys` must outlive the stage (it may be reassigned).
   explicit Authenticate(const ApiKeys& keys) : keys_(keys) {}
-  boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
+  Decision check(RequestContext& ctx) override;
 
  private:
   const ApiKeys& keys_;
 };
 
-class Admit final : public Stage {
+class Admit final : public WaitingStage {
  public:
   // All references must outlive the stage. Single-threaded (the I/O thread).
   // `now`: the wall clock rates, budgets and seats are counted on (the

@@ -11,9 +11,9 @@ class ListRequest final : public Stage {
  public:
   // `feed` must outlive the stage.
   explicit ListRequest(ConsoleFeed& feed) : feed_(feed) {}
-  boost::asio::awaitable<Verdict> run(RequestContext& ctx) override {
+  Decision check(RequestContext& ctx) override {
     feed_.begin(ctx.listed, ctx.record, ctx.key_name, ctx.session);
-    co_return Verdict::next;
+    return {};
   }
   void finish(RequestContext& ctx) override { feed_.finish(ctx.listed); }
 

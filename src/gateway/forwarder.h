@@ -38,7 +38,7 @@ struct ForwardOptions {
   std::chrono::milliseconds retry_budget{30000};  // FleetConfig::retry_budget
 };
 
-class Forwarder final : public Stage {
+class Forwarder final : public WaitingStage {
  public:
   // All references must outlive the forwarder. `options` is read at each
   // request (a reload changes it).

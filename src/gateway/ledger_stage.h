@@ -17,7 +17,7 @@ class RecordUsage final : public Stage {
   // of `now` are read back from it.
   RecordUsage(const std::string& state_db, UsageToday::Time now)
       : ledger_(state_db), today_(UsageToday::from_ledger(state_db, now)) {}
-  boost::asio::awaitable<Verdict> run(RequestContext&) override { co_return Verdict::next; }
+  Decision check(RequestContext&) override { return {}; }
   void finish(RequestContext& ctx) override;
   // Each key's totals since UTC midnight.
   UsageToday& today() { return today_; }

@@ -36,7 +36,7 @@ struct LocalParts {
   const bool& draining;
 };
 
-class LocalRoutes final : public Stage {
+class LocalRoutes final : public WaitingStage {
  public:
   explicit LocalRoutes(const LocalParts& parts) : p_(parts) {}
 

@@ -32,8 +32,15 @@ http::Headers RequestContext::stream_headers(std::string_view content_type) cons
 
 boost::asio::awaitable<void> Pipeline::run(RequestContext& ctx) {
   std::size_t entered = 0;
-  while (entered < stages_.size())
-    if (co_await stages_[entered++]->run(ctx) == Verdict::answered) break;
+  while (entered < stages_.size()) {
+    const Stage::Decision decision = stages_[entered++]->check(ctx);
+    if (decision.waits) {
+      if (co_await decision.waits->run(ctx) == Verdict::answered) break;
+    } else if (decision.error) {
+      co_await ctx.answer(*decision.error);
+      break;
+    }
+  }
   while (entered > 0) stages_[--entered]->finish(ctx);
 }
 

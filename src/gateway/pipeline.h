@@ -10,7 +10,7 @@
 // A request also ends through the chain: when a stage answers (or the last
 // one is done), every stage that ran is finished in reverse order, as
 // Envoy's encoder path runs back through its filters. A stage gives back
-// what its run() took there (a key's seat, the queue's charge) and records
+// what it took (a key's seat, the queue's charge) and records
 // what happened (the ledger row, the access line): account runs first so
 // that its finish, the access line, comes last.
 #pragma once
@@ -38,7 +38,7 @@
 namespace switchyard::gateway {
 
 // Everything known of one request as it passes the stages. Lives on the
-// request's coroutine frame; stages keep no pointers into it past run().
+// request's coroutine frame; stages keep no pointers into it past their turn.
 struct RequestContext {
   RequestContext(http::Request& r, http::Exchange& e, const Route& route_)
       : request(r), exchange(e), route(route_) {}
@@ -113,13 +113,33 @@ enum class Verdict {
   answered,  // the request is answered (or its client gone): the chain stops
 };
 
+class WaitingStage;
+
+// A stage decides in a plain call (check): most only check or note
+// something of the request, and a coroutine frame each would be spent for
+// nothing. A stage that waits (for a seat, a slot, an engine) is a
+// WaitingStage, whose coroutine run() the pipeline then awaits.
 class Stage {
  public:
+  // What check() decided: the next stage runs (neither set), the request is
+  // answered with `error`, or `waits`' run() decides.
+  struct Decision {
+    WaitingStage* waits = nullptr;
+    std::optional<openai::ApiError> error;
+    static Decision answer(openai::ApiError error) { return {nullptr, std::move(error)}; }
+  };
+
   virtual ~Stage() = default;
-  virtual boost::asio::awaitable<Verdict> run(RequestContext& ctx) = 0;
-  // The request ended, however it did, after this stage's run() was
+  virtual Decision check(RequestContext& ctx) = 0;
+  // The request ended, however it did, after this stage's check() was
   // entered. Never awaits: the answer is out (or the client gone).
   virtual void finish(RequestContext&) {}
+};
+
+class WaitingStage : public Stage {
+ public:
+  Decision check(RequestContext&) final { return {this, std::nullopt}; }
+  virtual boost::asio::awaitable<Verdict> run(RequestContext& ctx) = 0;
 };
 
 // The stages in order. Runs them until one answers, then finishes every

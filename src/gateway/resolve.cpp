@@ -29,14 +29,11 @@ std::optional<ApiError> Resolve::inspect(RequestContext& ctx) {
   return std::nullopt;
 }
 
-boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
+Stage::Decision Resolve::check(RequestContext& ctx) {
   // A stored response's routes have no body: the stored-responses stage
   // knows its model.
-  if (*ctx.route.endpoint == openai::Endpoint::stored_response) co_return Verdict::next;
-  if (auto refused = inspect(ctx)) {
-    co_await ctx.answer(*refused);
-    co_return Verdict::answered;
-  }
+  if (*ctx.route.endpoint == openai::Endpoint::stored_response) return {};
+  if (auto refused = inspect(ctx)) return Decision::answer(std::move(*refused));
   std::optional<std::string> model;
   if (ctx.facts.model.empty()) {
     // As llama-server does, a body without a model is served (by the
@@ -47,8 +44,7 @@ boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
           fmt::format("'model' is required (there is no 'default' alias); served models: {}",
                       catalog_.describe()),
           "model");
-      co_await ctx.answer(error);
-      co_return Verdict::answered;
+      return Decision::answer(error);
     }
     ctx.client_model = *model;
   } else {
@@ -58,8 +54,7 @@ boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
           ApiError::not_found(fmt::format("the model '{}' does not exist; served models: {}",
                                           ctx.facts.model, catalog_.describe()),
                               "model_not_found");
-      co_await ctx.answer(error);
-      co_return Verdict::answered;
+      return Decision::answer(error);
     }
     ctx.client_model = ctx.facts.model;
   }
@@ -69,11 +64,10 @@ boost::asio::awaitable<Verdict> Resolve::run(RequestContext& ctx) {
       session_id(ctx.request.head.headers, ctx.key_name, ctx.model, ctx.facts.conversation);
   if (!session) {
     const ApiError error = ApiError::bad_request(session.error().message, "X-Session-Id");
-    co_await ctx.answer(error);
-    co_return Verdict::answered;
+    return Decision::answer(error);
   }
   ctx.session = std::move(*session);
-  co_return Verdict::next;
+  return {};
 }
 
 }  // namespace switchyard::gateway

@@ -16,7 +16,7 @@ class Resolve final : public Stage {
   // `catalog` is read at each request (a reload assigns it anew) and must
   // outlive the stage.
   explicit Resolve(const ModelCatalog& catalog) : catalog_(catalog) {}
-  boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
+  Decision check(RequestContext& ctx) override;
 
  private:
   // Reads the body's facts into ctx.facts; the 400 when it is refused.

@@ -35,7 +35,7 @@ class SwitchGate {
   virtual std::optional<openai::ApiError> refusal(const RequestContext&) { return std::nullopt; }
 };
 
-class RouteStage final : public Stage {
+class RouteStage final : public WaitingStage {
  public:
   // All references must outlive the stage.
   // `hold_progress`: how often a streamed request held for a load is told

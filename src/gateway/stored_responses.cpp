@@ -34,19 +34,16 @@ std::optional<std::size_t> StoredResponses::live_index(std::string_view name) co
   return std::nullopt;
 }
 
-boost::asio::awaitable<Verdict> StoredResponses::run(RequestContext& ctx) {
+Stage::Decision StoredResponses::check(RequestContext& ctx) {
   const bool stored_route = *ctx.route.endpoint == Endpoint::stored_response;
   const std::string_view id =
       stored_route ? path_id(ctx.request.head.path()) : ctx.facts.previous_response_id;
-  if (id.empty() && !stored_route) co_return Verdict::next;
+  if (id.empty() && !stored_route) return {};
   const ResponseHome* home = homes_.find(id, ctx.key_name);
   // An id the gateway never relayed: the engine says what it knows of it.
-  if (!home && !stored_route) co_return Verdict::next;
+  if (!home && !stored_route) return {};
   const auto index = home ? live_index(home->instance) : std::nullopt;
-  if (!index) {
-    co_await ctx.answer(not_found(id));
-    co_return Verdict::answered;
-  }
+  if (!index) return Decision::answer(not_found(id));
   ctx.home = index;
   if (stored_route) {
     ctx.model = home->model;
@@ -56,7 +53,7 @@ boost::asio::awaitable<Verdict> StoredResponses::run(RequestContext& ctx) {
   // A conversation continued by previous_response_id is one session.
   if (!home->session.empty() && !ctx.request.head.headers.find("x-session-id"))
     ctx.session = home->session;
-  co_return Verdict::next;
+  return {};
 }
 
 void StoredResponses::finish(RequestContext& ctx) {

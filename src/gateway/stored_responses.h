@@ -24,7 +24,7 @@ class StoredResponses final : public Stage {
                            std::size_t capacity = ResponseHomes::kDefaultCapacity)
       : instances_(instances), homes_(capacity) {}
 
-  boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
+  Decision check(RequestContext& ctx) override;
   void finish(RequestContext& ctx) override;
 
   // The response id in a path of the stored-response route

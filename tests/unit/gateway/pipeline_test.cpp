@@ -16,7 +16,7 @@ namespace {
 namespace net = boost::asio;
 using testing_support::FakeExchange;
 
-class Recording final : public Stage {
+class Recording final : public WaitingStage {
  public:
   Recording(std::string name, std::vector<std::string>& log, Verdict verdict = Verdict::next)
       : name_(std::move(name)), log_(log), verdict_(verdict) {}
@@ -32,7 +32,25 @@ class Recording final : public Stage {
   Verdict verdict_;
 };
 
-void run_chain(std::vector<Stage*> stages) {
+// A stage that decides without waiting.
+class Checking final : public Stage {
+ public:
+  Checking(std::string name, std::vector<std::string>& log, bool refuses = false)
+      : name_(std::move(name)), log_(log), refuses_(refuses) {}
+  Decision check(RequestContext&) override {
+    log_.push_back("check " + name_);
+    if (refuses_) return Decision::answer(openai::ApiError::bad_request("refused by " + name_));
+    return {};
+  }
+  void finish(RequestContext&) override { log_.push_back("finish " + name_); }
+
+ private:
+  std::string name_;
+  std::vector<std::string>& log_;
+  bool refuses_;
+};
+
+FakeExchange run_chain(std::vector<Stage*> stages) {
   net::io_context io;
   FakeExchange exchange;
   http::Request request;
@@ -48,6 +66,7 @@ void run_chain(std::vector<Stage*> stages) {
       net::detached);
   io.run();
   EXPECT_TRUE(done);
+  return exchange;
 }
 
 TEST(Pipeline, FinishesEveryStageThatRanInReverseOrder) {
@@ -63,6 +82,27 @@ TEST(Pipeline, AStageThatAnswersIsFinishedAndTheRestNeverRun) {
   Recording a("a", log), b("b", log, Verdict::answered), c("c", log);
   run_chain({&a, &b, &c});
   EXPECT_EQ(log, (std::vector<std::string>{"run a", "run b", "finish b", "finish a"}));
+}
+
+TEST(Pipeline, StagesThatDecideAtOnceAndStagesThatWaitRunInOneChain) {
+  std::vector<std::string> log;
+  Checking a("a", log);
+  Recording b("b", log);
+  Checking c("c", log);
+  run_chain({&a, &b, &c});
+  EXPECT_EQ(log, (std::vector<std::string>{"check a", "run b", "check c", "finish c", "finish b",
+                                           "finish a"}));
+}
+
+TEST(Pipeline, AnErrorAStageDecidesIsTheAnswerAndTheRestNeverRun) {
+  std::vector<std::string> log;
+  Recording a("a", log);
+  Checking b("b", log, /*refuses=*/true);
+  Recording c("c", log);
+  const FakeExchange answered = run_chain({&a, &b, &c});
+  EXPECT_EQ(log, (std::vector<std::string>{"run a", "check b", "finish b", "finish a"}));
+  EXPECT_EQ(answered.status, 400);
+  EXPECT_NE(answered.body.find("refused by b"), std::string::npos) << answered.body;
 }
 
 }  // namespace
