@@ -477,6 +477,13 @@ if ("haproxy-proxy", conns_hi) in stats:
           f"  (CPU per request: haproxy {hh['hop_us']:.1f} µs, switchyard {sh['hop_us'] / hh['hop_us']:.1f}x)")
     print(f"issue 32's goals: throughput >= 1.0x haproxy: {ok(hratio >= 1.0)};"
           f"  p50 added <= nginx's: {ok(add50 <= n1['p50'] - d1['p50'])}")
+# The machine's speed drifts between rounds (a proxy's own req/s moved 2x from
+# one round to the next): each round's ratio compares runs a few seconds apart.
+for proxy in ("nginx-proxy", "haproxy-proxy"):
+    if (proxy, conns_hi) not in stats: continue
+    per = [s / p for s, p in zip(sh["rps_all"], stats[(proxy, conns_hi)]["rps_all"])]
+    print(f"switchyard / {proxy} at {conns_hi} conns by round: "
+          + ", ".join(f"{x:.2f}" for x in per) + f" (median {med(per):.2f})")
 if ("switchyard-traced", conns_hi) in stats:
     t1, th = stats[("switchyard-traced", 1)], stats[("switchyard-traced", conns_hi)]
     print(f"tracing, collector down: throughput at {conns_hi} conns {th['rps'] / sh['rps']:.2f}x untraced;"

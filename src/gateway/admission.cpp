@@ -257,6 +257,11 @@ std::shared_ptr<KeyLane> Admit::lane_of(const std::string& key) {
   return it->second;
 }
 
+Stage::Decision Admit::check(RequestContext& ctx) {
+  if (!draining_ && ctx.key_name.empty()) return {};
+  return {this, std::nullopt};
+}
+
 awaitable<Verdict> Admit::run(RequestContext& ctx) {
   if (draining_) {
     // Requests already in flight or queued finish; new ones go elsewhere.

@@ -48,6 +48,9 @@ class Admit final : public WaitingStage {
   // waits themselves are timers on the executor).
   Admit(boost::asio::any_io_executor executor, const bool& draining, const ApiKeys& keys,
         const config::QueueOptions& queue, tenancy::WallClock now = &tenancy::system_now);
+  // A request without a key has nothing to count or wait for: next, at
+  // once (while not draining).
+  Decision check(RequestContext& ctx) override;
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
 
   // The key table changed: new limits apply now; a revoked or removed key's

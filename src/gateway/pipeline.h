@@ -117,8 +117,9 @@ class WaitingStage;
 
 // A stage decides in a plain call (check): most only check or note
 // something of the request, and a coroutine frame each would be spent for
-// nothing. A stage that waits (for a seat, a slot, an engine) is a
-// WaitingStage, whose coroutine run() the pipeline then awaits.
+// nothing. A stage that may wait (for a seat, a slot, an engine) is a
+// WaitingStage: its check() decides what needs no waiting, and otherwise
+// names it, so that the pipeline awaits its coroutine run().
 class Stage {
  public:
   // What check() decided: the next stage runs (neither set), the request is
@@ -138,7 +139,8 @@ class Stage {
 
 class WaitingStage : public Stage {
  public:
-  Decision check(RequestContext&) final { return {this, std::nullopt}; }
+  // Unless overridden, every request goes to run().
+  Decision check(RequestContext&) override { return {this, std::nullopt}; }
   virtual boost::asio::awaitable<Verdict> run(RequestContext& ctx) = 0;
 };
 

@@ -39,33 +39,27 @@ Stage::Decision Resolve::check(RequestContext& ctx) {
     // As llama-server does, a body without a model is served (by the
     // default model) when there is no doubt which one is meant.
     model = catalog_.default_model();
-    if (!model) {
-      const ApiError error = ApiError::bad_request(
+    if (!model)
+      return Decision::answer(ApiError::bad_request(
           fmt::format("'model' is required (there is no 'default' alias); served models: {}",
                       catalog_.describe()),
-          "model");
-      return Decision::answer(error);
-    }
+          "model"));
     ctx.client_model = *model;
   } else {
     model = catalog_.resolve(ctx.facts.model);
-    if (!model) {
-      const ApiError error =
+    if (!model)
+      return Decision::answer(
           ApiError::not_found(fmt::format("the model '{}' does not exist; served models: {}",
                                           ctx.facts.model, catalog_.describe()),
-                              "model_not_found");
-      return Decision::answer(error);
-    }
+                              "model_not_found"));
     ctx.client_model = ctx.facts.model;
   }
   ctx.model = std::move(*model);
   ctx.record.model = ctx.model;
   auto session =
       session_id(ctx.request.head.headers, ctx.key_name, ctx.model, ctx.facts.conversation);
-  if (!session) {
-    const ApiError error = ApiError::bad_request(session.error().message, "X-Session-Id");
-    return Decision::answer(error);
-  }
+  if (!session)
+    return Decision::answer(ApiError::bad_request(session.error().message, "X-Session-Id"));
   ctx.session = std::move(*session);
   return {};
 }

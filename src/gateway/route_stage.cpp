@@ -54,6 +54,16 @@ std::string RouteStage::timed_out_message(const RequestContext& ctx,
       seconds_text(std::chrono::ceil<std::chrono::milliseconds>(ctx.waited_for_key)));
 }
 
+Stage::Decision RouteStage::check(RequestContext& ctx) {
+  // A gate's hold() may start a switch: asked once, in route().
+  if (!gates_.empty() || !takes_slot(*ctx.route.endpoint) || queue_.depth(ctx.model) != 0)
+    return {this, std::nullopt};
+  auto lease = router_.acquire(ctx.query());
+  if (!lease) return {this, std::nullopt};  // route() asks again, and waits
+  granted(ctx, std::move(*lease));
+  return {};
+}
+
 awaitable<Verdict> RouteStage::run(RequestContext& ctx) {
   // One bound for both waits: what admit spent waiting for the key is gone.
   const auto left = std::max(
@@ -93,7 +103,10 @@ void RouteStage::finish(RequestContext& ctx) {
   router_.finished(ctx.lease, *usage, first_byte);
 }
 
-void RouteStage::routed(RequestContext& ctx, const RouteDecision& decision) {
+void RouteStage::granted(RequestContext& ctx, RouteLease lease) {
+  ctx.target = lease.instance();
+  ctx.lease = std::move(lease);
+  const RouteDecision& decision = ctx.lease.decision();
   metrics_.route_decided(router_.policy_name(), to_string(decision.reason), decision.match,
                          decision.home_waited);
   if (ctx.trace) {
@@ -102,7 +115,7 @@ void RouteStage::routed(RequestContext& ctx, const RouteDecision& decision) {
     ctx.trace->set(root, "switchyard.route.reason", std::string(to_string(decision.reason)));
     if (decision.match >= 0) ctx.trace->set(root, "switchyard.route.match", decision.match);
   }
-  if (!routing_options_.route_header || !ctx.target) return;
+  if (!routing_options_.route_header) return;
   const std::string& name = router_.instance_name(*ctx.target);
   ctx.response_headers.set("X-Switchyard-Route",
                            decision.match >= 0
@@ -190,9 +203,7 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
   // The common case needs no waiting, and no race with the client.
   if (retry || queue_.depth(ctx.model) == 0) {
     if (auto lease = router_.acquire(query, &why)) {
-      ctx.target = lease->instance();
-      ctx.lease = std::move(*lease);
-      routed(ctx, ctx.lease.decision());
+      granted(ctx, std::move(*lease));
       co_return Routed::ok;
     }
     // A switch holding the model brings its instances: wait for them.
@@ -217,9 +228,7 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
   switch (admission.outcome) {
     case Admission::Outcome::granted:
       if (admission.charged) ctx.share.charged = admission.charged;
-      ctx.target = admission.lease.instance();
-      ctx.lease = std::move(admission.lease);
-      routed(ctx, ctx.lease.decision());
+      granted(ctx, std::move(admission.lease));
       co_return Routed::ok;
     case Admission::Outcome::queue_full: {
       const ApiError error = ApiError::rate_limited(

@@ -50,6 +50,9 @@ class RouteStage final : public WaitingStage {
         hold_progress_(hold_progress),
         metrics_(metrics) {}
 
+  // A slot free at the first try, for a request no one is queued ahead of
+  // and no profile or model gate sees: taken at once; otherwise run().
+  Decision check(RequestContext& ctx) override;
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
   // The queue's charge corrected to the usage, the router's rates and the
   // profiles told what the request used.
@@ -71,9 +74,9 @@ class RouteStage final : public WaitingStage {
   void set_hold_progress(std::chrono::milliseconds every) { hold_progress_ = every; }
 
  private:
-  // Counts the decision and tells the client where it went
-  // (X-Switchyard-Route: instance=gpu2; match=0.87).
-  void routed(RequestContext& ctx, const RouteDecision& decision);
+  // The request got `lease`: counts the decision and tells the client where
+  // it went (X-Switchyard-Route: instance=gpu2; match=0.87).
+  void granted(RequestContext& ctx, RouteLease lease);
 
   // The 429 of a queue wait that ran out after `waited`.
   std::string timed_out_message(const RequestContext& ctx, std::chrono::milliseconds waited) const;

@@ -372,14 +372,19 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
   }
 }
 
+std::optional<Result<BodyPieces>> UpstreamCall::buffered() {
+  auto& s = *state_;
+  const BodyPieces pieces = s.decode_buffered();
+  if (s.body->error()) return read_failed(beast_http::error::bad_chunk, s.body->error());
+  // Chunk framing alone yields no body bytes: the socket is read for some.
+  if (!pieces.empty() || s.body->done()) return pieces;
+  return std::nullopt;
+}
+
 awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
   auto& s = *state_;
-  // Chunk framing alone yields no body bytes: read until there are some.
   for (;;) {
-    // Often the whole body came with the headers; otherwise read.
-    const BodyPieces pieces = s.decode_buffered();
-    if (s.body->error()) co_return read_failed(beast_http::error::bad_chunk, s.body->error());
-    if (!pieces.empty() || s.body->done()) co_return pieces;
+    if (auto got = buffered()) co_return std::move(*got);
     auto& conn = *s.conn;
     conn.deadline.expires_after(s.pool->options.idle_timeout);
     boost::system::error_code ec;
@@ -437,7 +442,10 @@ awaitable<Result<std::string>> UpstreamCall::read_all(std::size_t limit,
     return Error{std::move(message)};
   };
   for (;;) {
-    auto pieces = co_await read_some();
+    // Often the whole body came with the head: no read_some() coroutine.
+    auto got = buffered();
+    if (!got) got = co_await read_some();
+    const auto& pieces = *got;
     if (!pieces) {
       if (s.budget) s.budget->give_back(s.charged);
       s.charged = 0;

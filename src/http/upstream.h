@@ -172,6 +172,10 @@ class UpstreamCall {
   UpstreamFailure failure() const { return failure_; }
 
  private:
+  // What the buffer holds, decoded (read_some()'s answer without a read);
+  // nullopt when the socket must be read first. A plain call: most bodies
+  // come whole with their head, and read_all() then starts no coroutine.
+  std::optional<Result<BodyPieces>> buffered();
   // read_some()'s failure: outside the coroutine, whose frame would
   // otherwise hold the message's temporaries on every read. `detail`, when
   // given, says what was wrong instead of the error code's message.

@@ -65,7 +65,12 @@ struct AdmitTest : testing::Test {
     net::co_spawn(
         io,
         [this, c = call.get()]() -> net::awaitable<void> {
-          c->verdict = co_await admit.run(*c->ctx);
+          // As the pipeline enters it: a decision at once, or its run().
+          const Stage::Decision decided = admit.check(*c->ctx);
+          if (decided.waits)
+            c->verdict = co_await decided.waits->run(*c->ctx);
+          else
+            c->verdict = decided.error ? Verdict::answered : Verdict::next;
         },
         net::detached);
     return call;
@@ -90,6 +95,20 @@ struct AdmitTest : testing::Test {
   config::QueueOptions queue{8, 50ms};
   Admit admit{io.get_executor(), draining, keys, queue, [this] { return now; }};
 };
+
+TEST_F(AdmitTest, ARequestWithoutAKeyIsAdmittedAtOnceUnlessTheGatewayDrains) {
+  auto call = chat_call();
+  call->ctx->key_name.clear();
+  const Stage::Decision at_once = admit.check(*call->ctx);
+  EXPECT_EQ(at_once.waits, nullptr) << "nothing to count: no coroutine";
+  EXPECT_FALSE(at_once.error);
+  draining = true;
+  EXPECT_EQ(admit.check(*call->ctx).waits, &admit);
+  auto refused = run(start(chat_call()));
+  EXPECT_EQ(refused->verdict, Verdict::answered);
+  EXPECT_EQ(refused->exchange.status, 503);
+  EXPECT_EQ(code_of(*refused), "shutting_down");
+}
 
 TEST_F(AdmitTest, RpmRefusesUntilTheClockMovesOn) {
   tenancy::KeyLimits limits;

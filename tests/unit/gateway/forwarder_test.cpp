@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "fake_engine.h"
@@ -48,7 +49,11 @@ struct ForwarderTest : testing::Test {
               *openai::RequestInspector().inspect(request.body, openai::Endpoint::chat_completions);
           ctx.model = "m";
           ctx.client_model = "alias";
-          if (co_await route.run(ctx) == Verdict::next) co_await forwarder.run(ctx);
+          // As the pipeline enters the route stage: at once, or its run().
+          const Stage::Decision routed = route.check(ctx);
+          Verdict verdict = Verdict::next;
+          if (routed.waits) verdict = co_await routed.waits->run(ctx);
+          if (verdict == Verdict::next) co_await forwarder.run(ctx);
           records.push_back(ctx.record);
         },
         [](std::exception_ptr e) {
@@ -100,6 +105,37 @@ TEST_F(ForwarderTest, NamesTheClientsModelAndCountsUsage) {
   EXPECT_EQ(succeeded, std::vector<std::size_t>{0}) << "a served request clears the record";
   // The engine got its own name for the model.
   EXPECT_NE(engine.last_body.find(R"("model":"m")"), std::string::npos) << engine.last_body;
+}
+
+TEST_F(ForwarderTest, AFreeSlotIsTakenAtOnceAndABusyOneIsWaitedForInTheQueue) {
+  FakeEngine engine(io, 200, std::string(kOk));
+  add(engine);  // one slot
+  http::Request request;
+  request.head.method = "POST";
+  request.head.target = "/v1/chat/completions";
+  FakeExchange a, b;
+  RequestContext first(request, a, *find_route("/v1/chat/completions"));
+  first.model = "m";
+  const Stage::Decision at_once = route.check(first);
+  EXPECT_EQ(at_once.waits, nullptr) << "a free slot needs no coroutine";
+  ASSERT_TRUE(first.target);
+  EXPECT_EQ(router.in_flight(*first.target), 1);
+  EXPECT_EQ(first.response_headers.find("x-switchyard-route").value_or(""), "instance=i0");
+
+  RequestContext second(request, b, *find_route("/v1/chat/completions"));
+  second.model = "m";
+  EXPECT_EQ(route.check(second).waits, &route) << "no slot free: run() waits for one";
+  EXPECT_FALSE(second.target);
+  EXPECT_EQ(router.in_flight(0), 1);
+  std::optional<Verdict> verdict;
+  net::co_spawn(
+      io, [&]() -> net::awaitable<void> { verdict = co_await route.run(second); }, net::detached);
+  io.poll();
+  EXPECT_FALSE(verdict) << "queued until the first request's slot frees";
+  first.lease.release();
+  for (int i = 0; i < 100 && !verdict; ++i) io.run_for(10ms);
+  EXPECT_EQ(verdict, Verdict::next);
+  EXPECT_EQ(second.target, first.target);
 }
 
 TEST_F(ForwarderTest, AFailedInstanceIsReportedBeforeItsSlotGoesToAWaiter) {

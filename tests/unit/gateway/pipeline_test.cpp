@@ -18,8 +18,15 @@ using testing_support::FakeExchange;
 
 class Recording final : public WaitingStage {
  public:
-  Recording(std::string name, std::vector<std::string>& log, Verdict verdict = Verdict::next)
-      : name_(std::move(name)), log_(log), verdict_(verdict) {}
+  Recording(std::string name, std::vector<std::string>& log, Verdict verdict = Verdict::next,
+            bool at_once = false)
+      : name_(std::move(name)), log_(log), verdict_(verdict), at_once_(at_once) {}
+  // A waiting stage that may find it need not wait.
+  Decision check(RequestContext& ctx) override {
+    if (!at_once_) return WaitingStage::check(ctx);
+    log_.push_back("check " + name_);
+    return {};
+  }
   net::awaitable<Verdict> run(RequestContext&) override {
     log_.push_back("run " + name_);
     co_return verdict_;
@@ -30,6 +37,7 @@ class Recording final : public WaitingStage {
   std::string name_;
   std::vector<std::string>& log_;
   Verdict verdict_;
+  bool at_once_;
 };
 
 // A stage that decides without waiting.
@@ -92,6 +100,14 @@ TEST(Pipeline, StagesThatDecideAtOnceAndStagesThatWaitRunInOneChain) {
   run_chain({&a, &b, &c});
   EXPECT_EQ(log, (std::vector<std::string>{"check a", "run b", "check c", "finish c", "finish b",
                                            "finish a"}));
+}
+
+TEST(Pipeline, AWaitingStageThatNeedNotWaitDecidesAtOnceAndIsStillFinished) {
+  std::vector<std::string> log;
+  Recording a("a", log, Verdict::next, /*at_once=*/true);
+  Recording b("b", log);
+  run_chain({&a, &b});
+  EXPECT_EQ(log, (std::vector<std::string>{"check a", "run b", "finish b", "finish a"}));
 }
 
 TEST(Pipeline, AnErrorAStageDecidesIsTheAnswerAndTheRestNeverRun) {
