@@ -418,8 +418,10 @@ echo "# machine: $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d
 echo "# $(date -u +%FT%TZ)  duration=${duration}s warmup=${warmup}s conns=1,$conns rounds=$rounds wrk_threads=$wrk_threads pin=$pin"
 echo "# switchyard: $("$binary" --version 2>/dev/null || echo '?') ($binary, built $(date -u -r "$binary" +%FT%TZ)), tree $(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?'); one I/O thread (no threads option yet)"
 haproxy_version=none
-[[ -n "$HAPROXY" ]] && haproxy_version="$("$HAPROXY" -v | head -1 | cut -d' ' -f3)"
-echo "# nginx: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), haproxy: $haproxy_version, wrk: $("$WRK" -v 2>&1 | head -1 | cut -d' ' -f2)"
+# awk reads to the end: `head -1` may close the pipe while haproxy still
+# writes, and the SIGPIPE failed the assignment (set -e, pipefail) at random.
+[[ -n "$HAPROXY" ]] && haproxy_version="$("$HAPROXY" -v | awk 'NR == 1 {print $3}')"
+echo "# nginx: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), haproxy: $haproxy_version, wrk: $("$WRK" -v 2>&1 | awk 'NR == 1 {print $2}')"
 : >"$work/results/raw.txt"
 for r in $(seq "$rounds"); do
   for n in 1 "$conns"; do

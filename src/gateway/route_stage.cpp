@@ -3,6 +3,7 @@
 #include <boost/asio.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 namespace switchyard::gateway {
@@ -116,11 +117,15 @@ void RouteStage::granted(RequestContext& ctx, RouteLease lease) {
     if (decision.match >= 0) ctx.trace->set(root, "switchyard.route.match", decision.match);
   }
   if (!routing_options_.route_header) return;
+  // Formatted in place, not into a string: once a request.
+  fmt::memory_buffer value;
   const std::string& name = router_.instance_name(*ctx.target);
-  ctx.response_headers.set("X-Switchyard-Route",
-                           decision.match >= 0
-                               ? fmt::format("instance={}; match={:.2f}", name, decision.match)
-                               : fmt::format("instance={}", name));
+  if (decision.match >= 0)
+    fmt::format_to(std::back_inserter(value), FMT_COMPILE("instance={}; match={:.2f}"), name,
+                   decision.match);
+  else
+    fmt::format_to(std::back_inserter(value), FMT_COMPILE("instance={}"), name);
+  ctx.response_headers.set("X-Switchyard-Route", std::string_view(value.data(), value.size()));
 }
 
 awaitable<RouteStage::Routed> RouteStage::route(RequestContext& ctx, bool retry,
