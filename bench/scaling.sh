@@ -187,29 +187,47 @@ serve() {  # NAME INSTANCES KEYS [WRAPPER...]
 }
 
 # The case again under callgrind, counting only the requests of a
-# 1-connection run (and what the gateway does beside them meanwhile: its
-# probes of the instances); sets `ir` (instructions per request, 0 without).
+# 1-connection run: what the gateway does beside them meanwhile (its probes
+# of the instances, 256 of them a round) is counted as long again with no
+# request and taken off; sets `ir` (instructions per request, 0 without).
 instructions() {  # NAME INSTANCES KEYS
   local name="$1" url="http://127.0.0.1:$gw_port/v1/chat/completions" r total
   ir=0
   ((cg_seconds > 0)) || return 0
+  rm -f "$work/$name.callgrind"*  # a kept --out directory's earlier dumps
   serve "$name" "$2" "$3" valgrind --tool=callgrind "${cg_opts[@]}" --instr-atstart=no \
     --callgrind-out-file="$work/$name.callgrind"
   curl -s -o /dev/null -H 'Content-Type: application/json' \
     -H "Authorization: Bearer sk-bench-$3" -d "$body" "$url"  # the upstream connection pooled
   callgrind_control -i on "$gw" >/dev/null 2>&1
   r="$("$WRK" -t1 -c1 -d"${cg_seconds}s" --timeout 10s -s "$work/$name.lua" "$url" | grep '^RESULT')"
+  callgrind_control -d "$gw" >/dev/null 2>&1  # NAME.callgrind.1: the requests and the probes
+  sleep "$cg_seconds"
+  callgrind_control -d "$gw" >/dev/null 2>&1  # NAME.callgrind.2: the probes alone
   callgrind_control -i off "$gw" >/dev/null 2>&1
   stop_pid "$gw" 300  # callgrind writes its file as the gateway exits
   per_request_ir "$name" "$(field requests "$r")"
 }
 
-# Sets `ir` from NAME's callgrind file: its total over REQUESTS.
-per_request_ir() {  # NAME REQUESTS
+# A callgrind file's total instructions.
+callgrind_total() {  # FILE
   local total
-  total="$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$work/$1.callgrind" | tail -1)"
-  [[ "$total" =~ ^[0-9]+$ ]] || die "$1: no callgrind totals in $work/$1.callgrind"
-  ir="$(awk -v t="$total" -v q="$2" 'BEGIN { printf "%.0f", t / q }')"
+  total="$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$1" | tail -1)"
+  [[ "$total" =~ ^[0-9]+$ ]] || die "no callgrind totals in $1"
+  echo "$total"
+}
+
+# Sets `ir` over REQUESTS: NAME's first callgrind dump less its second (the
+# same seconds without requests) when there are two, else its whole file.
+per_request_ir() {  # NAME REQUESTS
+  local total idle=0
+  if [[ -f "$work/$1.callgrind.2" ]]; then
+    total="$(callgrind_total "$work/$1.callgrind.1")"
+    idle="$(callgrind_total "$work/$1.callgrind.2")"
+  else
+    total="$(callgrind_total "$work/$1.callgrind")"
+  fi
+  ir="$(awk -v t="$total" -v i="$idle" -v q="$2" 'BEGIN { printf "%.0f", (t - i) / q }')"
 }
 
 # The gateway's CPU µs per request: its milliseconds from MS0 to MS1 over REQUESTS.
@@ -313,6 +331,7 @@ measure_queued() {  # NAME WAITING
   ((cg_seconds > 0)) || return 0
   queued_yaml "$waiting" 1 >"$work/$name-cg.yaml"
   cp "$work/$name.lua" "$work/$name-cg.lua"
+  rm -f "$work/$name.callgrind"*
   serve "$name-cg" 1 0 valgrind --tool=callgrind "${cg_opts[@]}" --instr-atstart=no \
     --callgrind-out-file="$work/$name.callgrind"
   drive_queued "$name-cg" $((1 + waiting)) "$waiting" "$cg_seconds" \
@@ -367,7 +386,7 @@ row() {  # LABEL, then this case's and the group's first case's REQ CPU P50 IR
 
 wait_for_quiet
 echo "bench/scaling.sh $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(load1) at start"
-echo "${duration} s per case; req/s and the gateway's CPU µs per request at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection); ratios against each group's first row"
+echo "${duration} s per case; req/s and the gateway's CPU µs per request at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection, less as long without requests: the probes); ratios against each group's first row"
 header() {
   echo
   echo "| case | req/s | × first | CPU µs/request | × first | p50 µs | × first | instructions/request | × first |"
