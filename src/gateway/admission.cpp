@@ -269,7 +269,6 @@ awaitable<Verdict> Admit::run(RequestContext& ctx) {
     co_await ctx.answer(error, /*close=*/true);
     co_return Verdict::answered;
   }
-  if (ctx.key_name.empty()) co_return Verdict::next;
   // Held while the request waits: the key table may be swapped meanwhile.
   const auto table = keys_.table();
   const KeyEntry* key = table->by_name(ctx.key_name);

@@ -51,6 +51,7 @@ class Admit final : public WaitingStage {
   // A request without a key has nothing to count or wait for: next, at
   // once (while not draining).
   Decision check(RequestContext& ctx) override;
+  // What check() left: a draining gateway's refusal, or a key's limits.
   boost::asio::awaitable<Verdict> run(RequestContext& ctx) override;
 
   // The key table changed: new limits apply now; a revoked or removed key's

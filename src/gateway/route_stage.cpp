@@ -56,13 +56,23 @@ std::string RouteStage::timed_out_message(const RequestContext& ctx,
 }
 
 Stage::Decision RouteStage::check(RequestContext& ctx) {
-  // A gate's hold() may start a switch: asked once, in route().
-  if (!gates_.empty() || !takes_slot(*ctx.route.endpoint) || queue_.depth(ctx.model) != 0)
-    return {this, std::nullopt};
-  auto lease = router_.acquire(ctx.query());
-  if (!lease) return {this, std::nullopt};  // route() asks again, and waits
+  // A gate's hold() may start a switch: asked once, in route(). A refused
+  // first try takes nothing: route() tries again, then waits.
+  Router::Refusal why = Router::Refusal::all_slots_busy;
+  if (gates_.empty() && takes_slot(*ctx.route.endpoint) &&
+      take_free_slot(ctx, ctx.query(), /*retry=*/false, why))
+    return {};
+  return {this, std::nullopt};
+}
+
+bool RouteStage::take_free_slot(RequestContext& ctx, const RouteQuery& query, bool retry,
+                                Router::Refusal& why) {
+  // A retry goes ahead of the queue; a first try only when no one waits.
+  if (!retry && queue_.depth(ctx.model) != 0) return false;
+  auto lease = router_.acquire(query, &why);
+  if (!lease) return false;
   granted(ctx, std::move(*lease));
-  return {};
+  return true;
 }
 
 awaitable<Verdict> RouteStage::run(RequestContext& ctx) {
@@ -206,14 +216,9 @@ awaitable<RouteStage::Routed> RouteStage::route_slot(RequestContext& ctx, bool r
   const RouteQuery query = ctx.query();
   Router::Refusal why = Router::Refusal::all_slots_busy;
   // The common case needs no waiting, and no race with the client.
-  if (retry || queue_.depth(ctx.model) == 0) {
-    if (auto lease = router_.acquire(query, &why)) {
-      granted(ctx, std::move(*lease));
-      co_return Routed::ok;
-    }
-    // A switch holding the model brings its instances: wait for them.
-    if (why == Router::Refusal::no_instance_ready && !held) co_return Routed::none_left;
-  }
+  if (take_free_slot(ctx, query, retry, why)) co_return Routed::ok;
+  // A switch holding the model brings its instances: wait for them.
+  if (why == Router::Refusal::no_instance_ready && !held) co_return Routed::none_left;
   // Waiting for a slot, or for an instance still loading its model.
   obs::ScopedSpan span(ctx.trace, why == Router::Refusal::no_instance_ready
                                       ? "switchyard.load_wait"

@@ -74,6 +74,10 @@ class RouteStage final : public WaitingStage {
   void set_hold_progress(std::chrono::milliseconds every) { hold_progress_ = every; }
 
  private:
+  // A slot now, when one is free and (unless `retry`) no one waits for the
+  // model; `why` says why not, when the router refused.
+  bool take_free_slot(RequestContext& ctx, const RouteQuery& query, bool retry,
+                      Router::Refusal& why);
   // The request got `lease`: counts the decision and tells the client where
   // it went (X-Switchyard-Route: instance=gpu2; match=0.87).
   void granted(RequestContext& ctx, RouteLease lease);
