@@ -429,7 +429,7 @@ awaitable<void> Fleet::State::supervise(Instance& inst) {
     // connect and close on every request beyond the idle limit.
     inst.pool->set_max_idle(std::max<std::size_t>(traffic.max_idle, inst.slots));
     spdlog::info("instance {}: healthy at {}, {} slot(s)", inst.name(), inst.url->authority(),
-                 inst.slots);
+                 inst.slots.get());
     set_state(inst, InstanceState::ready);
 
     // Watch: probe each interval; re-probe an ejected instance with backoff.

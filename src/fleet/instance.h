@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,16 +53,62 @@ enum class AdminCause : std::uint8_t {
 
 const char* to_string(AdminCause cause);
 
-// A set of AdminCause; empty: active.
+// Counts the changes to what the router reads of any instance (its health,
+// admin causes, slots, trial, KV size, generation, engine sleep): the router
+// keeps each model's candidates between requests, a fleet of hundreds being
+// visited for every one, and builds them again when this moves. Process-wide:
+// a change to one fleet's instance costs another fleet's router a rebuild.
+inline std::atomic<std::uint64_t> route_revision{0};
+inline void route_changed() {
+  route_revision.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A field of an instance that the router reads: read as a T, and every
+// assignment of a new value counts as a route change (route_revision).
+template <class T>
+class RouteField {
+ public:
+  RouteField(T value = T{}) : value_(value) {}  // NOLINT: reads and writes as a T
+  RouteField(const RouteField&) = default;
+  RouteField& operator=(const RouteField& o) { return *this = o.value_; }
+  RouteField& operator=(T value) {
+    if (!(value == value_)) {
+      value_ = value;
+      route_changed();
+    }
+    return *this;
+  }
+  RouteField& operator++() {
+    ++value_;
+    route_changed();
+    return *this;
+  }
+  operator T() const { return value_; }  // NOLINT: reads as a T
+  T get() const { return value_; }
+
+ private:
+  T value_;
+};
+
+// A set of AdminCause; empty: active. Its changes are route changes.
 class AdminCauses {
  public:
+  AdminCauses() = default;
+  AdminCauses(const AdminCauses&) = default;
+  AdminCauses& operator=(const AdminCauses& o) {
+    if (bits_ != o.bits_) route_changed();
+    bits_ = o.bits_;
+    return *this;
+  }
   bool has(AdminCause c) const { return bits_ & static_cast<std::uint8_t>(c); }
   bool empty() const { return bits_ == 0; }
   // Whether the set changed.
   bool set(AdminCause c, bool on) {
     const auto before = bits_;
     bits_ = on ? bits_ | static_cast<std::uint8_t>(c) : bits_ & ~static_cast<std::uint8_t>(c);
-    return bits_ != before;
+    if (bits_ == before) return false;
+    route_changed();
+    return true;
   }
   // Parked when an engine is down on purpose, else draining for any cause.
   AdminState state() const {
@@ -81,19 +128,19 @@ struct Instance {
   std::size_t index = 0;  // position in the fleet, stable for the fleet's life
   // What the router reads of every instance of a model on every request
   // comes first, side by side: a fleet of hundreds is visited per request.
-  int slots = 1;       // requests it runs at once
-  long kv_tokens = 0;  // tokens its KV cache holds (/props n_ctx × slots); 0: unknown
+  RouteField<int> slots = 1;       // requests it runs at once
+  RouteField<long> kv_tokens = 0;  // tokens its KV cache holds (/props n_ctx × slots); 0: unknown
   // Counts the times it turned healthy after starting, and its engine's own
   // sleeps (llama-server frees its context): a new value means an engine
   // whose prefix cache is empty.
-  std::uint64_t generation = 0;
-  InstanceState state = InstanceState::starting;  // health
-  AdminCauses causes;                             // admin state, apart from health
+  RouteField<std::uint64_t> generation = 0;
+  RouteField<InstanceState> state = InstanceState::starting;  // health
+  AdminCauses causes;                                         // admin state, apart from health
   // Outlier detection: ejections for failed requests since the last request
   // it served well (each one longer), and whether it is back on trial (one
   // request at a time until one succeeds).
   int ejections = 0;
-  bool on_trial = false;
+  RouteField<bool> on_trial = false;
   int restarts = 0;  // times its engine exited and was started again (the console shows it)
   // Profiles: whether its engine sleeps (sleep: true, switched off), and why
   // it last failed to start or exited, for a switch's rollback message.
@@ -101,7 +148,7 @@ struct Instance {
   // The engine's own sleep (llama-server --sleep-idle-seconds), from its
   // router reports: it stays routable, its next request wakes it.
   enum class EngineSleep { awake, asleep, waking };
-  EngineSleep engine_sleep = EngineSleep::awake;
+  RouteField<EngineSleep> engine_sleep = EngineSleep::awake;
   config::InstanceConfig config;
   std::optional<http::Url> url;  // known once the port is chosen
   std::string problem;
@@ -115,7 +162,7 @@ struct Instance {
     return config.served_model ? *config.served_model : config.model;
   }
   // Requests the router may have on it at once.
-  int capacity() const { return on_trial ? std::min(slots, 1) : slots; }
+  int capacity() const { return on_trial ? std::min(slots.get(), 1) : slots.get(); }
   AdminState admin() const { return causes.state(); }
   // Whether the router may send it a new request.
   bool routable() const { return state == InstanceState::ready && causes.empty(); }

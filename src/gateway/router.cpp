@@ -53,7 +53,7 @@ inline void Router::fill(Candidate& c, const fleet::Instance& inst, bool need_sl
   c.slots = inst.capacity();
   c.free = !need_slot || l.in_flight < c.slots;
   // /props's size first; vLLM's pool from its /metrics otherwise.
-  c.kv_tokens = inst.kv_tokens > 0 ? inst.kv_tokens : l.kv_tokens;
+  c.kv_tokens = inst.kv_tokens > 0 ? inst.kv_tokens.get() : l.kv_tokens;
   c.generation = inst.generation;
   c.name = &inst.name();
   c.prefilling = l.prefilling;
@@ -68,57 +68,88 @@ Candidate Router::candidate(const fleet::Instance& inst, bool need_slot) const {
 
 void Router::set_kv_tokens(std::size_t index, long tokens) {
   load(index).kv_tokens = tokens;
+  loaded(index);
 }
 
-const std::vector<std::size_t>& Router::instances_of(std::string_view model) {
-  for (; indexed_ < instances_.size(); ++indexed_)
-    by_model_[instances_[indexed_]->model()].push_back(indexed_);
+Router::ModelInstances& Router::instances_of(std::string_view model) {
+  for (; indexed_ < instances_.size(); ++indexed_) {
+    auto& of_model = by_model_[instances_[indexed_]->model()];
+    of_model.all.push_back(indexed_);
+    of_model.revision = ModelInstances::kStale;
+  }
   if (const auto it = by_model_.find(model); it != by_model_.end()) return it->second;
-  static const std::vector<std::size_t> kNone;
-  return kNone;
+  return no_instances_;
 }
 
-std::vector<Candidate>& Router::candidates(const RouteQuery& query, bool need_slot, Refusal& why) {
-  const auto& of_model = instances_of(query.model);
-  // Written in place: a fleet of hundreds is visited on every request.
-  scratch_.resize(of_model.size());
-  const bool narrowed = !query.tried.empty() || query.only;
-  std::size_t n = 0;
-  bool coming = false, any_free = false, asleep = false;
-  for (const std::size_t i : of_model) {
+std::span<const Candidate> Router::candidates(const RouteQuery& query, bool need_slot,
+                                              Refusal& why) {
+  ModelInstances& model = instances_of(query.model);
+  const bool narrowed = !need_slot || !query.tried.empty() || query.only;
+  if (narrowed)
+    build(narrowed_, model.all, &query, need_slot);
+  else if (model.revision != fleet::route_revision.load(std::memory_order_relaxed))
+    keep(model);
+  const Candidates& built = narrowed ? narrowed_ : model.kept;
+  why = !built.routable.empty() ? Refusal::all_slots_busy
+        : built.coming          ? Refusal::not_ready_yet
+                                : Refusal::no_instance_ready;
+  if (std::none_of(built.routable.begin(), built.routable.end(),
+                   [](const Candidate& c) { return c.free; }))
+    return {};
+  if (!built.asleep) return built.routable;
+  return without_sleepers(built.routable);
+}
+
+void Router::build(Candidates& out, const std::vector<std::size_t>& instances,
+                   const RouteQuery* narrowing, bool need_slot) const {
+  out.routable.clear();
+  out.coming = out.asleep = false;
+  for (const std::size_t i : instances) {
+    if (narrowing && (narrowing->has_tried(i) || (narrowing->only && *narrowing->only != i)))
+      continue;
     const fleet::Instance& inst = *instances_[i];
-    if (narrowed && (query.has_tried(i) || (query.only && *query.only != i))) continue;
     if (!inst.routable()) {
-      coming |= inst.coming();
+      out.coming |= inst.coming();
       continue;
     }
-    fill(scratch_[n], inst, need_slot);
-    asleep |= inst.engine_sleep != fleet::Instance::EngineSleep::awake;
-    any_free |= scratch_[n++].free;
+    fill(out.routable.emplace_back(), inst, need_slot);
+    out.asleep |= inst.engine_sleep != fleet::Instance::EngineSleep::awake;
   }
-  why = n > 0    ? Refusal::all_slots_busy
-        : coming ? Refusal::not_ready_yet
-                 : Refusal::no_instance_ready;
-  scratch_.resize(any_free ? n : 0);
-  if (asleep) without_sleepers();
-  return scratch_;
+}
+
+void Router::keep(ModelInstances& model) {
+  model.revision = fleet::route_revision.load(std::memory_order_relaxed);
+  build(model.kept, model.all, nullptr, /*need_slot=*/true);
+  if (kept_.size() < instances_.size()) kept_.resize(instances_.size());
+  for (const std::size_t i : model.all) kept_[i] = Kept{};
+  for (std::size_t at = 0; at < model.kept.routable.size(); ++at)
+    kept_[model.kept.routable[at].index] = Kept{&model, at};
+}
+
+void Router::loaded(std::size_t index) {
+  if (index >= kept_.size() || kept_[index].model == nullptr) return;
+  auto& [model, position] = kept_[index];
+  if (model->revision == fleet::route_revision.load(std::memory_order_relaxed))
+    fill(model->kept.routable[position], *instances_[index], /*need_slot=*/true);
 }
 
 // An engine asleep by its own word (llama-server --sleep-idle-seconds) loads
 // its model again for the next request, with an empty cache: the last resort
 // while an awake one has room.
-void Router::without_sleepers() {
+std::span<const Candidate> Router::without_sleepers(std::span<const Candidate> candidates) {
   const auto sleeps = [this](const Candidate& c) {
     return instances_[c.index]->engine_sleep != fleet::Instance::EngineSleep::awake;
   };
+  scratch_.assign(candidates.begin(), candidates.end());
   if (std::any_of(scratch_.begin(), scratch_.end(),
                   [&](const Candidate& c) { return c.free && !sleeps(c); }))
     std::erase_if(scratch_, sleeps);
+  return scratch_;
 }
 
 std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why) {
   Refusal reason;
-  auto& routable = candidates(query, /*need_slot=*/true, reason);
+  const auto routable = candidates(query, /*need_slot=*/true, reason);
   if (routable.empty()) {
     if (why) *why = reason;
     return std::nullopt;
@@ -141,12 +172,13 @@ std::optional<RouteLease> Router::acquire(const RouteQuery& query, Refusal* why)
   const double uncached = 1 - std::clamp(decision.match, 0.0, 1.0);
   const auto prefill = std::lround(static_cast<double>(tokens) * uncached);
   l.prefilling += prefill;
+  loaded(index);
   return RouteLease(self_, index, decision, tokens, prefill);
 }
 
 std::optional<std::size_t> Router::pick_any(const RouteQuery& query, Refusal* why) {
   Refusal reason;
-  auto& routable = candidates(query, /*need_slot=*/false, reason);
+  const auto routable = candidates(query, /*need_slot=*/false, reason);
   if (routable.empty()) {
     if (why) *why = reason;
     return std::nullopt;
@@ -177,6 +209,7 @@ double Router::match(const RouteQuery& query, std::size_t index) {
 void Router::answering(std::size_t index, long prefill_tokens) {
   if (prefill_tokens <= 0) return;
   load_[index].prefilling -= prefill_tokens;
+  loaded(index);
   // Its free slots start a request sooner now: a request waiting because
   // they were behind this prefill may take one.
   if (on_release_) on_release_(index, instances_[index]->model());
@@ -192,6 +225,7 @@ void Router::release(std::size_t index, long prompt_tokens) {
     l.running.pop_back();
   }
   l.shortest = l.running.empty() ? 0 : *std::min_element(l.running.begin(), l.running.end());
+  loaded(index);
   if (on_release_) on_release_(index, instances_[index]->model());
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -147,20 +148,51 @@ class Router {
     std::vector<long> running;
     std::uint64_t started = 0;
   };
+  // Candidates built, and what was seen of the instances left out.
+  struct Candidates {
+    std::vector<Candidate> routable;  // fleet order
+    bool coming = false;              // of the others, one is starting or restarting
+    bool asleep = false;              // of the routable, one is asleep by its engine's word
+  };
+  // One model's instances, and its routable ones as a slot-taking
+  // request's candidates, kept between requests: built again when an
+  // instance changed (fleet::route_revision) and kept up to date with what
+  // the router counts on each (loaded()), so that a request does not visit
+  // a fleet of hundreds.
+  struct ModelInstances {
+    std::vector<std::size_t> all;  // fleet indexes, fleet order
+    Candidates kept;               // free when a slot is
+    static constexpr std::uint64_t kStale = ~std::uint64_t{0};
+    std::uint64_t revision = kStale;  // fleet::route_revision when kept was built
+  };
+  // Where an instance's candidate is kept, by fleet index.
+  struct Kept {
+    ModelInstances* model = nullptr;  // null: not routable when last built
+    std::size_t position = 0;
+  };
+
   void answering(std::size_t index, long prefill_tokens);
   void release(std::size_t index, long prompt_tokens);
   // The query's routable candidates in fleet order, each free when it has
   // a slot (all free when `need_slot` is false); `why` says why none is
-  // free. Empty when none is free.
-  std::vector<Candidate>& candidates(const RouteQuery& query, bool need_slot, Refusal& why);
-  void without_sleepers();
+  // free. Empty when none is free. Valid until the router's next call.
+  std::span<const Candidate> candidates(const RouteQuery& query, bool need_slot, Refusal& why);
+  // Writes into `out` the candidates of `instances` that are routable and
+  // that `narrowing` (instances tried, one only) does not rule out.
+  void build(Candidates& out, const std::vector<std::size_t>& instances,
+             const RouteQuery* narrowing, bool need_slot) const;
+  void keep(ModelInstances& model);
+  // The router changed what it counts on instance `index`: its kept
+  // candidate follows.
+  void loaded(std::size_t index);
+  // Those of `candidates` awake, while one of them has a free slot.
+  std::span<const Candidate> without_sleepers(std::span<const Candidate> candidates);
   Candidate candidate(const fleet::Instance& inst, bool need_slot) const;
   void fill(Candidate& c, const fleet::Instance& inst, bool need_slot) const;
-  // The fleet indexes of the model's instances, in fleet order. An
-  // instance's model never changes (a reload adds a new instance), so the
-  // table is indexed as it grows, and a request visits its model's
-  // instances only.
-  const std::vector<std::size_t>& instances_of(std::string_view model);
+  // The model's instances. An instance's model never changes (a reload adds
+  // a new instance), so the table is indexed as it grows, and a request
+  // visits its model's instances only.
+  ModelInstances& instances_of(std::string_view model);
   Load& load(std::size_t index);
   // Looks a model up by a view of its name, without a copy.
   struct ModelHash {
@@ -174,9 +206,13 @@ class Router {
   std::unique_ptr<RoutingPolicy> policy_;
   std::vector<Load> load_;  // grows with the table
   Load idle_;               // an instance beyond load_: nothing counted on it yet
-  std::unordered_map<std::string, std::vector<std::size_t>, ModelHash, std::equal_to<>> by_model_;
+  // Values are not moved by the map's growth: kept_ points to them.
+  std::unordered_map<std::string, ModelInstances, ModelHash, std::equal_to<>> by_model_;
+  ModelInstances no_instances_;     // a model the fleet does not serve
   std::size_t indexed_ = 0;         // instances_'s entries in by_model_
-  std::vector<Candidate> scratch_;  // reused by candidates()
+  std::vector<Kept> kept_;          // by fleet index
+  Candidates narrowed_;             // a narrowed query's, or one that takes no slot
+  std::vector<Candidate> scratch_;  // reused by without_sleepers()
   Rotation any_rotation_;           // pick_any()'s
   std::chrono::steady_clock::time_point home_wait_until_{};
   std::shared_ptr<Router*> self_;  // shared with leases

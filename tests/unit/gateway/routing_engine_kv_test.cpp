@@ -39,5 +39,19 @@ TEST(RoutingEngineKv, TheReportedPoolBoundsThePrefixIndex) {
   EXPECT_NEAR(again->decision().match, 10.0 / 20.0, 1e-9);
 }
 
+TEST(RoutingEngineKv, APoolReportedAfterTheFirstRequestsBoundsTheIndexFromTheNextOn) {
+  InstanceTable table;
+  testing_support::add_instance(table, "m", 4);
+  Router r(table, make_routing_policy(config::RoutingPolicy::prefix_affinity));
+  const std::string a(20 * kBlockBytes, 'a'), b(20 * kBlockBytes, 'b');
+  const auto q = [](const std::string& p) { return RouteQuery{"m", nullptr, {}, {}, {}, p}; };
+  r.acquire(q(a));  // sized by the default: 4096 blocks
+  r.set_kv_tokens(0, 30 * kBlockTokens);
+  r.acquire(q(b));
+  const auto again = r.acquire(q(a));
+  ASSERT_TRUE(again);
+  EXPECT_NEAR(again->decision().match, 10.0 / 20.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace switchyard::gateway

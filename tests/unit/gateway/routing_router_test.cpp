@@ -114,13 +114,15 @@ TEST(RoutingRouter, PoliciesSeeTheShortestPromptAnInstanceRuns) {
   EXPECT_EQ(seen[0].shortest_running, 0);
 }
 
+constexpr config::RoutingPolicy kEveryPolicy[] = {
+    config::RoutingPolicy::least_outstanding, config::RoutingPolicy::round_robin,
+    config::RoutingPolicy::session, config::RoutingPolicy::prefix_affinity};
+
 TEST(RoutingRouter, AnEngineAsleepByItsOwnWordIsTheLastResort) {
   // It would load its model again, with an empty cache: an awake instance
   // with a free slot goes first, whatever the policy, even a busier one.
   using Sleep = fleet::Instance::EngineSleep;
-  for (const auto policy :
-       {config::RoutingPolicy::least_outstanding, config::RoutingPolicy::round_robin,
-        config::RoutingPolicy::session, config::RoutingPolicy::prefix_affinity}) {
+  for (const auto policy : kEveryPolicy) {
     InstanceTable table;
     add_instance(table, "m", 2).engine_sleep = Sleep::asleep;
     add_instance(table, "m", 2);
@@ -132,6 +134,29 @@ TEST(RoutingRouter, AnEngineAsleepByItsOwnWordIsTheLastResort) {
     EXPECT_EQ(second->instance(), 1u) << r.policy_name();
     EXPECT_EQ(r.pick_any(query("", "t")), 1u) << r.policy_name();
     // The awake one is full: waking the other beats waiting.
+    const auto third = r.acquire(query("a prompt", "s3"));
+    ASSERT_TRUE(third) << r.policy_name();
+    EXPECT_EQ(third->instance(), 0u) << r.policy_name();
+  }
+}
+
+TEST(RoutingRouter, AnEngineThatFallsAsleepIsTheLastResortFromTheNextRequestOn) {
+  // The router keeps a model's candidates between requests: a change to an
+  // instance after they were built reaches the very next pick.
+  using Sleep = fleet::Instance::EngineSleep;
+  for (const auto policy : kEveryPolicy) {
+    InstanceTable table;
+    add_instance(table, "m", 2);
+    add_instance(table, "m", 2);
+    Router r(table, make_routing_policy(policy));
+    ASSERT_TRUE(r.acquire(query("a prompt", "s0"))) << r.policy_name();  // released at once
+    table[0]->engine_sleep = Sleep::asleep;
+    const auto first = r.acquire(query("a prompt", "s1"));
+    const auto second = r.acquire(query("a prompt", "s2"));
+    ASSERT_TRUE(first && second) << r.policy_name();
+    EXPECT_EQ(first->instance(), 1u) << r.policy_name();
+    EXPECT_EQ(second->instance(), 1u) << r.policy_name();
+    table[0]->engine_sleep = Sleep::awake;
     const auto third = r.acquire(query("a prompt", "s3"));
     ASSERT_TRUE(third) << r.policy_name();
     EXPECT_EQ(third->instance(), 0u) << r.policy_name();

@@ -84,7 +84,7 @@ TEST(MetricsScraper, AnIdleEngineIsScrapedOnceThenNotUntilItWorks) {
   box.rounds_more(4);
   EXPECT_EQ(box.engine.requests, worked + 2);
   worked += 1;
-  box.table[0]->generation++;  // a new engine process: twice again
+  ++box.table[0]->generation;  // a new engine process: twice again
   box.scrapes_reach(worked + 3);
   box.rounds_more(4);
   EXPECT_EQ(box.engine.requests, worked + 3);
