@@ -113,9 +113,13 @@ class PrefillCost {
               std::span<const std::size_t> matched_blocks);
   // Free, under the bound, not passed over, and holding up no one there.
   // `c` is one of the candidates.
-  bool usable(const Candidate& c) const {
+  bool usable(const Candidate& c) const { return usable(c, uncached(c)); }
+  // Usable, and starting the request once it has evaluated no more than
+  // `latest` tokens (latest_beside()). Asked of every candidate when a
+  // request spills: what it evaluates is worked out once.
+  bool usable_by(const Candidate& c, long latest) const {
     const long u = uncached(c);
-    return bound_.admits(c) && c.prefilling + u <= soonest_ + tokens_ && !holds_up(c, u);
+    return c.prefilling + u <= latest && usable(c, u);
   }
   // Whether the request's prefill on `c` would hold up the requests it
   // runs (above), free slot or not.
@@ -125,11 +129,9 @@ class PrefillCost {
   long uncached(const Candidate& c) const {
     return uncached(tokens_, matched_, static_cast<std::size_t>(&c - candidates_.data()));
   }
-  // Whether `c` would start the request no more than its length later
-  // than `home` would.
-  bool no_later_than(const Candidate& c, const Candidate& home) const {
-    return cost(c) <= cost(home) + tokens_;
-  }
+  // usable_by()'s `latest` for candidates that would start the request no
+  // more than its length later than `home` would.
+  long latest_beside(const Candidate& home) const { return cost(home) + tokens_; }
   // Tokens by which the soonest free candidate under the bound would start
   // the request later than the soonest candidate, busy or not: what waiting
   // for a slot there may gain.
@@ -156,6 +158,10 @@ class PrefillCost {
   // Tokens evaluated before the request's first on `c`: its uncached part
   // plus what `c` is still prefilling.
   long cost(const Candidate& c) const { return c.prefilling + uncached(c); }
+  bool usable(const Candidate& c, long uncached) const {
+    return bound_.admits(c) && c.prefilling + uncached <= soonest_ + tokens_ &&
+           !holds_up(c, uncached);
+  }
   static bool holds_up(const Candidate& c, long uncached) {
     return c.in_flight > 0 && uncached > kHoldUp * std::max(c.shortest_running, kHoldUpFloor);
   }

@@ -68,7 +68,9 @@ class Eligible {
   // Those of them that would start it about as soon as `home` would: where
   // a request may go instead of waiting for its home.
   auto beside(const Candidate& home) const {
-    return [this, &home](const Candidate& c) { return (*this)(c) && cost_.no_later_than(c, home); };
+    return [this, latest = cost_.latest_beside(home)](const Candidate& c) {
+      return cost_.usable_by(c, latest) && !homes_.reserved_for_other(c.index, session_);
+    };
   }
 
  private:

@@ -39,8 +39,12 @@ TEST(RoutingPrefill, AnInstanceFarBehindTheSoonestIsPassedOver) {
   EXPECT_FALSE(light.usable(c[0]));
   EXPECT_FALSE(light.usable(c[1]));  // busy
   EXPECT_TRUE(light.usable(c[2]));
-  EXPECT_FALSE(light.no_later_than(c[0], c[1]));
-  EXPECT_TRUE(light.no_later_than(c[2], c[1]));
+  // Beside a home that would start it after 2,000 tokens: no later than 4,000.
+  EXPECT_EQ(light.latest_beside(c[1]), 4000);
+  EXPECT_EQ(light.latest_beside(c[0]), 36000);
+  EXPECT_TRUE(light.usable_by(c[2], light.latest_beside(c[1])));
+  EXPECT_FALSE(light.usable_by(c[2], 1999)) << "it evaluates the 2,000 tokens first";
+  EXPECT_FALSE(light.usable_by(c[0], light.latest_beside(c[0]))) << "not usable at all";
   EXPECT_EQ(light.free_delay(), 0);  // c[2] is idle
   // A prompt as long as the one ahead of it starts about as soon there.
   const PrefillCost heavy(c, 1.25, 32000, none);
