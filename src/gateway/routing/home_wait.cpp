@@ -44,12 +44,15 @@ std::optional<HomeWait::Clock::time_point> wait_for_home(
     HomeWait& wait, Homes& homes, const PrefillCost& cost, const Candidate& home,
     std::string_view session, long weight, bool worth_it, bool slow_only, double rate) {
   // Holding up the home's requests would delay each of them by this one's
-  // whole prefill: it may wait as long for them to end.
+  // whole prefill: it may wait as long for them to end. What it may wait is
+  // worked out only when every free slot elsewhere is slow (a pass over the
+  // candidates for the soonest free one's delay).
   const bool holds_up = cost.holds_up(home);
-  const long delay = std::max(cost.free_delay(), holds_up ? cost.uncached(home) : 0L);
-  const auto until =
-      wait.until(session, worth_it,
-                 slow_only ? prefill_seconds(delay, rate) : std::chrono::duration<double>::zero());
+  const auto as_long_as =
+      slow_only
+          ? prefill_seconds(std::max(cost.free_delay(), holds_up ? cost.uncached(home) : 0L), rate)
+          : std::chrono::duration<double>::zero();
+  const auto until = wait.until(session, worth_it, as_long_as);
   if (until && holds_up) homes.reserve(session, home.index, weight, *until);
   return until;
 }
