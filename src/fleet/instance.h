@@ -126,8 +126,9 @@ class AdminCauses {
 
 struct Instance {
   std::size_t index = 0;  // position in the fleet, stable for the fleet's life
-  // What the router reads of every instance of a model on every request
-  // comes first, side by side: a fleet of hundreds is visited per request.
+  // What the router reads of every instance of a model when it builds its
+  // candidates comes first, side by side: a fleet of hundreds is visited
+  // then, and by every request that narrows them (instances tried).
   RouteField<int> slots = 1;       // requests it runs at once
   RouteField<long> kv_tokens = 0;  // tokens its KV cache holds (/props n_ctx × slots); 0: unknown
   // Counts the times it turned healthy after starting, and its engine's own

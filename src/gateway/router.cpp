@@ -45,7 +45,8 @@ Router::Load& Router::load(std::size_t index) {
   return load_[index];
 }
 
-// Inline: written for each of a model's instances on every request.
+// Inline: written for each of a model's instances when its candidates are
+// built, and for every request that narrows them.
 inline void Router::fill(Candidate& c, const fleet::Instance& inst, bool need_slot) const {
   const Load& l = inst.index < load_.size() ? load_[inst.index] : idle_;
   c.index = inst.index;

@@ -138,7 +138,7 @@ class Router {
  private:
   friend class RouteLease;
   // What the router counts on one instance, by fleet index.
-  struct Load {  // what every request's candidates read, first
+  struct Load {  // what a candidate reads, first
     int in_flight = 0;
     long prefilling = 0;  // Candidate::prefilling
     // The shortest prompt (estimated tokens) of its requests in flight
