@@ -16,6 +16,11 @@
 # OpenAI-shaped upstream (nginx `return 200 '<chat.completion>'`; all the
 # instances are that upstream), so that only the gateway's work grows. Each
 # row's ratio is against the first row of its group, measured in the same run.
+# The requests take turns among --conversations conversations (each its own
+# opening, so its own session and prefix): 100 by default, so that the 50 in
+# flight are 50 agents' turns, as a session or prefix policy expects; with 1
+# every request continues one conversation, whose home cannot hold 50 at once
+# on 256 instances of 4 slots: every request spills (the spill path's cost).
 #   idle       1,000, 10,000 open streams to simulators that stall after the
 #              first token: the gateway's RSS before (after 100 such streams
 #              opened and closed), while they are open (per stream) and after
@@ -27,6 +32,11 @@
 #   --keys LIST      comma list of key counts (default 1,1000,100000)
 #   --instances LIST comma list of instance counts (default 1,64,256)
 #   --policies LIST  comma list of routing policies (default: all four)
+#   --conversations N  conversations the requests take turns among (default 100)
+#   --prompt-kib N   KiB more of system prompt, the same in every conversation
+#                    (an agent's instructions and tools: some 16 tokens a
+#                    64-byte block that every instance ends up holding;
+#                    default 0)
 #   --queued LIST    comma list of queue lengths (default 0,1000,10000)
 #   --idle LIST      comma list of idle stream counts (default 1000,10000)
 #                    (an empty LIST skips its group)
@@ -58,6 +68,8 @@ warmup=2
 key_counts=1,1000,100000
 instance_counts=1,64,256
 policies=least-outstanding,round-robin,session,prefix-affinity
+conversations=100
+prompt_kib=0
 queued_counts=0,1000,10000
 idle_counts=1000,10000
 cg_seconds=5
@@ -73,6 +85,8 @@ while [[ $# -gt 0 ]]; do
     --keys) key_counts="$2"; shift 2 ;;
     --instances) instance_counts="$2"; shift 2 ;;
     --policies) policies="$2"; shift 2 ;;
+    --conversations) conversations="$2"; shift 2 ;;
+    --prompt-kib) prompt_kib="$2"; shift 2 ;;
     --queued) queued_counts="$2"; shift 2 ;;
     --idle) idle_counts="$2"; shift 2 ;;
     --callgrind) cg_seconds="$2"; shift 2 ;;
@@ -84,11 +98,12 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (--help lists them)" ;;
   esac
 done
-for n in "$duration" "$warmup" "$cg_seconds" ${key_counts//,/ } ${instance_counts//,/ } \
+for n in "$duration" "$warmup" "$cg_seconds" "$conversations" "$prompt_kib" ${key_counts//,/ } ${instance_counts//,/ } \
   ${queued_counts//,/ } ${idle_counts//,/ }; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "'$n' is not a whole number"
 done
 (( duration >= 1 )) || die "--duration must be at least 1"
+(( conversations >= 1 )) || die "--conversations must be at least 1"
 for p in ${policies//,/ }; do
   case "$p" in least-outstanding|round-robin|session|prefix-affinity) ;;
     *) die "--policies: '$p' is not a policy (least-outstanding, round-robin, session, prefix-affinity)" ;;
@@ -112,7 +127,10 @@ fi
 open_work
 read -r static_port gw_port <<<"$(free_ports 2)"
 model="bench-model"
-body='{"model":"'"$model"'","messages":[{"role":"system","content":"You are a concise assistant."},{"role":"user","content":"In one sentence, what does an HTTP gateway do?"}],"max_tokens":64,"temperature":0.2}'
+# The request of conversation %d (a Lua string.format template).
+system="You are a concise assistant.$(for ((i = 0; i < prompt_kib * 1024 / 32; i++)); do
+  printf ' Tool %05d reads a named file.' "$i"; done)"
+body_of='{"model":"'"$model"'","messages":[{"role":"system","content":"'"$system"'"},{"role":"user","content":"In one sentence, what does an HTTP gateway do? (conversation %04d)"}],"max_tokens":64,"temperature":0.2}'
 answer='{"id":"chatcmpl-bench","object":"chat.completion","created":1732924800,"model":"'"$model"'","choices":[{"index":0,"message":{"role":"assistant","content":"It routes, authenticates and load-balances requests."},"finish_reason":"stop"}],"usage":{"prompt_tokens":31,"completion_tokens":9,"total_tokens":40}}'
 
 mkdir -p "$work/static/tmp"
@@ -150,12 +168,21 @@ fleet_yaml() {  # INSTANCES POLICY KEYS: the case's config on stdout
   fi
 }
 
-wrk_script() {  # KEYS: the POST, presenting the last key
+wrk_script() {  # KEYS: the POST, presenting the last key, each the next conversation's
   cat <<EOF
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = [[$body]]
 $( (($1 > 0)) && echo "wrk.headers[\"Authorization\"] = \"Bearer sk-bench-$1\"")
+local requests, turn = {}, 0
+function init(args)
+  for i = 1, $conversations do
+    requests[i] = wrk.format(nil, nil, nil, string.format([[$body_of]], i))
+  end
+end
+function request()
+  turn = turn % #requests + 1
+  return requests[turn]
+end
 function done(summary, latency, requests)
   io.write(string.format("RESULT requests=%d duration_us=%d p50_us=%d errors=%d\n",
     summary.requests, summary.duration, latency:percentile(50),
@@ -197,8 +224,8 @@ instructions() {  # NAME INSTANCES KEYS
   rm -f "$work/$name.callgrind"*  # a kept --out directory's earlier dumps
   serve "$name" "$2" "$3" valgrind --tool=callgrind "${cg_opts[@]}" --instr-atstart=no \
     --callgrind-out-file="$work/$name.callgrind"
-  curl -s -o /dev/null -H 'Content-Type: application/json' \
-    -H "Authorization: Bearer sk-bench-$3" -d "$body" "$url"  # the upstream connection pooled
+  # Uncounted: the upstream connection pooled, every conversation seen once.
+  "$WRK" -t1 -c1 -d2s --timeout 10s -s "$work/$name.lua" "$url" >/dev/null
   callgrind_control -i on "$gw" >/dev/null 2>&1
   r="$("$WRK" -t1 -c1 -d"${cg_seconds}s" --timeout 10s -s "$work/$name.lua" "$url" | grep '^RESULT')"
   callgrind_control -d "$gw" >/dev/null 2>&1  # NAME.callgrind.1: the requests and the probes
@@ -386,7 +413,7 @@ row() {  # LABEL, then this case's and the group's first case's REQ CPU P50 IR
 
 wait_for_quiet
 echo "bench/scaling.sh $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(load1) at start"
-echo "${duration} s per case; req/s and the gateway's CPU µs per request at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection, less as long without requests: the probes); ratios against each group's first row"
+echo "${duration} s per case; requests taking turns among $conversations conversation(s), $prompt_kib KiB more of system prompt; req/s and the gateway's CPU µs per request at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection, less as long without requests: the probes); ratios against each group's first row"
 header() {
   echo
   echo "| case | req/s | × first | CPU µs/request | × first | p50 µs | × first | instructions/request | × first |"
