@@ -3,16 +3,9 @@
 #include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include "common/hash.h"
+
 namespace switchyard::gateway {
-
-namespace {
-
-std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
-  return (h ^ 0xff) * 1099511628211ULL;  // a separator: ("ab","c") differs from ("a","bc")
-}
-
-}  // namespace
 
 Result<std::string> session_id(const http::Headers& headers, std::string_view key_name,
                                std::string_view model, std::uint64_t conversation) {
@@ -24,10 +17,10 @@ Result<std::string> session_id(const http::Headers& headers, std::string_view ke
     return std::string(*given);
   }
   if (conversation == 0) return std::string();
-  std::uint64_t h = 14695981039346656037ULL;
-  h = fnv1a(h, key_name);
-  h = fnv1a(h, model);
-  h = fnv1a(h, std::string_view(reinterpret_cast<const char*>(&conversation), sizeof conversation));
+  // Each piece with its length: ("ab", "c") differs from ("a", "bc").
+  std::uint64_t h = hash::piece(hash::kSeed, key_name);
+  h = hash::piece(h, model);
+  h = hash::mix(h ^ conversation);
   return fmt::format(FMT_COMPILE("c-{:016x}"), h);
 }
 

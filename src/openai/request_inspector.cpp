@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <optional>
 #include <variant>
 #include <vector>
 
+#include "common/hash.h"
 #include "openai/json_scan.h"
 #include "openai/messages_checks.h"
 
@@ -115,62 +117,48 @@ Span span_of(std::string_view whole, std::string_view part) {
   return {static_cast<std::size_t>(part.data() - whole.data()), part.size()};
 }
 
-// FNV-1a, 64-bit: stable across runs and builds (a session id derived from
-// it must mean the same conversation to every gateway sharing limits).
-std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-constexpr std::uint64_t fnv_basis = 14695981039346656037ULL;
-
 // Feeds `e` to the hash as its structure and values, not its text: what
 // simdjson::minify would write, without building that string (a copy of the
 // system prompt and the first messages on every request).
 void hash_element(std::uint64_t& h, simdjson::dom::element e) {
-  const auto bytes = [&h](const auto& v) {
-    h = fnv1a(h, std::string_view(reinterpret_cast<const char*>(&v), sizeof v));
-  };
+  using hash::mix;
+  const auto scalar = [&h](std::uint8_t tag, std::uint64_t bits) { h = mix(mix(h ^ tag) ^ bits); };
   switch (e.type()) {
     case simdjson::dom::element_type::ARRAY: {
       // Named: a range over value_unsafe() of a temporary result dangles.
       const simdjson::dom::array items = e.get_array().value_unsafe();
-      h = fnv1a(h, "[");
+      h = mix(h ^ '[');
       for (auto item : items) hash_element(h, item);
-      h = fnv1a(h, "]");
+      h = mix(h ^ ']');
       break;
     }
     case simdjson::dom::element_type::OBJECT: {
       const simdjson::dom::object members = e.get_object().value_unsafe();
-      h = fnv1a(h, "{");
+      h = mix(h ^ '{');
       for (auto [key, value] : members) {
-        bytes(key.size());
-        h = fnv1a(h, key);
+        h = hash::piece(h, key, 'k');
         hash_element(h, value);
       }
-      h = fnv1a(h, "}");
+      h = mix(h ^ '}');
       break;
     }
-    case simdjson::dom::element_type::STRING: {
-      const std::string_view text = e.get_string().value_unsafe();
-      h = fnv1a(h, "\"");
-      bytes(text.size());
-      h = fnv1a(h, text);
+    case simdjson::dom::element_type::STRING:
+      h = hash::piece(h, e.get_string().value_unsafe(), '"');
       break;
-    }
     case simdjson::dom::element_type::INT64:
-      bytes(e.get_int64().value_unsafe());
+      scalar('i', static_cast<std::uint64_t>(e.get_int64().value_unsafe()));
       break;
     case simdjson::dom::element_type::UINT64:
-      bytes(e.get_uint64().value_unsafe());
+      scalar('u', e.get_uint64().value_unsafe());
       break;
     case simdjson::dom::element_type::DOUBLE:
-      bytes(e.get_double().value_unsafe());
+      scalar('d', std::bit_cast<std::uint64_t>(e.get_double().value_unsafe()));
       break;
     case simdjson::dom::element_type::BOOL:
-      h = fnv1a(h, e.get_bool().value_unsafe() ? "t" : "f");
+      h = mix(h ^ (e.get_bool().value_unsafe() ? 't' : 'f'));
       break;
     case simdjson::dom::element_type::NULL_VALUE:
-      h = fnv1a(h, "n");
+      h = mix(h ^ 'n');
       break;
   }
 }
@@ -181,7 +169,7 @@ void hash_element(std::uint64_t& h, simdjson::dom::element e) {
 // message alone.
 std::uint64_t conversation_hash(std::optional<simdjson::dom::element> system,
                                 simdjson::dom::element messages) {
-  std::uint64_t h = fnv_basis;
+  std::uint64_t h = hash::kSeed;
   if (system && !system->is_null()) hash_element(h, *system);
   if (!messages.is_array()) {
     hash_element(h, messages);

@@ -77,6 +77,26 @@ TEST(RoutingPrefixIndex, ForgetsTheLeastRecentlyUsedPastItsCapacity) {
   EXPECT_EQ(index.match(c), 4u);
 }
 
+// What an index holds of a prompt is a prefix, so the match is searched
+// for (galloping, then halving) rather than walked: every length from none
+// to all of it, and a prompt that goes on past what was sent.
+TEST(RoutingPrefixIndex, FindsAMatchOfEveryLength) {
+  const std::string sent = text(40 * kBlockBytes);
+  const auto blocks = hashes("m", sent);
+  const auto longer = hashes("m", sent + text(9 * kBlockBytes, 'q'));
+  for (std::size_t held = 1; held <= blocks.size(); ++held) {
+    PrefixIndex index(held);
+    index.insert(blocks);
+    EXPECT_EQ(index.match(blocks), held);
+    EXPECT_EQ(index.match(longer), held);
+    EXPECT_EQ(index.match(std::span(blocks).first(held / 2)), held / 2);
+  }
+  PrefixIndex index(100);
+  index.insert(blocks);
+  EXPECT_EQ(index.match(std::span(blocks).first(0)), 0u);
+  EXPECT_EQ(index.match(hashes("m", text(40 * kBlockBytes, 'z'))), 0u);
+}
+
 TEST(RoutingPrefixIndex, APromptLongerThanTheCacheKeepsItsHead) {
   PrefixIndex index(3);
   const auto long_prompt = hashes("m", text(10 * kBlockBytes));
