@@ -31,13 +31,24 @@ void PrefixIndex::insert(std::span<const BlockHash> blocks) {
   // Only the newest `capacity` blocks of a prompt longer than the cache
   // could stay; the head of the prompt is the one worth keeping.
   const std::size_t keep = std::min(blocks.size(), capacity_);
-  for (std::size_t i = keep; i-- > 0;) {
+  // The blocks already at the front, in order, stay: the instance's last
+  // prompt shares them (the same conversation's, or another session's with
+  // the same system prompt), and comparing them costs less than a lookup.
+  auto next = lru_.begin();
+  std::size_t front = 0;
+  while (front < keep && next != lru_.end() && *next == blocks[front]) {
+    ++next;
+    ++front;
+  }
+  // The rest go after them, each before the one that follows it.
+  for (std::size_t i = keep; i-- > front;) {
     const BlockHash h = blocks[i];
     if (auto it = where_.find(h); it != where_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
+      lru_.splice(next, lru_, it->second);
+      next = it->second;
     } else {
-      lru_.push_front(h);
-      where_.emplace(h, lru_.begin());
+      next = lru_.insert(next, h);
+      where_.emplace(h, next);
     }
   }
   evict();

@@ -97,6 +97,31 @@ TEST(RoutingPrefixIndex, FindsAMatchOfEveryLength) {
   EXPECT_EQ(index.match(hashes("m", text(40 * kBlockBytes, 'z'))), 0u);
 }
 
+// Sessions share a system prompt: what the last prompt left at the front
+// stays there, and the rest of a new prompt goes right after it, ahead of
+// anything older.
+TEST(RoutingPrefixIndex, APromptSharingTheLastOnesHeadIsTheMostRecentAfterIt) {
+  PrefixIndex index(6);
+  const std::string shared = text(2 * kBlockBytes, 's');
+  const auto a = hashes("m", shared + text(2 * kBlockBytes, 'a'));
+  const auto b = hashes("m", shared + text(2 * kBlockBytes, 'b'));
+  const auto c = hashes("m", shared + text(2 * kBlockBytes, 'c'));
+  index.insert(a);
+  index.insert(b);  // shared, b, a
+  index.insert(c);  // shared, c, b: a's own blocks are the oldest, and go
+  EXPECT_EQ(index.size(), 6u);
+  EXPECT_EQ(index.match(a), 2u);
+  EXPECT_EQ(index.match(b), 4u);
+  EXPECT_EQ(index.match(c), 4u);
+  index.insert(b);  // shared, b, c
+  index.insert(a);  // shared, a, b: now c's go
+  EXPECT_EQ(index.match(c), 2u);
+  EXPECT_EQ(index.match(b), 4u);
+  EXPECT_EQ(index.match(a), 4u);
+  index.insert(a);  // all of it at the front already: nothing moves
+  EXPECT_EQ(index.match(b), 4u);
+}
+
 TEST(RoutingPrefixIndex, APromptLongerThanTheCacheKeepsItsHead) {
   PrefixIndex index(3);
   const auto long_prompt = hashes("m", text(10 * kBlockBytes));
