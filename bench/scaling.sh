@@ -173,15 +173,15 @@ wrk_script() {  # KEYS: the POST, presenting the last key, each the next convers
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 $( (($1 > 0)) && echo "wrk.headers[\"Authorization\"] = \"Bearer sk-bench-$1\"")
-local requests, turn = {}, 0
+local turns, turn = {}, 0  -- each conversation's request, formatted once
 function init(args)
   for i = 1, $conversations do
-    requests[i] = wrk.format(nil, nil, nil, string.format([[$body_of]], i))
+    turns[i] = wrk.format(nil, nil, nil, string.format([[$body_of]], i))
   end
 end
 function request()
-  turn = turn % #requests + 1
-  return requests[turn]
+  turn = turn % #turns + 1
+  return turns[turn]
 end
 function done(summary, latency, requests)
   io.write(string.format("RESULT requests=%d duration_us=%d p50_us=%d errors=%d\n",
