@@ -39,6 +39,8 @@ class BodyDecoder {
   bool end_of_input();
 
   bool done() const { return state_ == State::done; }
+  // Whether only the upstream's close ends the body (until_close()).
+  bool ends_at_close() const { return state_ == State::until_close; }
   // Why the framing is malformed; null while it is not.
   const char* error() const { return error_; }
 

@@ -40,6 +40,11 @@ struct UpstreamOptions {
   // connections longer, at the risk of writing to one just closed (which is
   // then retried once on a new connection, costing a round trip).
   std::chrono::milliseconds idle_lifetime{std::chrono::seconds(4)};
+  // How long a read of a body waits before it looks whether the engine
+  // closed the connection along with the last bytes it sent (which wakes
+  // no read: http/block_read.h). An engine that dies mid-body is seen this
+  // late at worst.
+  std::chrono::milliseconds close_check_after{std::chrono::seconds(1)};
   // The clock idle lifetimes are measured on; tests put a fake one here.
   std::chrono::steady_clock::time_point (*now)() = &std::chrono::steady_clock::now;
 };

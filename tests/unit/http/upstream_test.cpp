@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -67,9 +68,11 @@ class FakeUpstream {
   std::function<std::string(int)> headers = [](int) { return std::string(); };
   std::string body = "ok";
   // When set, the reply instead: these bytes, one write each; then the
-  // connection is closed if close_after_raw.
+  // connection is closed if close_after_raw, right after the last write.
   std::vector<std::string> raw;
   bool close_after_raw = false;
+  // A pause between two raw parts, as an engine's between two tokens.
+  std::chrono::milliseconds gap{0};
   int connections = 0;
   int requests = 0;
 
@@ -104,12 +107,20 @@ class FakeUpstream {
       ++requests;
       if (!raw.empty()) {
         for (const auto& part : raw) {
+          if (gap > 0ms && &part != &raw.front()) {
+            net::steady_timer pause(socket->get_executor(), gap);
+            co_await pause.async_wait(use_tuple);
+          }
+          // The last part and the close go out together, as from an engine
+          // that exits after writing: one edge for both at the reader.
+          if (close_after_raw && &part == &raw.back()) {
+            boost::system::error_code wec;
+            net::write(*socket, net::buffer(part), wec);
+            socket->close();
+            co_return;
+          }
           auto [wec, written] = co_await net::async_write(*socket, net::buffer(part), use_tuple);
           if (wec) co_return;
-        }
-        if (close_after_raw) {
-          socket->close();
-          co_return;
         }
         continue;
       }
@@ -395,6 +406,20 @@ TEST_F(UpstreamTest, ABodyMuchLargerThanTheReadBufferIsReadWhole) {
   ASSERT_TRUE(got.ok) << got.error;
   EXPECT_EQ(got.body, body);
   EXPECT_EQ(pool().idle_count(), 1u);
+}
+
+// An upstream that closes mid-body right after its last bytes: the close
+// comes with them, one edge for both, and the read after them finds it.
+TEST_F(UpstreamTest, AnUpstreamClosingWithItsLastBytesMidBodyIsSeenToClose) {
+  options.idle_timeout = 60s;
+  options.close_check_after = 50ms;
+  upstream.raw = {"HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\nfirst ", "second "};
+  upstream.close_after_raw = true;
+  upstream.gap = 50ms;
+  const Outcome got = one();
+  EXPECT_FALSE(got.ok);
+  EXPECT_EQ(got.failure, UpstreamFailure::reset) << got.error;
+  EXPECT_NE(got.error.find("partial message"), std::string::npos) << got.error;
 }
 
 // A call whose upstream falls silent mid-body waits without a read buffer,
