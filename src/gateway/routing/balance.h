@@ -215,17 +215,20 @@ inline std::size_t soonest_free(std::span<const Candidate> candidates, const Thr
 template <class Allowed>
 std::size_t soonest_free(std::span<const Candidate> candidates, const Throughput& speed,
                          Rotation& rotation, Allowed allowed) {
-  double fallback = 0;  // worked out at the first unmeasured candidate that qualifies
+  double fallback = 0;  // worked out at the first unmeasured free candidate
   std::size_t best = kNoCandidate;
   double best_cost = 0;
   const auto weigh = [&](std::size_t i) {
     const Candidate& c = candidates[i];
-    if (!c.free || !allowed(c)) return;
+    if (!c.free) return;
     double r = speed.rate(c.index);
     if (r <= 0) r = fallback > 0 ? fallback : (fallback = speed.mean_rate(candidates));
     const double cost = (c.in_flight + 1.0) / (std::max(c.slots, 1) * r);
-    // Within a part in a thousand is a tie: measured rates jitter.
-    if (best == kNoCandidate || cost < best_cost * 0.999) {
+    // Within a part in a thousand is a tie: measured rates jitter. `allowed`
+    // is asked last, of a candidate that would be chosen: it is the costly
+    // part (a spill asks what each candidate would evaluate), and in an
+    // even fleet most candidates tie with the first that qualifies.
+    if ((best == kNoCandidate || cost < best_cost * 0.999) && allowed(c)) {
       best = i;
       best_cost = cost;
     }
