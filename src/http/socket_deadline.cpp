@@ -122,8 +122,7 @@ SocketDeadline::~SocketDeadline() {
   queue_.remove(*this);
 }
 
-void SocketDeadline::expires_after(Clock::duration timeout) {
-  const auto now = Clock::now();
+void SocketDeadline::expires_after(Clock::duration timeout, TimePoint now) {
   deadline_ = timeout >= TimePoint::max() - now ? TimePoint::max() : now + timeout;
   expired_ = false;
   if (deadline_ < due_) queue_.schedule(*this, deadline_);

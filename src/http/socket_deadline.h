@@ -30,7 +30,12 @@ class SocketDeadline {
   SocketDeadline& operator=(const SocketDeadline&) = delete;
 
   // Call before starting an operation ...
-  void expires_after(std::chrono::steady_clock::duration timeout);
+  void expires_after(std::chrono::steady_clock::duration timeout) {
+    expires_after(timeout, std::chrono::steady_clock::now());
+  }
+  // ... with the clock read once for the deadlines of one operation.
+  void expires_after(std::chrono::steady_clock::duration timeout,
+                     std::chrono::steady_clock::time_point now);
   // ... and when it completes, so that time spent between operations counts
   // against nothing.
   void expires_never();

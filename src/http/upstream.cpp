@@ -407,12 +407,14 @@ awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
     // A stream waits here between tokens and for as long as its engine
     // stalls, holding no read block while nothing half-read is held: 5,000
     // idle streams held 20 MiB of them (docs/reliability.md, "Idle streams").
-    conn.deadline.expires_after(s.pool->options.idle_timeout);
-    conn.close_check.expires_after(s.pool->options.close_check_after);
+    const auto now = Clock::now();
+    conn.deadline.expires_after(s.pool->options.idle_timeout, now);
+    conn.close_check.expires_after(s.pool->options.close_check_after, now);
     // A body that ends at the close is read on at once: its close nearly
     // always comes with its last bytes.
-    const bool now = std::exchange(conn.read_now, false) || s.body->ends_at_close();
-    auto [ec, got] = co_await conn.socket.async_read_block(conn.buffer, 64 * 1024, now, use_tuple);
+    const bool at_once = std::exchange(conn.read_now, false) || s.body->ends_at_close();
+    auto [ec, got] =
+        co_await conn.socket.async_read_block(conn.buffer, 64 * 1024, at_once, use_tuple);
     conn.close_check.expires_never();
     conn.deadline.expires_never();
     if (ec == net::error::operation_aborted && conn.read_now && conn.socket.is_open()) continue;

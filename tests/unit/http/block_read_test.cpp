@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "../io_support.h"
 #include "http/read_buffer.h"
 
 namespace switchyard::http {
@@ -18,7 +19,6 @@ namespace {
 
 namespace net = boost::asio;
 using net::ip::tcp;
-using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 struct ReadOutcome {
@@ -47,11 +47,8 @@ class BlockReadTest : public ::testing::Test {
 
   // Runs the loop until the read completed or two seconds passed.
   void run_until_done() {
-    const auto give_up = Clock::now() + 2s;
-    while (!done && Clock::now() < give_up) {
-      io.run_for(5ms);
-      io.restart();
-    }
+    testing_support::run_until(
+        io, [this] { return done.has_value(); }, 2s);
     ASSERT_TRUE(done) << "the read never completed";
   }
 
@@ -74,7 +71,7 @@ class BlockReadTest : public ::testing::Test {
 TEST_F(BlockReadTest, AWaitingReadHoldsNoBlockAndTakesOneWhenBytesCome) {
   buffer.reserve(kReadBlock);
   read();
-  io.poll();
+  testing_support::settle(io);
   EXPECT_FALSE(done) << "nothing was sent";
   EXPECT_EQ(buffer.capacity(), 0u) << "a waiting read holds no block";
   send("hello");
@@ -91,7 +88,7 @@ TEST_F(BlockReadTest, AWaitingReadHoldsNoBlockAndTakesOneWhenBytesCome) {
 TEST_F(BlockReadTest, ReadsWhatFollowsAShortReadAndWhatFillsTheBlock) {
   for (const std::string part : {"one", "two", "three"}) {
     read();
-    io.poll();
+    testing_support::settle(io);
     send(part);
     run_until_done();
     ASSERT_FALSE(done->ec) << done->ec.message();
@@ -113,7 +110,7 @@ TEST_F(BlockReadTest, ReadsWhatFollowsAShortReadAndWhatFillsTheBlock) {
 
 TEST_F(BlockReadTest, TheEndOfTheStreamEndsTheRead) {
   read();
-  io.poll();
+  testing_support::settle(io);
   peer.shutdown(tcp::socket::shutdown_send);
   run_until_done();
   EXPECT_EQ(done->ec, net::error::eof);
@@ -125,7 +122,7 @@ TEST_F(BlockReadTest, TheEndOfTheStreamEndsTheRead) {
 // A look sees it, and a read `now` ends with it.
 TEST_F(BlockReadTest, ACloseThatCameWithTheLastBytesIsSeenByALookAndAReadNow) {
   read();
-  io.poll();
+  testing_support::settle(io);
   EXPECT_FALSE(socket.peer_closed_or_sent());
   send("last");
   peer.close();
@@ -142,7 +139,7 @@ TEST_F(BlockReadTest, ACloseThatCameWithTheLastBytesIsSeenByALookAndAReadNow) {
 // that left), cancel(), a cancellation slot. The buffer is left as it was.
 TEST_F(BlockReadTest, CloseCancelAndACancellationSlotEndIt) {
   read();
-  io.poll();
+  testing_support::settle(io);
   socket.cancel();
   run_until_done();
   EXPECT_EQ(done->ec, net::error::operation_aborted);
@@ -152,13 +149,13 @@ TEST_F(BlockReadTest, CloseCancelAndACancellationSlotEndIt) {
                                    [this](boost::system::error_code ec, std::size_t n) {
                                      done = ReadOutcome{ec, n};
                                    }));
-  io.poll();
+  testing_support::settle(io);
   signal.emit(net::cancellation_type::terminal);
   run_until_done();
   EXPECT_EQ(done->ec, net::error::operation_aborted);
 
   read();
-  io.poll();
+  testing_support::settle(io);
   socket.close();
   run_until_done();
   EXPECT_EQ(done->ec, net::error::operation_aborted);
