@@ -146,7 +146,10 @@ int run_serve(const ServeFlags& flags) {
     return 2;
   }
 
-  net::io_context io(1);  // one I/O thread: the router, queue and pools are not locked
+  // One I/O thread: the router, queue and pools are not locked, and no
+  // socket is used from another thread, so Asio's per-socket locks are off
+  // too (two lock/unlock pairs a relayed chunk). Other threads only post.
+  net::io_context io(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO);
   // A terminal gets each line as it is logged; a file or pipe gets them in
   // batches, flushed at least every 50 ms.
   const bool batch_log = !isatty(STDOUT_FILENO);

@@ -7,6 +7,7 @@
 
 #include "gateway/stream_charge.h"
 #include "http/sse.h"
+#include "obs/generation_meter.h"
 #include "openai/api_error.h"
 
 namespace switchyard::gateway {
@@ -232,6 +233,7 @@ awaitable<AttemptOutcome> Relay::end_broken(const Error& broke) {
 awaitable<AttemptOutcome> Relay::relay_stream() {
   auto& record = ctx_.record;
   http::SseSplitter splitter;
+  auto& generated = metrics_.generation().series(inst_.name());
   for (;;) {
     auto pieces = co_await call_.read_some();
     std::optional<Error> broke;
@@ -246,7 +248,7 @@ awaitable<AttemptOutcome> Relay::relay_stream() {
           outputs += rewriter_.rewrite_event(event, rewritten);
         });
       out = rewritten;
-      metrics_.generation().add(inst_.name(), outputs);
+      obs::GenerationMeter::add(generated, outputs);
       if (splitter.overflowed()) {
         // An event that never ends cannot be relayed event by event.
         call_.abort();

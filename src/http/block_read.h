@@ -16,7 +16,6 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/detail/epoll_reactor.hpp>
 #include <boost/asio/detail/fenced_block.hpp>
-#include <boost/asio/detail/handler_alloc_helpers.hpp>
 #include <boost/asio/detail/handler_cont_helpers.hpp>
 #include <boost/asio/detail/handler_work.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
@@ -83,10 +82,53 @@ Status read_once(int fd, boost::beast::basic_flat_buffer<Alloc>& buffer, std::si
   }
 }
 
+// The operations' memory: one block a thread kept for the next read. A
+// stream's reads follow one another (each frees its operation before the
+// upcall that starts the next), so a read costs no malloc; Asio's own
+// recycling is off (CMakeLists.txt) and would take memalign's slower path.
+struct SpareOpMemory {
+  void* memory = nullptr;
+  std::size_t size = 0;
+  ~SpareOpMemory() { ::operator delete(memory); }
+};
+inline thread_local SpareOpMemory spare_op_memory;
+
+inline void* take_op_memory(std::size_t size) {
+  auto& spare = spare_op_memory;
+  if (spare.memory && spare.size >= size) return std::exchange(spare.memory, nullptr);
+  return ::operator new(size);
+}
+inline void give_op_memory(void* memory, std::size_t size) noexcept {
+  auto& spare = spare_op_memory;
+  if (spare.memory) return ::operator delete(memory);
+  spare.memory = memory;
+  spare.size = size;
+}
+
 template <class Buffer, class Handler, class IoExecutor>
 class Op : public asio_detail::reactor_op {
  public:
-  BOOST_ASIO_DEFINE_HANDLER_PTR(Op);
+  // As BOOST_ASIO_DEFINE_HANDLER_PTR's, its memory from take_op_memory.
+  struct ptr {
+    Handler* h;
+    Op* v;
+    Op* p;
+    ~ptr() { reset(); }
+    static Op* allocate(Handler&) {
+      static_assert(alignof(Op) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+      return static_cast<Op*>(take_op_memory(sizeof(Op)));
+    }
+    void reset() {
+      if (p) {
+        p->~Op();
+        p = nullptr;
+      }
+      if (v) {
+        give_op_memory(v, sizeof(Op));
+        v = nullptr;
+      }
+    }
+  };
 
   Op(int fd, Buffer& buffer, std::size_t limit, Handler& handler, const IoExecutor& io_ex)
       : reactor_op(boost::system::error_code(), &Op::do_perform, &Op::do_complete),

@@ -57,13 +57,6 @@ std::string_view RequestHead::path() const {
   return t.substr(0, t.find('?'));
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 namespace {
 
 // application/x-www-form-urlencoded: "%2F" → "/", "+" → " "; a '%' not

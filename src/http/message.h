@@ -99,7 +99,12 @@ struct RequestHead {
 };
 
 // The value of a hexadecimal digit; -1 for any other character.
-int hex_value(char c);
+inline int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
 
 // The value of the query parameter `name` in a request target
 // ("/props?model=a%20b" → "a b"), the first when repeated; nullopt when absent.

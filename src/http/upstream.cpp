@@ -399,29 +399,66 @@ std::optional<Result<BodyPieces>> UpstreamCall::buffered() {
   return std::nullopt;
 }
 
-awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
-  auto& s = *state_;
-  for (;;) {
-    if (auto got = buffered()) co_return std::move(*got);
+// read_some() as one operation whose steps are this object's calls, not a
+// coroutine: a stream reads once a token, and a coroutine's frame cost a
+// malloc, a free and a resume more each time (docs/performance.md).
+struct UpstreamCall::ReadSome {
+  UpstreamCall& call;
+  enum class Step { start, decode, read } step = Step::start;
+
+  template <class Self>
+  void operator()(Self& self, boost::system::error_code ec = {}, std::size_t = 0) {
+    auto& s = *call.state_;
+    if (step == Step::start && (s.conn->buffer.size() > 0 || s.body->done())) {
+      // An answer without a read still comes after read_some() returns, and
+      // is decoded then: the pieces' span is the thread's.
+      step = Step::decode;
+      return net::post(std::move(self));
+    }
+    if (step == Step::read) {
+      if (auto failed = read_done(ec)) return self.complete(std::move(*failed));
+    }
+    if (step != Step::start) {
+      if (auto got = call.buffered()) return self.complete(std::move(*got));
+    }
+    step = Step::read;
+    read(std::move(self));
+  }
+
+  // A stream waits here between tokens and for as long as its engine
+  // stalls, holding no read block while nothing half-read is held: 5,000
+  // idle streams held 20 MiB of them (docs/reliability.md, "Idle streams").
+  template <class Self>
+  void read(Self&& self) {
+    auto& s = *call.state_;
     auto& conn = *s.conn;
-    // A stream waits here between tokens and for as long as its engine
-    // stalls, holding no read block while nothing half-read is held: 5,000
-    // idle streams held 20 MiB of them (docs/reliability.md, "Idle streams").
     const auto now = Clock::now();
     conn.deadline.expires_after(s.pool->options.idle_timeout, now);
     conn.close_check.expires_after(s.pool->options.close_check_after, now);
     // A body that ends at the close is read on at once: its close nearly
     // always comes with its last bytes.
     const bool at_once = std::exchange(conn.read_now, false) || s.body->ends_at_close();
-    auto [ec, got] =
-        co_await conn.socket.async_read_block(conn.buffer, 64 * 1024, at_once, use_tuple);
+    conn.socket.async_read_block(conn.buffer, 64 * 1024, at_once, std::forward<Self>(self));
+  }
+
+  // After a read: its failure, or nullopt to decode what came (or read on).
+  std::optional<Result<BodyPieces>> read_done(boost::system::error_code ec) {
+    auto& s = *call.state_;
+    auto& conn = *s.conn;
     conn.close_check.expires_never();
     conn.deadline.expires_never();
-    if (ec == net::error::operation_aborted && conn.read_now && conn.socket.is_open()) continue;
-    if (ec == net::error::eof && s.body->end_of_input()) continue;
+    if (ec == net::error::operation_aborted && conn.read_now && conn.socket.is_open())
+      return std::nullopt;
+    if (ec == net::error::eof && s.body->end_of_input()) return std::nullopt;
     if (ec == net::error::eof) ec = beast_http::error::partial_message;
-    if (ec) co_return read_failed(ec);
+    if (ec) return call.read_failed(ec);
+    return std::nullopt;
   }
+};
+
+awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
+  return net::async_compose<const net::use_awaitable_t<>&, void(Result<BodyPieces>)>(
+      ReadSome{*this}, net::use_awaitable);
 }
 
 Error UpstreamCall::read_failed(const boost::system::error_code& ec, const char* detail) {

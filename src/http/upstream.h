@@ -181,10 +181,11 @@ class UpstreamCall {
   // nullopt when the socket must be read first. A plain call: most bodies
   // come whole with their head, and read_all() then starts no coroutine.
   std::optional<Result<BodyPieces>> buffered();
-  // read_some()'s failure: outside the coroutine, whose frame would
-  // otherwise hold the message's temporaries on every read. `detail`, when
-  // given, says what was wrong instead of the error code's message.
+  // A read's failure; `detail`, when given, says what was wrong instead of
+  // the error code's message.
   Error read_failed(const boost::system::error_code& ec, const char* detail = nullptr);
+  // read_some()'s steps (upstream.cpp).
+  struct ReadSome;
 
   struct State;
   std::unique_ptr<State> state_;

@@ -17,19 +17,24 @@ void GenerationMeter::advance(Series& s, std::int64_t second) {
   s.last_second = second;
 }
 
-void GenerationMeter::add(const std::string& instance, std::int64_t tokens, clock::time_point now) {
-  if (tokens <= 0) return;
+GenerationMeter::Series& GenerationMeter::series(const std::string& instance) {
   auto it = series_.find(instance);
+  if (it == series_.end()) it = series_.emplace(instance, Series{}).first;
+  return it->second;
+}
+
+void GenerationMeter::add(const std::string& instance, std::int64_t tokens, clock::time_point now) {
+  if (tokens > 0) add(series(instance), tokens, now);
+}
+
+void GenerationMeter::add(Series& s, std::int64_t tokens, clock::time_point now) {
+  if (tokens <= 0) return;
   const std::int64_t second = second_of(now);
-  if (it == series_.end()) {
-    it = series_.emplace(instance, Series{}).first;
-    it->second.last_second = second;
-  }
-  advance(it->second, second);
+  if (s.last_second < 0) s.last_second = second;
+  advance(s, second);
   // A time before the ring's newest second lands in its own bucket while it
   // is still kept.
-  if (second > it->second.last_second - kHistorySeconds)
-    it->second.buckets[second % kHistorySeconds] += tokens;
+  if (second > s.last_second - kHistorySeconds) s.buckets[second % kHistorySeconds] += tokens;
 }
 
 double GenerationMeter::rate_of(const Series& s, std::int64_t now_second, std::int64_t window) {

@@ -47,5 +47,18 @@ TEST(GenerationMeter, NothingCountedForNoTokensOrTimesTooOld) {
   EXPECT_DOUBLE_EQ(m.rate("gpu0", 899s, t0 + 1001s), 10.0 / 899);
 }
 
+TEST(GenerationMeter, AStreamCountsThroughItsInstancesSeries) {
+  GenerationMeter m;
+  auto& gpu0 = m.series("gpu0");
+  EXPECT_DOUBLE_EQ(m.rate("gpu0", 10s, t0 + 10s), 0);  // looked up, nothing counted yet
+  for (int s = 0; s < 10; ++s) GenerationMeter::add(gpu0, 40, t0 + std::chrono::seconds(s));
+  m.add("gpu0", 100, t0 + 9s);
+  EXPECT_EQ(&m.series("gpu0"), &gpu0);
+  m.add("gpu1", 5, t0 + 9s);  // a series more leaves gpu0's where it was
+  GenerationMeter::add(gpu0, 10, t0 + 9s);
+  EXPECT_DOUBLE_EQ(m.rate("gpu0", 10s, t0 + 10s), 51);
+  EXPECT_DOUBLE_EQ(m.total_rate(10s, t0 + 10s), 51.5);
+}
+
 }  // namespace
 }  // namespace switchyard::obs
