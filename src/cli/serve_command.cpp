@@ -151,20 +151,22 @@ int run_serve(const ServeFlags& flags) {
   // too (two lock/unlock pairs a relayed chunk). Other threads only post.
   net::io_context io(BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO);
   // A terminal gets each line as it is logged; a file or pipe gets them in
-  // batches, flushed at least every 50 ms.
-  const bool batch_log = !isatty(STDOUT_FILENO);
-  if (batch_log) use_buffered_stdout_log();
+  // batches, each written within 50 ms of its first line. Nothing logged,
+  // no wake-up (a timer every 50 ms was most of an idle gateway's).
+  if (!isatty(STDOUT_FILENO)) use_buffered_stdout_log();
   if (config->log.format == config::LogOptions::Format::json) use_json_log();
   net::steady_timer log_flush(io);
-  std::function<void()> flush_log_periodically = [&] {
-    log_flush.expires_after(std::chrono::milliseconds(50));
-    log_flush.async_wait([&](const boost::system::error_code& ec) {
-      if (ec) return;
-      spdlog::default_logger()->flush();
-      flush_log_periodically();
+  bool log_flush_armed = false;
+  const BufferedLogHook flush_log_soon([&] {
+    net::post(io, [&] {
+      if (std::exchange(log_flush_armed, true)) return;
+      log_flush.expires_after(std::chrono::milliseconds(50));
+      log_flush.async_wait([&](const boost::system::error_code& ec) {
+        log_flush_armed = false;
+        if (!ec) spdlog::default_logger()->flush();
+      });
     });
-  };
-  if (batch_log) flush_log_periodically();
+  });
   obs::GatewayMetrics metrics;
   fleet::Fleet fleet(io.get_executor(), *config, self_path("switchyard"));
   gateway::Gateway gateway(io.get_executor(), *config, std::move(*stored_keys), fleet, metrics);
