@@ -24,7 +24,7 @@ GenerationMeter::Series& GenerationMeter::series(const std::string& instance) {
 }
 
 void GenerationMeter::add(const std::string& instance, std::int64_t tokens, clock::time_point now) {
-  if (tokens > 0) add(series(instance), tokens, now);
+  if (tokens > 0) add(series(instance), tokens, now);  // no series for nothing counted
 }
 
 void GenerationMeter::add(Series& s, std::int64_t tokens, clock::time_point now) {

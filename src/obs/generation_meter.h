@@ -35,7 +35,6 @@ class GenerationMeter {
   double total_rate(std::chrono::seconds window, clock::time_point now = clock::now()) const;
 
  private:
-  friend class Series;
   static std::int64_t second_of(clock::time_point t);
   static void advance(Series& s, std::int64_t second);
   static double rate_of(const Series& s, std::int64_t now_second, std::int64_t window);
