@@ -19,44 +19,92 @@ constexpr auto batch_interval = std::chrono::milliseconds(100);
 
 using PendingRow = BasicUsageRow<UsageLedger::TextSpan>;
 
-Result<Done> write_batch(Database& db, Statement& insert, Statement& touch,
+// Rows one INSERT carries: a statement's own cost (starting the program,
+// its statement journal, the reset) is then shared by 16 rows, some 30 % of
+// a row's instructions (docs/performance.md).
+constexpr std::size_t kRowsPerInsert = 16;
+constexpr int kColumns = 15;
+
+std::string insert_sql(std::size_t rows) {
+  std::string sql =
+      "INSERT INTO usage (time_ms, request_id, key, model, instance, endpoint, outcome, status, "
+      "prompt_tokens, cached_tokens, completion_tokens, max_tokens, ttft_ms, duration_ms, "
+      "session) VALUES ";
+  for (std::size_t r = 0; r < rows; ++r) {
+    sql += r ? ",(" : "(";
+    for (int c = 0; c < kColumns; ++c) sql += c ? ",?" : "?";
+    sql += ')';
+  }
+  return sql;
+}
+
+// The ledger's prepared statements: an INSERT of kRowsPerInsert rows, one of
+// a single row for the rest of a batch, and the keys' last use.
+struct LedgerStatements {
+  Statement insert_group, insert_one, touch;
+};
+
+Result<LedgerStatements> prepare_statements(Database& db) {
+  auto group = db.prepare(insert_sql(kRowsPerInsert));
+  if (!group) return group.error();
+  auto one = db.prepare(insert_sql(1));
+  if (!one) return one.error();
+  auto touch =
+      db.prepare("UPDATE keys SET last_used = max(coalesce(last_used, 0), ?2) WHERE name = ?1");
+  if (!touch) return touch.error();
+  return LedgerStatements{std::move(*group), std::move(*one), std::move(*touch)};
+}
+
+// Binds `r` as the row whose first column is parameter `first` (1-based).
+// The texts stay in the batch's buffer until the statement has run.
+void bind_row(Statement& insert, int first, const UsageRowView& r) {
+  insert.bind(first, r.time_ms)
+      .bind_view(first + 1, r.request_id)
+      .bind_view(first + 2, r.key)
+      .bind_view(first + 3, r.model)
+      .bind_view(first + 4, r.instance)
+      .bind_view(first + 5, r.endpoint)
+      .bind_view(first + 6, r.outcome)
+      .bind(first + 7, std::int64_t{r.status})
+      .bind(first + 8, r.prompt_tokens)
+      .bind(first + 9, r.cached_tokens)
+      .bind(first + 10, r.completion_tokens)
+      .bind(first + 11, r.max_tokens)
+      .bind(first + 13, r.duration_ms)
+      .bind_view(first + 14, r.session);
+  r.ttft_ms >= 0 ? insert.bind(first + 12, r.ttft_ms) : insert.bind_null(first + 12);
+}
+
+Result<Done> write_batch(Database& db, LedgerStatements& statements,
                          const std::vector<PendingRow>& pending, std::string_view text) {
   if (auto ok = db.exec("BEGIN IMMEDIATE"); !ok) return ok.error();
   std::map<std::string, std::int64_t, std::less<>> last_used;  // seconds, by key
-  for (const auto& p : pending) {
-    const auto r = p.with_texts<std::string_view>(
-        [&](UsageLedger::TextSpan span) { return text.substr(span.at, span.size); });
-    // The texts stay in `text` until the statement has run.
-    insert.bind(1, r.time_ms)
-        .bind_view(2, r.request_id)
-        .bind_view(3, r.key)
-        .bind_view(4, r.model)
-        .bind_view(5, r.instance)
-        .bind_view(6, r.endpoint)
-        .bind_view(7, r.outcome)
-        .bind(8, std::int64_t{r.status})
-        .bind(9, r.prompt_tokens)
-        .bind(10, r.cached_tokens)
-        .bind(11, r.completion_tokens)
-        .bind(12, r.max_tokens)
-        .bind(14, r.duration_ms)
-        .bind_view(15, r.session);
-    r.ttft_ms >= 0 ? insert.bind(13, r.ttft_ms) : insert.bind_null(13);
+  for (std::size_t i = 0; i < pending.size();) {
+    const std::size_t rows = pending.size() - i >= kRowsPerInsert ? kRowsPerInsert : 1;
+    Statement& insert = rows > 1 ? statements.insert_group : statements.insert_one;
+    for (std::size_t k = 0; k < rows; ++k)
+      bind_row(insert, static_cast<int>(k) * kColumns + 1,
+               pending[i + k].with_texts<std::string_view>(
+                   [&](UsageLedger::TextSpan span) { return text.substr(span.at, span.size); }));
     if (auto ok = insert.run(); !ok) {
       (void)db.exec("ROLLBACK");
       return ok.error();
     }
-    if (!r.key.empty()) {
-      const std::int64_t seconds = r.time_ms / 1000;
-      if (auto it = last_used.find(r.key); it != last_used.end())
+    i += rows;
+  }
+  for (const auto& p : pending) {
+    if (p.key.size > 0) {
+      const std::string_view key = text.substr(p.key.at, p.key.size);
+      const std::int64_t seconds = p.time_ms / 1000;
+      if (auto it = last_used.find(key); it != last_used.end())
         it->second = std::max(it->second, seconds);
       else
-        last_used.emplace(r.key, seconds);
+        last_used.emplace(key, seconds);
     }
   }
   for (const auto& [key, seconds] : last_used) {
-    touch.bind(1, key).bind(2, seconds);
-    if (auto ok = touch.run(); !ok) {
+    statements.touch.bind(1, key).bind(2, seconds);
+    if (auto ok = statements.touch.run(); !ok) {
       (void)db.exec("ROLLBACK");
       return ok.error();
     }
@@ -119,7 +167,7 @@ void UsageLedger::run() {
   const sched_param idle{};
   pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
   std::optional<Database> db;
-  std::optional<Statement> insert, touch;
+  std::optional<LedgerStatements> statements;
   bool failing = false;
   std::vector<PendingRow> batch;
   std::string batch_text;
@@ -145,33 +193,24 @@ void UsageLedger::run() {
           // few pages, not SQLite's default 2 MiB of cache, which the
           // process kept at its peak after a burst of requests.
           (void)db->exec("PRAGMA cache_size=-256");
-          auto i = db->prepare(
-              "INSERT INTO usage (time_ms, request_id, key, model, instance, endpoint, outcome, "
-              "status, prompt_tokens, cached_tokens, completion_tokens, max_tokens, ttft_ms, "
-              "duration_ms, session) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-              "?13, ?14, ?15)");
-          auto t = db->prepare(
-              "UPDATE keys SET last_used = max(coalesce(last_used, 0), ?2) WHERE name = ?1");
-          if (i && t) {
-            insert.emplace(std::move(*i));
-            touch.emplace(std::move(*t));
+          if (auto prepared = prepare_statements(*db)) {
+            statements.emplace(std::move(*prepared));
           } else {
-            spdlog::error("usage ledger: {}", (i ? t.error() : i.error()).message);
+            spdlog::error("usage ledger: {}", prepared.error().message);
             db.reset();
           }
         } else if (!failing) {
           spdlog::error("usage ledger: {}", opened.error().message);
         }
       }
-      auto written = db ? write_batch(*db, *insert, *touch, batch, batch_text)
+      auto written = db ? write_batch(*db, *statements, batch, batch_text)
                         : Result<Done>(Error{"the state database is not open"});
       if (!written) {
         if (!failing)
           spdlog::error("usage ledger: {} row(s) not written: {}", batch.size(),
                         written.error().message);
         failing = true;
-        insert.reset();
-        touch.reset();
+        statements.reset();
         db.reset();
       } else {
         failing = false;

@@ -75,6 +75,52 @@ TEST_F(LedgerTest, RowsAreWrittenInBatchesAndTotalled) {
   EXPECT_EQ(rows->size(), 4u);
 }
 
+// A batch is written sixteen rows to a statement and the rest one by one:
+// every column of every row comes back as it was submitted, in either.
+TEST_F(LedgerTest, EveryColumnOfABatchOfManyRowsRoundTrips) {
+  std::vector<UsageRow> sent;
+  for (int i = 0; i < 37; ++i) {
+    UsageRow r = row(10'000 + i, "key" + std::to_string(i % 3), "model" + std::to_string(i), i,
+                     2 * i, i % 5 == 0 ? 500 : 200);
+    r.instance = "gpu" + std::to_string(i);
+    r.endpoint = "/v1/e" + std::to_string(i);
+    r.cached_tokens = 3 * i;
+    if (i % 2) r.max_tokens = 100 + i;
+    r.ttft_ms = i % 4 ? 1.5 * i : -1;
+    r.duration_ms = 7.25 + i;
+    r.session = "s" + std::to_string(i);
+    sent.push_back(std::move(r));
+  }
+  UsageLedger ledger(path);
+  for (const auto& r : sent) ASSERT_TRUE(ledger.submit(view_of(r)));
+  ledger.flush();
+  auto db = Database::open(path, true);
+  ASSERT_TRUE(db);
+  auto got = usage_rows(*db, 0);
+  ASSERT_TRUE(got) << got.error().message;
+  ASSERT_EQ(got->size(), sent.size());
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    const UsageRow& a = sent[i];
+    const UsageRow& b = (*got)[i];
+    SCOPED_TRACE("row " + std::to_string(i));
+    EXPECT_EQ(b.time_ms, a.time_ms);
+    EXPECT_EQ(b.request_id, a.request_id);
+    EXPECT_EQ(b.key, a.key);
+    EXPECT_EQ(b.model, a.model);
+    EXPECT_EQ(b.instance, a.instance);
+    EXPECT_EQ(b.endpoint, a.endpoint);
+    EXPECT_EQ(b.outcome, a.outcome);
+    EXPECT_EQ(b.status, a.status);
+    EXPECT_EQ(b.prompt_tokens, a.prompt_tokens);
+    EXPECT_EQ(b.cached_tokens, a.cached_tokens);
+    EXPECT_EQ(b.completion_tokens, a.completion_tokens);
+    EXPECT_EQ(b.max_tokens, a.max_tokens);
+    EXPECT_EQ(b.ttft_ms, a.ttft_ms);
+    EXPECT_EQ(b.duration_ms, a.duration_ms);
+    EXPECT_EQ(b.session, a.session);
+  }
+}
+
 TEST_F(LedgerTest, AFullBufferDropsAndCountsNeverBlocks) {
   UsageLedger ledger(path, /*capacity=*/2);
   int accepted = 0;
