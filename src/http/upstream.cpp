@@ -456,10 +456,15 @@ struct UpstreamCall::ReadSome {
   }
 };
 
-awaitable<Result<BodyPieces>> UpstreamCall::read_some() {
-  return net::async_compose<const net::use_awaitable_t<>&, void(Result<BodyPieces>)>(
-      ReadSome{*this}, net::use_awaitable);
+template <class Handler>
+void UpstreamCall::start_read_some(Handler handler) {
+  net::async_compose<Handler, void(Result<BodyPieces>)>(ReadSome{*this}, handler);
 }
+
+// The handler `co_await` gives an operation completing with a
+// Result<BodyPieces> in an awaitable<> on the project's executor type.
+template void UpstreamCall::start_read_some(
+    net::detail::awaitable_async_op_handler<void(Result<BodyPieces>), net::any_io_executor>);
 
 Error UpstreamCall::read_failed(const boost::system::error_code& ec, const char* detail) {
   auto& conn = *state_->conn;

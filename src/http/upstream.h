@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
 
 #include <atomic>
@@ -161,7 +162,10 @@ class UpstreamCall {
   // (a chunked body's chunks are not contiguous there); no views at the
   // body's end. The views, and the span holding them, are valid until the
   // caller next calls or suspends: every call of a thread shares the span.
-  boost::asio::awaitable<Result<BodyPieces>> read_some();
+  // `co_await call.read_some()` takes the operation itself, which costs no
+  // coroutine frame (a stream reads once a token).
+  struct ReadSomeOp;
+  ReadSomeOp read_some();
 
   // The whole body, failing if it exceeds `limit` bytes (failure() protocol)
   // or, with a `budget`, if the budget has no room for it (failure() local).
@@ -184,12 +188,30 @@ class UpstreamCall {
   // A read's failure; `detail`, when given, says what was wrong instead of
   // the error code's message.
   Error read_failed(const boost::system::error_code& ec, const char* detail = nullptr);
-  // read_some()'s steps (upstream.cpp).
+  // read_some()'s steps (upstream.cpp), started for the handler that
+  // `co_await` gives the operation (instantiated there for that type only).
   struct ReadSome;
+  template <class Handler>
+  void start_read_some(Handler handler);
 
   struct State;
   std::unique_ptr<State> state_;
   UpstreamFailure failure_ = UpstreamFailure::none;
 };
+
+struct UpstreamCall::ReadSomeOp {
+  using Signature = void(Result<BodyPieces>);
+  UpstreamCall& call;
+  template <boost::asio::completion_token_for<Signature> Token>
+  auto operator()(Token&& token) && {
+    return boost::asio::async_initiate<Token, Signature>(
+        [](auto handler, UpstreamCall* c) { c->start_read_some(std::move(handler)); }, token,
+        &call);
+  }
+};
+
+inline UpstreamCall::ReadSomeOp UpstreamCall::read_some() {
+  return ReadSomeOp{*this};
+}
 
 }  // namespace switchyard::http
