@@ -20,6 +20,10 @@
 #   --wrk-threads N   wrk threads for the throughput cases (default 1)
 #   --profile LIST    comma list of perf,callgrind or none (default perf,callgrind)
 #   --callgrind-seconds S    the 1-connection wrk run under callgrind (default 20)
+#   --callgrind-conns N      connections for that run (default 1). At 50 the
+#                     gateway under callgrind is the bottleneck, as at
+#                     saturation: the paths taken under load (let_loop_run,
+#                     answers already there) are the ones counted
 #   --wait-load L     first wait (at most 600 s) for the 1-min load average < L
 #                     (default 1.0; 0 = do not wait)
 #   --pin MODE        none (default): the scheduler places every process;
@@ -58,6 +62,7 @@ rounds=1
 wrk_threads=1
 profile="perf,callgrind"
 cg_seconds=20
+cg_conns=1
 wait_load=1.0
 pin=none
 keys=0
@@ -75,6 +80,7 @@ while [[ $# -gt 0 ]]; do
     --wrk-threads) wrk_threads="$2"; shift 2 ;;
     --profile) profile="$2"; shift 2 ;;
     --callgrind-seconds) cg_seconds="$2"; shift 2 ;;
+    --callgrind-conns) cg_conns="$2"; shift 2 ;;
     --wait-load) wait_load="$2"; shift 2 ;;
     --pin) pin="$2"; shift 2 ;;
     --keys) keys="$2"; shift 2 ;;
@@ -85,10 +91,10 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-for n in "$duration" "$warmup" "$conns" "$rounds" "$wrk_threads" "$cg_seconds" "$keys"; do
+for n in "$duration" "$warmup" "$conns" "$rounds" "$wrk_threads" "$cg_seconds" "$cg_conns" "$keys"; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "'$n' is not a whole number"
 done
-(( duration >= 1 && conns >= 1 && rounds >= 1 && wrk_threads >= 1 )) || die "bad option values"
+(( duration >= 1 && conns >= 1 && rounds >= 1 && wrk_threads >= 1 && cg_conns >= 1 )) || die "bad option values"
 (( wrk_threads <= conns )) || die "--wrk-threads must not exceed --conns"
 case "$pin" in
   none) pin_cmd=() ;;
@@ -546,7 +552,7 @@ fi
 if [[ "$profile" == *callgrind* ]]; then
   if command -v valgrind >/dev/null && command -v callgrind_annotate >/dev/null; then
     echo
-    echo "## callgrind: switchyard at 1 connection for ${cg_seconds} s (instrumented after start-up)"
+    echo "## callgrind: switchyard at ${cg_conns} connection(s) for ${cg_seconds} s (instrumented after start-up)"
     stop_pid "$gw_pid"
     start_gateway switchyard-callgrind.log valgrind --tool=callgrind --instr-atstart=no \
       --callgrind-out-file="$work/callgrind.out"
@@ -554,7 +560,7 @@ if [[ "$profile" == *callgrind* ]]; then
     # Warm the pooled upstream connection, then count only the benchmark requests.
     curl -s -o /dev/null -H 'Content-Type: application/json' -d "$body" "${url[switchyard]}"
     callgrind_control -i on "$gw_pid" >/dev/null
-    timeout $((cg_seconds + 60)) "${pin_cmd[@]}" "$WRK" -t1 -c1 -d"${cg_seconds}s" --timeout 10s \
+    timeout $((cg_seconds + 60)) "${pin_cmd[@]}" "$WRK" -t1 -c"$cg_conns" -d"${cg_seconds}s" --timeout 10s \
       -s "$work/post.lua" "${url[switchyard]}" | grep '^RESULT' | tee "$work/results/callgrind-wrk.txt" || true
     callgrind_control -i off "$gw_pid" >/dev/null
     stop_pid "$gw_pid" 300  # SIGTERM: drains, exits, and callgrind writes its file (slowly)

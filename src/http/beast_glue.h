@@ -45,21 +45,39 @@ boost::system::error_code parse_buffered(Parser& parser, Buffer& buffer,
   return ec;
 }
 
+// Reads what the socket holds now, neither waiting nor through the event
+// loop; 0 bytes and no error when it holds nothing yet.
+inline std::size_t read_now(tcp::socket& socket, net::mutable_buffer into,
+                            boost::system::error_code& ec) {
+  if (!socket.non_blocking()) socket.non_blocking(true, ec);
+  std::size_t n = 0;
+  if (!ec) n = socket.read_some(into, ec);
+  if (ec == net::error::would_block || ec == net::error::try_again) ec = {};
+  return n;
+}
+
 // Reads until `parser` has the header or the whole message: parse_buffered(),
 // then a read whenever it needs more. The end of the stream ends a message
 // that has no length, and cuts off one that has; what came after the header
 // stays in `buffer`. Beast's async_read_header, without its two composed
 // operations stacked on each read (work guards, executor copies, a posted
 // completion: docs/performance.md), and one coroutine frame for all the reads.
+// `arrived`: the answer has most likely arrived (after let_loop_run), so
+// the first read is read_now(): a read that completes at once through the
+// event loop still costs an operation, a post and a resumption.
 template <class Parser, class Buffer>
 awaitable<boost::system::error_code> read_until(tcp::socket& socket, Buffer& buffer, Parser& parser,
-                                                ReadUntil until) {
+                                                ReadUntil until, bool arrived = false) {
   if (until == ReadUntil::header) parser.eager(false);  // stop at the header's end, as Beast's
   auto ec = parse_buffered(parser, buffer, until);
   while (!ec && !has_read(parser, until)) {
     const std::size_t room = beast::read_size(buffer, 64 * 1024);
     if (room == 0) co_return beast_http::error::buffer_overflow;
-    auto [read_ec, n] = co_await socket.async_read_some(buffer.prepare(room), use_tuple);
+    boost::system::error_code read_ec;
+    std::size_t n =
+        std::exchange(arrived, false) ? read_now(socket, buffer.prepare(room), read_ec) : 0;
+    if (n == 0 && !read_ec)
+      std::tie(read_ec, n) = co_await socket.async_read_some(buffer.prepare(room), use_tuple);
     if (read_ec == net::error::eof) {
       if (!parser.got_some()) co_return beast_http::error::end_of_stream;
       parser.put_eof(ec);
@@ -112,9 +130,9 @@ awaitable<boost::system::error_code> write_all(tcp::socket& socket, const Buffer
 // when this resumes, and the read takes it at once instead of failing with
 // EAGAIN and waiting for epoll (2 system calls fewer per request at 50
 // connections, docs/performance.md). On an idle loop the detour costs more
-// than it saves.
-inline awaitable<void> let_loop_run(tcp::socket& socket) {
-  co_await net::post(socket.get_executor(), net::use_awaitable);
+// than it saves. An operation, not a coroutine: awaiting it costs no frame.
+inline auto let_loop_run(tcp::socket& socket) {
+  return net::post(socket.get_executor(), net::deferred);
 }
 
 }  // namespace switchyard::http

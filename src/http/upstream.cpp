@@ -352,12 +352,18 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     auto& conn = *s.conn;
     conn.buffer.reserve(kReadBlock);  // given back by a stream's wait
     conn.deadline.expires_after(opts.first_byte_timeout);
-    auto wec = co_await write_all(conn.socket, message);
+    // write_all()'s halves, so that a request the socket takes whole (nearly
+    // all) costs no coroutine frame.
+    boost::system::error_code wec;
+    const std::size_t sent = write_now(conn.socket, message, wec);
+    if (!wec && sent < net::buffer_size(message))
+      wec = co_await write_rest(conn.socket, message, sent);
     if (!wec) {
-      if (pool.calls > 1) co_await let_loop_run(conn.socket);
+      const bool others = pool.calls > 1;
+      if (others) co_await let_loop_run(conn.socket);
       parser.emplace();
       parser->body_limit(boost::none);
-      wec = co_await read_until(conn.socket, conn.buffer, *parser, ReadUntil::header);
+      wec = co_await read_until(conn.socket, conn.buffer, *parser, ReadUntil::header, others);
     }
     conn.deadline.expires_never();
     const bool timed_out = conn.deadline.expired();
