@@ -56,36 +56,67 @@ inline std::size_t read_now(tcp::socket& socket, net::mutable_buffer into,
   return n;
 }
 
+// Parses a read's `n` bytes, or its failure: the end of the stream ends a
+// message that has no length, and cuts off one that has (then `ended`: no
+// read comes after it).
+template <class Parser, class Buffer>
+boost::system::error_code take_read(Parser& parser, Buffer& buffer, ReadUntil until,
+                                    boost::system::error_code read_ec, std::size_t n, bool& ended) {
+  if (read_ec == net::error::eof) {
+    ended = true;
+    if (!parser.got_some()) return beast_http::error::end_of_stream;
+    boost::system::error_code ec;
+    parser.put_eof(ec);
+    return ec;
+  }
+  if (read_ec) return read_ec;
+  buffer.commit(n);
+  return parse_buffered(parser, buffer, until);
+}
+
+// What read_until() does without waiting: parses what `buffer` holds and,
+// when the peer's answer has most likely `arrived` (after let_loop_run),
+// what the socket holds now (read_now()). True when that settled it: the
+// parser has read to `until`, or `ec` says why not; false: await
+// read_until() for the rest. A plain call, so that a head that is there
+// costs no coroutine frame, no operation, no post and no resumption.
+template <class Parser, class Buffer>
+bool read_until_now(tcp::socket& socket, Buffer& buffer, Parser& parser, ReadUntil until,
+                    bool arrived, boost::system::error_code& ec) {
+  if (until == ReadUntil::header) parser.eager(false);  // stop at the header's end, as Beast's
+  ec = parse_buffered(parser, buffer, until);
+  if (ec || has_read(parser, until)) return true;
+  if (!arrived) return false;
+  const std::size_t room = beast::read_size(buffer, 64 * 1024);
+  if (room == 0) {
+    ec = beast_http::error::buffer_overflow;
+    return true;
+  }
+  boost::system::error_code read_ec;
+  const std::size_t n = read_now(socket, buffer.prepare(room), read_ec);
+  if (n == 0 && !read_ec) return false;
+  bool ended = false;
+  ec = take_read(parser, buffer, until, read_ec, n, ended);
+  return ended || ec || has_read(parser, until);
+}
+
 // Reads until `parser` has the header or the whole message: parse_buffered(),
-// then a read whenever it needs more. The end of the stream ends a message
-// that has no length, and cuts off one that has; what came after the header
-// stays in `buffer`. Beast's async_read_header, without its two composed
-// operations stacked on each read (work guards, executor copies, a posted
-// completion: docs/performance.md), and one coroutine frame for all the reads.
-// `arrived`: the answer has most likely arrived (after let_loop_run), so
-// the first read is read_now(): a read that completes at once through the
-// event loop still costs an operation, a post and a resumption.
+// then a read whenever it needs more; what came after the header stays in
+// `buffer`. Beast's async_read_header, without its two composed operations
+// stacked on each read (work guards, executor copies, a posted completion:
+// docs/performance.md), and one coroutine frame for all the reads.
 template <class Parser, class Buffer>
 awaitable<boost::system::error_code> read_until(tcp::socket& socket, Buffer& buffer, Parser& parser,
-                                                ReadUntil until, bool arrived = false) {
+                                                ReadUntil until) {
   if (until == ReadUntil::header) parser.eager(false);  // stop at the header's end, as Beast's
   auto ec = parse_buffered(parser, buffer, until);
   while (!ec && !has_read(parser, until)) {
     const std::size_t room = beast::read_size(buffer, 64 * 1024);
     if (room == 0) co_return beast_http::error::buffer_overflow;
-    boost::system::error_code read_ec;
-    std::size_t n =
-        std::exchange(arrived, false) ? read_now(socket, buffer.prepare(room), read_ec) : 0;
-    if (n == 0 && !read_ec)
-      std::tie(read_ec, n) = co_await socket.async_read_some(buffer.prepare(room), use_tuple);
-    if (read_ec == net::error::eof) {
-      if (!parser.got_some()) co_return beast_http::error::end_of_stream;
-      parser.put_eof(ec);
-      co_return ec;
-    }
-    if (read_ec) co_return read_ec;
-    buffer.commit(n);
-    ec = parse_buffered(parser, buffer, until);
+    auto [read_ec, n] = co_await socket.async_read_some(buffer.prepare(room), use_tuple);
+    bool ended = false;
+    ec = take_read(parser, buffer, until, read_ec, n, ended);
+    if (ended) break;
   }
   co_return ec;
 }

@@ -646,11 +646,15 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     parser.body_limit(boost::none);
 
     // After an answer the next request is rarely there yet (let_loop_run).
-    if (answered && buffer.size() == 0 && active.load(std::memory_order_relaxed) > 0)
-      co_await let_loop_run(socket);
-    deadline.expires_after(header_timeout);
-    const auto read_ec = co_await read_until(socket, buffer, parser, ReadUntil::header);
-    deadline.expires_never();
+    const bool detoured =
+        answered && buffer.size() == 0 && active.load(std::memory_order_relaxed) > 0;
+    if (detoured) co_await let_loop_run(socket);
+    boost::system::error_code read_ec;
+    if (!read_until_now(socket, buffer, parser, ReadUntil::header, detoured, read_ec)) {
+      deadline.expires_after(header_timeout);
+      read_ec = co_await read_until(socket, buffer, parser, ReadUntil::header);
+      deadline.expires_never();
+    }
     if (read_ec) {
       failure = header_error(read_ec, deadline.expired(), buffer.size());
       break;

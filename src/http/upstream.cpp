@@ -363,7 +363,8 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
       if (others) co_await let_loop_run(conn.socket);
       parser.emplace();
       parser->body_limit(boost::none);
-      wec = co_await read_until(conn.socket, conn.buffer, *parser, ReadUntil::header, others);
+      if (!read_until_now(conn.socket, conn.buffer, *parser, ReadUntil::header, others, wec))
+        wec = co_await read_until(conn.socket, conn.buffer, *parser, ReadUntil::header);
     }
     conn.deadline.expires_never();
     const bool timed_out = conn.deadline.expired();
