@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <chrono>
 
@@ -25,6 +26,15 @@ void run_until(boost::asio::io_context& io, Done done,
     io.run_one_for(std::chrono::milliseconds(10));
     if (io.stopped()) io.restart();
   }
+}
+
+// Connects `a` to `b` over loopback, on a free port.
+inline void connect_pair(boost::asio::io_context& io, boost::asio::ip::tcp::socket& a,
+                         boost::asio::ip::tcp::socket& b) {
+  using boost::asio::ip::tcp;
+  tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+  a.connect(acceptor.local_endpoint());
+  acceptor.accept(b);
 }
 
 }  // namespace switchyard::testing_support

@@ -29,11 +29,7 @@ struct ReadOutcome {
 // A BlockReadSocket connected to a plain socket over loopback.
 class BlockReadTest : public ::testing::Test {
  protected:
-  BlockReadTest() {
-    tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-    socket.connect(acceptor.local_endpoint());
-    acceptor.accept(peer);
-  }
+  BlockReadTest() { testing_support::connect_pair(io, socket, peer); }
 
   // Starts a block read into `buffer`; its outcome lands in `done`.
   template <class Handler>

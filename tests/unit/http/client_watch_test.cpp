@@ -10,6 +10,8 @@
 
 #include <optional>
 
+#include "../io_support.h"
+
 namespace switchyard::http {
 namespace {
 
@@ -23,11 +25,7 @@ constexpr auto kTick = 20ms;
 // the session's socket the watch looks at.
 class ClientWatchTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    tcp::acceptor acceptor(io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
-    client.connect(acceptor.local_endpoint());
-    acceptor.accept(server);
-  }
+  void SetUp() override { testing_support::connect_pair(io, client, server); }
 
   // Runs the loop until `gone_at` is set or `limit` passed (bounded).
   void run_for(Clock::duration limit) {

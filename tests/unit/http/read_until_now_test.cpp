@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "../io_support.h"
 #include "http/beast_glue.h"
 #include "http/parsers.h"
 
@@ -21,11 +22,7 @@ using namespace std::chrono_literals;
 // read_until().
 class ReadUntilNowTest : public ::testing::Test {
  protected:
-  ReadUntilNowTest() {
-    tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-    socket.connect(acceptor.local_endpoint());
-    acceptor.accept(peer);
-  }
+  ReadUntilNowTest() { testing_support::connect_pair(io, socket, peer); }
 
   // Writes `bytes` from the peer and waits (bounded) until they can be read.
   void send(std::string_view bytes) {
