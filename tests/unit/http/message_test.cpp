@@ -59,6 +59,19 @@ TEST(Headers, EmptyValuesAndListsLargerThanTheInlineBufferStayIntact) {
   EXPECT_EQ(h.find("x-header-0"), "changed");
 }
 
+TEST(Iequals, FoldsTheCaseOfLettersOnly) {
+  EXPECT_TRUE(iequals("Content-Type", "content-type"));
+  EXPECT_TRUE(iequals("X-REQUEST-ID", "x-request-id"));
+  EXPECT_TRUE(iequals("", ""));
+  EXPECT_FALSE(iequals("content-type", "content-typ"));
+  EXPECT_FALSE(iequals("content-type", "content_type"));
+  // Pairs 0x20 apart that are not a letter's two cases.
+  EXPECT_FALSE(iequals("@", "`"));
+  EXPECT_FALSE(iequals("[", "{"));
+  EXPECT_FALSE(iequals("\r", "-"));
+  EXPECT_FALSE(iequals("\xC1", "\xE1"));
+}
+
 TEST(QueryParam, FindsTheFirstValueDecodedAndTellsAbsentFromEmpty) {
   EXPECT_EQ(query_param("/props?model=coder", "model"), "coder");
   EXPECT_EQ(query_param("/props?autoload=false&model=a%2Fb+c", "model"), "a/b c");
