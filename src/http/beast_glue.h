@@ -74,12 +74,13 @@ boost::system::error_code take_read(Parser& parser, Buffer& buffer, ReadUntil un
   return parse_buffered(parser, buffer, until);
 }
 
-// What read_until() does without waiting: parses what `buffer` holds and,
-// when the peer's answer has most likely `arrived` (after let_loop_run),
-// what the socket holds now (read_now()). True when that settled it: the
-// parser has read to `until`, or `ec` says why not; false: await
-// read_until() for the rest. A plain call, so that a head that is there
-// costs no coroutine frame, no operation, no post and no resumption.
+// A head's (or message's) read as far as it goes without waiting: parses
+// what `buffer` holds and, when the peer's answer has most likely `arrived`
+// (after let_loop_run), what the socket holds now (read_now()). True when
+// that settled it: the parser has read to `until`, or `ec` says why not;
+// false: await read_until() for the rest. A plain call, so that a head that
+// is there costs no coroutine frame, no operation, no post and no
+// resumption.
 template <class Parser, class Buffer>
 bool read_until_now(tcp::socket& socket, Buffer& buffer, Parser& parser, ReadUntil until,
                     bool arrived, boost::system::error_code& ec) {
@@ -100,24 +101,24 @@ bool read_until_now(tcp::socket& socket, Buffer& buffer, Parser& parser, ReadUnt
   return ended || ec || has_read(parser, until);
 }
 
-// Reads until `parser` has the header or the whole message: parse_buffered(),
-// then a read whenever it needs more; what came after the header stays in
-// `buffer`. Beast's async_read_header, without its two composed operations
-// stacked on each read (work guards, executor copies, a posted completion:
+// Reads on until `parser` has the header or the whole message, for a
+// parser that needs more than `buffer` holds (read_until_now() or
+// parse_buffered() said so); what came after the header stays in `buffer`.
+// Beast's async_read_header, without its two composed operations stacked on
+// each read (work guards, executor copies, a posted completion:
 // docs/performance.md), and one coroutine frame for all the reads.
 template <class Parser, class Buffer>
 awaitable<boost::system::error_code> read_until(tcp::socket& socket, Buffer& buffer, Parser& parser,
                                                 ReadUntil until) {
-  if (until == ReadUntil::header) parser.eager(false);  // stop at the header's end, as Beast's
-  auto ec = parse_buffered(parser, buffer, until);
-  while (!ec && !has_read(parser, until)) {
+  boost::system::error_code ec;
+  do {
     const std::size_t room = beast::read_size(buffer, 64 * 1024);
     if (room == 0) co_return beast_http::error::buffer_overflow;
     auto [read_ec, n] = co_await socket.async_read_some(buffer.prepare(room), use_tuple);
     bool ended = false;
     ec = take_read(parser, buffer, until, read_ec, n, ended);
     if (ended) break;
-  }
+  } while (!ec && !has_read(parser, until));
   co_return ec;
 }
 
