@@ -90,6 +90,9 @@ class UsageLedger {
   // Blocks until every row submitted so far is written (tests, shutdown).
   void flush();
   std::uint64_t dropped() const;
+  // The bytes its row buffers hold: a burst's while it waits and is
+  // written, at most a steady interval's after.
+  std::size_t buffered_bytes() const;
 
  private:
   void run();
@@ -105,7 +108,8 @@ class UsageLedger {
   std::string pending_text_;  // the pending rows' texts
   std::uint64_t submitted_ = 0, done_ = 0, dropped_ = 0;
   bool stop_ = false;
-  bool flush_wanted_ = false;  // flush(): write now, not at the next interval
+  bool flush_wanted_ = false;     // flush(): write now, not at the next interval
+  std::size_t writer_bytes_ = 0;  // what the writer's buffers hold after its last batch
 
   std::thread thread_;  // last: starts once the rest is set
 };

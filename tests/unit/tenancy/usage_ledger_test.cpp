@@ -129,6 +129,22 @@ TEST_F(LedgerTest, AFullBufferDropsAndCountsNeverBlocks) {
   EXPECT_EQ(ledger.dropped(), static_cast<std::uint64_t>(1000 - accepted));
 }
 
+// A burst's buffers are given back once the burst is written (they stayed
+// resident after it), and the rows after it are written as before.
+TEST_F(LedgerTest, ABurstsBuffersAreGivenBackOnceItIsWritten) {
+  UsageLedger ledger(path);
+  constexpr int kBurst = 5000;
+  for (int i = 0; i < kBurst; ++i) ASSERT_TRUE(ledger.submit(view_of(row(i, "k", "m", 1, 1))));
+  ledger.flush();
+  EXPECT_LT(ledger.buffered_bytes(), kBurst * sizeof(BasicUsageRow<UsageLedger::TextSpan>) / 10);
+  EXPECT_TRUE(ledger.submit(view_of(row(kBurst, "k", "m", 1, 1))));
+  ledger.flush();
+  auto db = Database::open(path, true);
+  auto rows = usage_rows(*db, 0);
+  ASSERT_TRUE(rows);
+  EXPECT_EQ(rows->size(), static_cast<std::size_t>(kBurst + 1));
+}
+
 TEST_F(LedgerTest, LastUsedFollowsTheLedger) {
   auto store = KeyStore::open(path);
   ASSERT_TRUE(store);
