@@ -282,6 +282,24 @@ function gatewayState(pid) {
   };
 }
 
+// The gateway's side of client connections it has not closed yet: sockets on
+// its listening port, established or with the client's FIN received
+// (CLOSE_WAIT). Its descriptors are no measure of that: it keeps idle
+// upstream connections after a burst.
+function clientConnectionsOpen(port) {
+  const local = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  let open = 0;
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = fs.readFileSync(file, 'utf8'); } catch { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 3 && f[1].endsWith(local) && (f[3] === '01' || f[3] === '08')) open += 1;
+    }
+  }
+  return open;
+}
+
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function idleMode() {
@@ -305,7 +323,8 @@ async function idleMode() {
       }
       await Promise.all(batch);
     }
-    const open = gatewayState(opts.gatewayPid);
+    const port = Number(target.port);
+    const open = { ...gatewayState(opts.gatewayPid), client_connections: clientConnectionsOpen(port) };
     const openStreams = firstTokens;
     ctl.abort();
     const results = await Promise.all(ends);
@@ -313,11 +332,8 @@ async function idleMode() {
     counts.ok += results.filter(([kind]) => kind === 'aborted').length;
     // Wait until the gateway has closed its side of every stream (bounded).
     const deadline = Date.now() + opts.settleMs;
+    while (clientConnectionsOpen(port) > 0 && Date.now() < deadline) await sleep(100);
     let after = gatewayState(opts.gatewayPid);
-    while (after.fds > base.fds + 8 && Date.now() < deadline) {
-      await sleep(100);
-      after = gatewayState(opts.gatewayPid);
-    }
     // Then until its RSS has stopped falling (it trims the heap a moment
     // after a burst of closes): the same for 5 samples 100 ms apart.
     for (let same = 0; same < 5 && Date.now() < deadline; ) {
@@ -326,6 +342,8 @@ async function idleMode() {
       same = now.rss_mib === after.rss_mib ? same + 1 : 0;
       after = now;
     }
+    // Not 0: the figures were taken with streams still open (the deadline passed).
+    after.client_connections = clientConnectionsOpen(port);
     rounds.push({ round, open_streams: openStreams, open, after });
   }
   agent.destroy();

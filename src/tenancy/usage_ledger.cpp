@@ -26,12 +26,15 @@ constexpr std::size_t kRowsPerInsert = 16;
 constexpr int kColumns = 15;
 
 // A burst grows the row buffers to its size, and kept, that capacity stayed
-// resident after it: some 2 MiB after 9,500 streams closed at once
+// resident after it: 1-2 MiB after 9,500 streams closed at once
 // (docs/reliability.md). A batch's buffer larger than these is given back
-// once the batch is written, within ~150 ms of its last row and so before
-// the server's heap trim (250 ms after the burst's last close). Under load
-// the I/O thread grows its buffer again each interval: a copy of the rows,
-// some 0.1 % of their requests' cost.
+// once the batch is written, within some 150 ms of its last row and so
+// before the server's heap trim (250 ms after the burst's last close).
+// Keeping a buffer that steady traffic fills instead (given back only when
+// the batches shrink) gave it back an interval or two later, often after the
+// trim. The cost: over 10,000 requests a second (batches over 1,024 rows)
+// the I/O thread grows its buffer anew each interval, some 0.7 MB copied an
+// interval at 34,000 (estimated; too little for the bench to see).
 constexpr std::size_t kKeptRows = 1024;
 constexpr std::size_t kKeptTextBytes = 64 * 1024;
 
