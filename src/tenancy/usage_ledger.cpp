@@ -97,13 +97,13 @@ Result<Done> write_batch(Database& db, LedgerStatements& statements,
                          const std::vector<PendingRow>& pending, std::string_view text) {
   if (auto ok = db.exec("BEGIN IMMEDIATE"); !ok) return ok.error();
   std::map<std::string, std::int64_t, std::less<>> last_used;  // seconds, by key
+  const auto view = [text](UsageLedger::TextSpan span) { return text.substr(span.at, span.size); };
   for (std::size_t i = 0; i < pending.size();) {
     const std::size_t rows = pending.size() - i >= kRowsPerInsert ? kRowsPerInsert : 1;
     Statement& insert = rows > 1 ? statements.insert_group : statements.insert_one;
     for (std::size_t k = 0; k < rows; ++k)
       bind_row(insert, static_cast<int>(k) * kColumns + 1,
-               pending[i + k].with_texts<std::string_view>(
-                   [&](UsageLedger::TextSpan span) { return text.substr(span.at, span.size); }));
+               pending[i + k].with_texts<std::string_view>(view));
     if (auto ok = insert.run(); !ok) {
       (void)db.exec("ROLLBACK");
       return ok.error();
@@ -112,7 +112,7 @@ Result<Done> write_batch(Database& db, LedgerStatements& statements,
   }
   for (const auto& p : pending) {
     if (p.key.size > 0) {
-      const std::string_view key = text.substr(p.key.at, p.key.size);
+      const std::string_view key = view(p.key);
       const std::int64_t seconds = p.time_ms / 1000;
       if (auto it = last_used.find(key); it != last_used.end())
         it->second = std::max(it->second, seconds);
