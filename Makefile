@@ -38,20 +38,22 @@ check-agents: build
 	scripts/check-agents build/switchyard
 
 # libFuzzer targets (clang-14): the GGUF reader, the HTTP request parser, the
+# head parser against Beast's (differential), the
 # server with a handler over loopback, the SSE splitter, the chunked body
 # decoder, the JSON scan and request inspector, the fleet config loader.
 # Each runs FUZZ_SECONDS; new inputs are kept in build-fuzz/corpus/<target>.
 #   make fuzz FUZZ_TARGETS=sse FUZZ_SECONDS=300
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= gguf http_request http_server sse body_decoder json_scan config
+FUZZ_TARGETS ?= gguf http_request http_head http_server sse body_decoder json_scan config
 FUZZ_CXX = clang++-14 -std=c++20 -g -O1 -Isrc
 # clang 14 fails to emit UBSan's checks in coroutines ("Cannot represent a
 # difference across sections"), so the server's target runs with ASan only.
 FUZZ_SANITIZE = -fsanitize=fuzzer,address,undefined
 fuzz_sources_gguf = src/plan/gguf_reader.cpp src/plan/ggml_types.cpp src/plan/gguf_model.cpp \
   src/plan/model_facts.cpp src/plan/kv_math.cpp -lfmt
-fuzz_sources_http_request = src/http/parsers.cpp src/http/message.cpp
-fuzz_sources_http_server = src/http/server.cpp src/http/parsers.cpp src/http/message.cpp \
+fuzz_sources_http_request = src/http/parsers.cpp src/http/head_parser.cpp src/http/body_decoder.cpp \
+  src/http/message.cpp
+fuzz_sources_http_server = src/http/server.cpp $(fuzz_sources_http_request) \
   src/http/client_watch.cpp src/http/socket_deadline.cpp src/http/wire.cpp src/http/heap_trim.cpp \
   -lspdlog -lfmt
 fuzz_sources_sse = src/http/sse.cpp
@@ -63,7 +65,7 @@ fuzz: setup
 	@mkdir -p build-fuzz
 	@for t in $(FUZZ_TARGETS); do \
 	  san="$(FUZZ_SANITIZE)"; \
-	  case $$t in gguf) srcs="$(fuzz_sources_gguf)";; http_request) srcs="$(fuzz_sources_http_request)";; \
+	  case $$t in gguf) srcs="$(fuzz_sources_gguf)";; http_request|http_head) srcs="$(fuzz_sources_http_request)";; \
 	    http_server) srcs="$(fuzz_sources_http_server)"; san="-fsanitize=fuzzer,address";; \
 	    sse) srcs="$(fuzz_sources_sse)";; body_decoder) srcs="$(fuzz_sources_body_decoder)";; \
 	    json_scan) srcs="$(fuzz_sources_json_scan)";; \

@@ -5,7 +5,7 @@
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/error.hpp>
 
 #include "http/use_tuple.h"
 
@@ -26,17 +26,15 @@ bool has_read(const Parser& parser, ReadUntil until) {
   return until == ReadUntil::header ? parser.is_header_done() : parser.is_done();
 }
 
-// Feeds `parser` what `buffer` already holds, never fewer bytes than the
-// parser's min_input() (parsers.h). Beast's read operations do the same
-// first, but then complete through the event loop (a posted handler) even
-// when no read was needed, which for a small message read along with its
-// headers is the common case. need_more and need_buffer are not errors here:
-// the caller reads more (read_until), or drains the body buffer.
+// Feeds `parser` (parsers.h) what `buffer` already holds: a small message
+// usually came whole with its first read. need_more and need_buffer are not
+// errors here: the caller reads more (read_until), or drains the body
+// buffer.
 template <class Parser, class Buffer>
 boost::system::error_code parse_buffered(Parser& parser, Buffer& buffer,
                                          ReadUntil until = ReadUntil::message) {
   boost::system::error_code ec;
-  while (!has_read(parser, until) && buffer.size() >= parser.min_input()) {
+  while (!has_read(parser, until) && buffer.size() > 0) {
     const std::size_t used = parser.put(buffer.data(), ec);
     buffer.consume(used);
     if (ec == beast_http::error::need_more || ec == beast_http::error::need_buffer) return {};
@@ -84,7 +82,6 @@ boost::system::error_code take_read(Parser& parser, Buffer& buffer, ReadUntil un
 template <class Parser, class Buffer>
 bool read_until_now(tcp::socket& socket, Buffer& buffer, Parser& parser, ReadUntil until,
                     bool arrived, boost::system::error_code& ec) {
-  if (until == ReadUntil::header) parser.eager(false);  // stop at the header's end, as Beast's
   ec = parse_buffered(parser, buffer, until);
   if (ec || has_read(parser, until)) return true;
   if (!arrived) return false;

@@ -1,9 +1,10 @@
-// A response body's framing (RFC 9112 §6.3, §7.1), decoded in place once
-// Beast has parsed the header: each piece of body handed out is a view of
-// the caller's read buffer. Beast's parser copied every chunk into a body
-// buffer, and for a relayed stream, whose chunks are an event each, that copy
-// and the parser's work per chunk were a sixth of the relay's instructions
-// (docs/performance.md, round 7).
+// A message body's framing (RFC 9112 §6.3, §7.1), decoded in place once the
+// head is parsed: each piece of body handed out is a view of the caller's
+// read buffer. An engine's response is relayed from these views; Beast's
+// parser copied every chunk into a body buffer, and for a relayed stream,
+// whose chunks are an event each, that copy and the parser's work per chunk
+// were a sixth of the relay's instructions (docs/performance.md, round 7).
+// A request's body is appended from them to the request (parsers.h).
 #pragma once
 
 #include <cstddef>

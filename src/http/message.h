@@ -83,6 +83,12 @@ class Headers {
 };
 
 bool iequals(std::string_view a, std::string_view b);
+// `s` without the spaces and tabs around it (OWS, RFC 9110 §5.6.3).
+inline std::string_view trim_ows(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 // What is known once the request line and headers are in, before the body.
 struct RequestHead {

@@ -7,20 +7,6 @@
 
 namespace switchyard::http {
 
-namespace {
-
-void add_header(Headers& headers, boost::beast::string_view name, boost::beast::string_view value) {
-  headers.add({name.data(), name.size()}, {value.data(), value.size()});
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-}  // namespace
-
 std::optional<FramingError> check_request_framing(const Headers& headers, unsigned version) {
   std::vector<std::string_view> codings;
   bool present = false;
@@ -32,7 +18,7 @@ std::optional<FramingError> check_request_framing(const Headers& headers, unsign
     std::string_view list = value;
     while (!list.empty()) {
       const auto comma = list.find(',');
-      const auto item = trim(list.substr(0, comma));
+      const auto item = trim_ows(list.substr(0, comma));
       if (!item.empty()) codings.push_back(item);  // empty list elements are allowed
       list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
     }
@@ -44,7 +30,7 @@ std::optional<FramingError> check_request_framing(const Headers& headers, unsign
   if (codings.empty()) return FramingError{400, "Transfer-Encoding without a coding"};
   for (std::size_t i = 0; i < codings.size(); ++i) {
     const auto coding = codings[i];
-    const auto name = trim(coding.substr(0, coding.find(';')));
+    const auto name = trim_ows(coding.substr(0, coding.find(';')));
     if (iequals(name, "chunked")) {
       if (name.size() != coding.size())
         return FramingError{400, "Transfer-Encoding: chunked takes no parameters"};
@@ -53,7 +39,7 @@ std::optional<FramingError> check_request_framing(const Headers& headers, unsign
     }
   }
   for (const auto coding : codings) {
-    const auto name = trim(coding.substr(0, coding.find(';')));
+    const auto name = trim_ows(coding.substr(0, coding.find(';')));
     if (!iequals(name, "chunked"))
       return FramingError{
           501, "Transfer-Encoding '" + std::string(name) + "' is not supported (only chunked)"};
@@ -61,47 +47,97 @@ std::optional<FramingError> check_request_framing(const Headers& headers, unsign
   return std::nullopt;
 }
 
-void RequestParser::on_request_impl(boost::beast::http::verb, string_view method_text,
-                                    string_view target_text, int http_version, error_code&) {
-  method.assign(method_text.data(), method_text.size());
-  target.assign(target_text.data(), target_text.size());
-  version = static_cast<unsigned>(http_version);
+namespace {
+
+using Error = boost::beast::http::error;
+
+std::string_view bytes_of(boost::asio::const_buffer in) {
+  return {static_cast<const char*>(in.data()), in.size()};
 }
 
-void RequestParser::on_field_impl(boost::beast::http::field, string_view name, string_view value,
-                                  error_code&) {
-  add_header(headers, name, value);
+}  // namespace
+
+std::size_t RequestParser::put(boost::asio::const_buffer in, error_code& ec) {
+  const auto bytes = bytes_of(in);
+  got_some_ = got_some_ || !bytes.empty();
+  return header_done_ ? take_body(bytes, ec) : take_head(bytes, ec);
 }
 
-void RequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) {
-  // The server checked a declared length against its body limit already.
-  if (length) body.reserve(static_cast<std::size_t>(*length));
+std::size_t RequestParser::take_head(std::string_view in, error_code& ec) {
+  const std::size_t used = head_.parse(in, ec);
+  if (ec) return 0;
+  header_done_ = true;
+  const auto length = head_.content_length();
+  if (head_.chunked()) {
+    decoder_ = BodyDecoder::chunked();
+  } else if (length && *length > 0) {
+    if (body_limit_ && *length > *body_limit_) {
+      ec = Error::body_limit;
+      return used;
+    }
+    decoder_ = BodyDecoder::with_length(*length);
+  } else {
+    done_ = true;
+  }
+  return used;
 }
 
-std::size_t RequestParser::on_body_impl(string_view data, error_code&) {
-  body.append(data.data(), data.size());
-  return data.size();
+std::size_t RequestParser::take_body(std::string_view in, error_code& ec) {
+  ec = {};
+  // A declared length within the limit is room taken once (the server
+  // answered 413 to one over it already).
+  if (const auto length = head_.content_length();
+      length && body.empty() && body_limit_ && *length <= *body_limit_)
+    body.reserve(static_cast<std::size_t>(*length));
+  std::size_t used = 0;
+  while (!done_) {
+    const auto step = decoder_->next(in.substr(used));
+    if (decoder_->error()) {
+      ec = Error::bad_chunk;
+      return used;
+    }
+    if (body_limit_ && body.size() + step.data.size() > *body_limit_) {
+      ec = Error::body_limit;
+      return used;
+    }
+    body.append(step.data);
+    used += step.used;
+    done_ = decoder_->done();
+    if (step.used == 0) break;
+  }
+  if (!done_) ec = Error::need_more;
+  return used;
 }
 
-std::size_t RequestParser::on_chunk_body_impl(std::uint64_t, string_view data, error_code& ec) {
-  const std::size_t n = on_body_impl(data, ec);
-  chunk_left_ -= n;
-  return n;
+void RequestParser::put_eof(error_code& ec) const {
+  ec = done_ ? error_code{} : error_code{Error::partial_message};
 }
 
-void ResponseParser::on_field_impl(boost::beast::http::field, string_view name, string_view value,
-                                   error_code&) {
-  add_header(headers, name, value);
+std::size_t ResponseParser::put(boost::asio::const_buffer in, error_code& ec) {
+  if (header_done_) {
+    ec = Error::need_buffer;
+    return 0;
+  }
+  const auto bytes = bytes_of(in);
+  got_some_ = got_some_ || !bytes.empty();
+  const std::size_t used = head_.parse(bytes, ec);
+  if (ec) return 0;
+  header_done_ = true;
+  const int status = head_.status();
+  const auto length = head_.content_length();
+  // RFC 9112 §6.3: these have no body, whatever their fields say.
+  done_ = status / 100 == 1 || status == 204 || status == 304 ||
+          (!head_.chunked() && length && *length == 0);
+  return used;
 }
 
-std::size_t ResponseParser::on_body_impl(string_view, error_code& ec) {
-  ec = boost::beast::http::error::need_buffer;
-  return 0;
+void ResponseParser::put_eof(error_code& ec) const {
+  ec = header_done_ ? error_code{} : error_code{Error::partial_message};
 }
 
-std::size_t ResponseParser::on_chunk_body_impl(std::uint64_t, string_view, error_code& ec) {
-  ec = boost::beast::http::error::need_buffer;
-  return 0;
+bool ResponseParser::keep_alive() const {
+  const bool until_close = !done_ && !head_.chunked() && !head_.content_length();
+  return head_.connection_persists() && !until_close;
 }
 
 }  // namespace switchyard::http

@@ -1,14 +1,19 @@
-// Beast's HTTP/1 parser filling switchyard's own message types. Beast's
-// message containers allocate a node per header, which then had to be copied
-// into Headers again: both are gone from every request and response.
+// HTTP/1 messages as the server and the upstream calls read them: the head
+// by HeadParser, a request's body by BodyDecoder, into switchyard's own
+// message types.
 #pragma once
 
-#include <boost/beast/http/basic_parser.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
+#include "http/body_decoder.h"
+#include "http/head_parser.h"
 #include "http/message.h"
 
 namespace switchyard::http {
@@ -27,14 +32,13 @@ struct FramingError {
 // body's bytes as the next request (request smuggling).
 std::optional<FramingError> check_request_framing(const Headers& headers, unsigned version);
 
-// A request: its header, and its body into a string. Beast 1.81 asserts
-// (basic_parser.ipp:702, `n >= 5`, debug builds only) when it is given the
-// final chunk in pieces of fewer than five bytes, as a client sending its
-// trailer a byte at a time does; what is left of a chunked body between two
-// chunks is never shorter than its last chunk `0\r\n\r\n`, so waiting for
-// five bytes there (parse_buffered) waits for nothing that is not coming.
-class RequestParser final : public boost::beast::http::basic_parser<true> {
+// A request: its head, and its body into a string. put() takes one step a
+// call, the head or what is there of the body, and leaves what it did not
+// use (the rest of a head not yet whole, the next request) to the caller.
+class RequestParser {
  public:
+  using error_code = boost::system::error_code;
+
   // Fills `request` in place (method, target, headers, body; not the head's
   // content_length or remote), which must start empty and outlive the
   // parser. Not a copy of its own: the server's session keeps the parser
@@ -44,63 +48,83 @@ class RequestParser final : public boost::beast::http::basic_parser<true> {
       : method(request.head.method),
         target(request.head.target),
         headers(request.head.headers),
-        body(request.body) {}
+        body(request.body),
+        head_(method, target, headers) {}
+  RequestParser(const RequestParser&) = delete;
+  RequestParser& operator=(const RequestParser&) = delete;
 
   std::string& method;
   std::string& target;
-  unsigned version = 11;
   Headers& headers;
   std::string& body;
 
-  // The fewest buffered bytes worth giving put().
-  std::size_t min_input() const {
-    return this->chunked() && this->is_header_done() && chunk_left_ == 0 ? 5 : 1;
-  }
+  void header_limit(std::size_t bytes) { head_.header_limit(bytes); }
+  // The most body bytes taken (a chunked body's; nullopt: no limit). A
+  // declared Content-Length over it is refused with the head.
+  void body_limit(std::optional<std::uint64_t> bytes) { body_limit_ = bytes; }
+
+  // Parses from the start of `in`; returns the bytes used. `ec` need_more:
+  // call again with what is left and more; any other: the request is
+  // malformed (Beast's http::error codes, which the server's answers name).
+  std::size_t put(boost::asio::const_buffer in, error_code& ec);
+  // The client closed its side: a request not yet whole is cut off.
+  void put_eof(error_code& ec) const;
+
+  bool got_some() const { return got_some_; }
+  bool is_header_done() const { return header_done_; }
+  bool is_done() const { return done_; }
+  unsigned version() const { return head_.version(); }
+  std::optional<std::uint64_t> content_length() const { return head_.content_length(); }
+  bool chunked() const { return head_.chunked(); }
+  bool keep_alive() const { return head_.connection_persists(); }
 
  private:
-  using error_code = boost::system::error_code;
-  using string_view = boost::beast::string_view;
-  void on_request_impl(boost::beast::http::verb, string_view method_text, string_view target_text,
-                       int http_version, error_code&) override;
-  void on_response_impl(int, string_view, int, error_code&) override {}
-  void on_field_impl(boost::beast::http::field, string_view name, string_view value,
-                     error_code&) override;
-  void on_header_impl(error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override;
-  std::size_t on_body_impl(string_view data, error_code&) override;
-  void on_chunk_header_impl(std::uint64_t size, string_view, error_code&) override {
-    chunk_left_ = size;
-  }
-  std::size_t on_chunk_body_impl(std::uint64_t, string_view data, error_code& ec) override;
-  void on_finish_impl(error_code&) override {}
+  std::size_t take_head(std::string_view in, error_code& ec);
+  std::size_t take_body(std::string_view in, error_code& ec);
 
-  std::uint64_t chunk_left_ = 0;  // bytes of the current chunk not yet taken
+  HeadParser head_;
+  std::optional<BodyDecoder> decoder_;  // while a body is read
+  std::optional<std::uint64_t> body_limit_ = 1024 * 1024;
+  bool got_some_ = false;
+  bool header_done_ = false;
+  bool done_ = false;
 };
 
-// A response's header. Its body is not given to Beast: BodyDecoder decodes it
-// in place (body_decoder.h), so this parser takes no body bytes.
-class ResponseParser final : public boost::beast::http::basic_parser<false> {
+// A response's head. Its body is not taken: BodyDecoder decodes it in place
+// (body_decoder.h).
+class ResponseParser {
  public:
-  int status = 0;
+  using error_code = boost::system::error_code;
+
+  ResponseParser() = default;
+  ResponseParser(const ResponseParser&) = delete;
+  ResponseParser& operator=(const ResponseParser&) = delete;
+
   Headers headers;
 
-  // The fewest buffered bytes worth giving put() (parse_buffered): any.
-  std::size_t min_input() const { return 1; }
+  void header_limit(std::size_t bytes) { head_.header_limit(bytes); }
+  // Parses the head from the start of `in`; returns the bytes used. Once
+  // it is whole: 0 bytes, and `ec` need_buffer (the body is not taken).
+  std::size_t put(boost::asio::const_buffer in, error_code& ec);
+  // The upstream closed: a head not yet whole is cut off.
+  void put_eof(error_code& ec) const;
+
+  bool got_some() const { return got_some_; }
+  bool is_header_done() const { return header_done_; }
+  // Whether the message has no body (1xx, 204, 304, Content-Length: 0).
+  bool is_done() const { return done_; }
+  int status() const { return head_.status(); }
+  std::optional<std::uint64_t> content_length() const { return head_.content_length(); }
+  bool chunked() const { return head_.chunked(); }
+  // Whether the connection may carry another exchange: not when the body
+  // runs until the upstream closes.
+  bool keep_alive() const;
 
  private:
-  using error_code = boost::system::error_code;
-  using string_view = boost::beast::string_view;
-  void on_request_impl(boost::beast::http::verb, string_view, string_view, int,
-                       error_code&) override {}
-  void on_response_impl(int code, string_view, int, error_code&) override { status = code; }
-  void on_field_impl(boost::beast::http::field, string_view name, string_view value,
-                     error_code&) override;
-  void on_header_impl(error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
-  std::size_t on_body_impl(string_view, error_code& ec) override;
-  void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
-  std::size_t on_chunk_body_impl(std::uint64_t, string_view, error_code& ec) override;
-  void on_finish_impl(error_code&) override {}
+  HeadParser head_{headers};
+  bool got_some_ = false;
+  bool header_done_ = false;
+  bool done_ = false;
 };
 
 }  // namespace switchyard::http

@@ -643,7 +643,7 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     parser.header_limit(64 * 1024);
     // The limit is applied after the headers, so an oversized Content-Length
     // gets a 413 (below) rather than a parse error.
-    parser.body_limit(boost::none);
+    parser.body_limit(std::nullopt);
 
     // After an answer the next request is rarely there yet (let_loop_run).
     const bool detoured =
@@ -663,7 +663,7 @@ awaitable<void> Server::State::session(tcp::socket socket, bool over_cap) {
     RequestHead& head = request.head;
     if (auto cl = parser.content_length()) head.content_length = *cl;
     head.remote = remote;
-    version = parser.version;
+    version = parser.version();
 
     failure = check_head(head, version, over_cap);
     if (failure.status != 0) break;

@@ -36,12 +36,6 @@ void BufferBudget::give_back(std::size_t n) {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::optional<unsigned> parse_count(std::string_view s) {
   if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
   unsigned n = 0;
@@ -56,12 +50,12 @@ KeepAliveHint parse_keep_alive(std::string_view value) {
   KeepAliveHint hint;
   while (!value.empty()) {
     const auto comma = value.find(',');
-    const std::string_view param = trim(value.substr(0, comma));
+    const std::string_view param = trim_ows(value.substr(0, comma));
     value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
     const auto eq = param.find('=');
     if (eq == std::string_view::npos) continue;
-    const std::string_view name = trim(param.substr(0, eq));
-    const auto n = parse_count(trim(param.substr(eq + 1)));
+    const std::string_view name = trim_ows(param.substr(0, eq));
+    const auto n = parse_count(trim_ows(param.substr(eq + 1)));
     if (!n) continue;
     if (iequals(name, "timeout")) hint.timeout = std::chrono::seconds(*n);
     if (iequals(name, "max")) hint.max = *n;
@@ -362,7 +356,6 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
       const bool others = pool.calls > 1;
       if (others) co_await let_loop_run(conn.socket);
       parser.emplace();
-      parser->body_limit(boost::none);
       if (!read_until_now(conn.socket, conn.buffer, *parser, ReadUntil::header, others, wec))
         wec = co_await read_until(conn.socket, conn.buffer, *parser, ReadUntil::header);
     }
@@ -380,7 +373,7 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
       s.keep_alive = parser->keep_alive();
       note_keep_alive(conn, parser->headers, opts);
       UpstreamHead reply;
-      reply.status = parser->status;
+      reply.status = parser->status();
       reply.headers = std::move(parser->headers);
       co_return reply;
     }

@@ -22,8 +22,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // are both covered.
   const std::size_t piece = 1 + data[0] % 64;
   std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
-  // What the server's read buffer holds: Beast's parser keeps no bytes of
-  // its own, a header is parsed once it is whole in the buffer.
+  // What the server's read buffer holds: the parser keeps no bytes of its
+  // own, a head is taken once it is whole in the buffer.
   std::string buffer;
   Request request;
   auto parser = std::make_unique<RequestParser>(request);
@@ -45,8 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       buffer.append(chunk);
       input.remove_prefix(chunk.size());
     }
-    // As the server feeds it (parse_buffered): never fewer than min_input().
-    if (buffer.size() < parser->min_input()) {
+    if (buffer.empty()) {
       want_more = true;
       continue;
     }
@@ -58,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (parser->is_header_done() && !checked) {
       checked = true;
       // The server answers and closes on a framing error.
-      if (check_request_framing(parser->headers, parser->version)) return 0;
+      if (check_request_framing(parser->headers, parser->version())) return 0;
     }
     if (parser->is_done()) {
       fresh();  // the next pipelined request

@@ -23,10 +23,18 @@ std::size_t feed(Parser& parser, std::string_view wire, boost::system::error_cod
   return parser.put(boost::asio::buffer(wire.data(), wire.size()), ec);
 }
 
+// Feeds `wire` to `parser` as the server does (parse_buffered): a step a
+// call, for as long as there are bytes and the message is not whole.
+template <class Parser>
+boost::system::error_code feed_all(Parser& parser, std::string_view wire) {
+  beast::flat_buffer buffer;
+  buffer.commit(net::buffer_copy(buffer.prepare(wire.size()), net::buffer(wire)));
+  return parse_buffered(parser, buffer);
+}
+
 TEST(RequestParser, FillsHeadHeadersAndBody) {
   Request request;
   RequestParser parser(request);
-  parser.eager(true);
   const std::string wire =
       "POST /v1/chat/completions?x=1 HTTP/1.1\r\n"
       "Host: gw\r\n"
@@ -35,13 +43,12 @@ TEST(RequestParser, FillsHeadHeadersAndBody) {
       "Content-Length: 11\r\n"
       "\r\n"
       "{\"a\":\"b\"}\r\n";
-  boost::system::error_code ec;
-  EXPECT_EQ(feed(parser, wire, ec), wire.size());
+  const auto ec = feed_all(parser, wire);
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(parser.is_done());
   EXPECT_EQ(parser.method, "POST");
   EXPECT_EQ(parser.target, "/v1/chat/completions?x=1");
-  EXPECT_EQ(parser.version, 11u);
+  EXPECT_EQ(parser.version(), 11u);
   EXPECT_EQ(parser.body, "{\"a\":\"b\"}\r\n");
   EXPECT_TRUE(parser.keep_alive());
   // Every header as sent, in order, names as spelled.
@@ -53,12 +60,11 @@ TEST(RequestParser, FillsHeadHeadersAndBody) {
 TEST(RequestParser, ChunkedBodyArrivingInPieces) {
   Request request;
   RequestParser parser(request);
-  parser.eager(true);
   const std::string head = "POST /tokenize HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n";
   boost::system::error_code ec;
   EXPECT_EQ(feed(parser, head, ec), head.size());
   ASSERT_FALSE(ec) << ec.message();
-  EXPECT_EQ(parser.version, 10u);
+  EXPECT_EQ(parser.version(), 10u);
   std::string rest = "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n";
   // One byte at a time, as a slow client sends it.
   std::string pending;
@@ -73,9 +79,7 @@ TEST(RequestParser, ChunkedBodyArrivingInPieces) {
   EXPECT_EQ(parser.body, "wikipedia");
 }
 
-// A client may send its chunked body a byte at a time, trailer included:
-// Beast 1.81 asserts in debug builds when given the final chunk in pieces
-// under five bytes, so parse_buffered waits for min_input() between chunks.
+// A client may send its whole request a byte at a time, trailer included.
 TEST(RequestParser, ChunkedBodyAndTrailerAByteAtATime) {
   for (const std::string body : {"0\r\nX-Trailer: y\r\n\r\n", "3\r\nabc\r\n0\r\n\r\n",
                                  "2\r\nab\r\n1\r\nc\r\n0\r\nA: 1\r\nB: 2\r\n\r\n"}) {
@@ -96,13 +100,58 @@ TEST(RequestParser, ChunkedBodyAndTrailerAByteAtATime) {
 }
 
 TEST(RequestParser, BodyLimitIsEnforced) {
+  {
+    Request request;
+    RequestParser parser(request);
+    parser.body_limit(4);
+    EXPECT_EQ(feed_all(parser, "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789"),
+              beast_http::error::body_limit);
+  }
+  // A chunked body's length is known only as it comes: its chunks count.
   Request request;
   RequestParser parser(request);
-  parser.eager(true);
   parser.body_limit(4);
+  EXPECT_EQ(feed_all(parser,
+                     "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"),
+            beast_http::error::body_limit);
+  EXPECT_EQ(parser.body, "abc");
+}
+
+TEST(RequestParser, MalformedChunkedBodyAndCutOffRequestsAreErrors) {
+  {
+    Request request;
+    RequestParser parser(request);
+    EXPECT_EQ(feed_all(parser, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+              beast_http::error::bad_chunk);
+  }
+  Request request;
+  RequestParser parser(request);
+  ASSERT_FALSE(feed_all(parser, "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n01234"));
+  EXPECT_FALSE(parser.is_done());
   boost::system::error_code ec;
-  feed(parser, "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n0123456789", ec);
-  EXPECT_EQ(ec, beast_http::error::body_limit);
+  parser.put_eof(ec);
+  EXPECT_EQ(ec, beast_http::error::partial_message);
+}
+
+// Pipelined requests: each parser takes its own message and leaves the next.
+TEST(RequestParser, LeavesTheNextRequestInTheBuffer) {
+  const std::string first = "POST /a HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi";
+  const std::string second = "GET /b HTTP/1.1\r\n\r\n";
+  beast::flat_buffer buffer;
+  const std::string wire = first + second;
+  buffer.commit(net::buffer_copy(buffer.prepare(wire.size()), net::buffer(wire)));
+  Request a;
+  RequestParser pa(a);
+  ASSERT_FALSE(parse_buffered(pa, buffer));
+  EXPECT_EQ(a.body, "hi");
+  EXPECT_EQ(buffer.size(), second.size());
+  Request b;
+  RequestParser pb(b);
+  ASSERT_FALSE(parse_buffered(pb, buffer));
+  ASSERT_TRUE(pb.is_done());
+  EXPECT_EQ(b.head.target, "/b");
+  EXPECT_EQ(buffer.size(), 0u);
 }
 
 // The header only: the body stays in the buffer for BodyDecoder.
@@ -115,7 +164,7 @@ TEST(ResponseParser, ReadsTheHeaderAndTakesNoBody) {
   EXPECT_EQ(feed(parser, head, ec), head.size());
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(parser.is_header_done());
-  EXPECT_EQ(parser.status, 503);
+  EXPECT_EQ(parser.status(), 503);
   EXPECT_EQ(parser.headers.find("content-type"), "application/json");
   EXPECT_EQ(parser.content_length().value_or(0), 10u);
   EXPECT_FALSE(parser.keep_alive());

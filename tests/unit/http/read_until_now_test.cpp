@@ -58,7 +58,7 @@ TEST_F(ReadUntilNowTest, ReadsAHeadThatHasArrivedAndLeavesTheRestToTheAwait) {
   EXPECT_TRUE(read(true));
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_TRUE(parser.is_header_done());
-  EXPECT_EQ(parser.status, 200);
+  EXPECT_EQ(parser.status(), 200);
   EXPECT_EQ(std::string_view(static_cast<const char*>(buffer.data().data()), buffer.size()), "ok")
       << "the body stays in the buffer";
 }
