@@ -58,8 +58,10 @@ fuzz_sources_http_server = src/http/server.cpp $(fuzz_sources_http_request) \
   -lspdlog -lfmt
 fuzz_sources_sse = src/http/sse.cpp
 fuzz_sources_body_decoder = src/http/body_decoder.cpp
-fuzz_sources_json_scan = src/openai/json_scan.cpp src/openai/request_inspector.cpp -lsimdjson -lfmt
-fuzz_sources_config = src/fleet/fleet_config.cpp src/fleet/redis_url.cpp src/http/url.cpp \
+fuzz_sources_json_scan = src/openai/json_scan.cpp src/openai/request_inspector.cpp \
+  src/openai/messages_checks.cpp -lsimdjson -lfmt
+fuzz_sources_config = src/config/fleet_config.cpp src/tenancy/redis_url.cpp src/tenancy/key_limits.cpp \
+  src/http/url.cpp \
   -lyaml-cpp -lfmt
 fuzz: setup
 	@mkdir -p build-fuzz
