@@ -154,7 +154,7 @@ bool chunked_once_and_last(std::string_view list) {
 
 std::size_t HeadParser::parse(std::string_view in, error_code& ec) {
   ec = {};
-  const std::size_t end = std::min(in.size(), header_limit_);
+  const std::size_t end = std::min<std::size_t>(in.size(), header_limit_);
   // A request's method is checked as it arrives: a client speaking
   // something else (TLS, say) is told at once, not when a line ends.
   for (std::size_t i = scanned_; method_ && !method_seen_ && i < end; ++i) {
@@ -168,12 +168,12 @@ std::size_t HeadParser::parse(std::string_view in, error_code& ec) {
     const void* lf =
         scanned_ < end ? std::memchr(in.data() + scanned_, '\n', end - scanned_) : nullptr;
     if (!lf) {
-      scanned_ = end;
+      scanned_ = static_cast<std::uint32_t>(end);
       ec = in.size() >= header_limit_ ? Error::header_limit : Error::need_more;
       return 0;
     }
     const std::size_t at = static_cast<std::size_t>(static_cast<const char*>(lf) - in.data());
-    scanned_ = at + 1;
+    scanned_ = static_cast<std::uint32_t>(at + 1);
     if (at == line_start_ || in[at - 1] != '\r') {
       ec = Error::bad_line_ending;
       return 0;
@@ -203,7 +203,7 @@ error_code HeadParser::parse_request_line(std::string_view line) {
     return Error::bad_target;
   const auto version = version_of(rest.substr(target_end + 1));
   if (!version) return Error::bad_version;
-  version_ = *version;
+  version_ = static_cast<std::uint16_t>(*version);
   method_->assign(line.substr(0, method_end));
   target_->assign(rest.substr(0, target_end));
   return {};
@@ -213,12 +213,12 @@ error_code HeadParser::parse_status_line(std::string_view line) {
   // HTTP-version SP 3DIGIT SP reason-phrase
   const auto version = version_of(line.substr(0, 8));
   if (!version || line.size() < 9 || line[8] != ' ') return Error::bad_version;
-  version_ = *version;
+  version_ = static_cast<std::uint16_t>(*version);
   const auto code = line.substr(9, 4);
   if (code.size() < 4 || code[3] != ' ') return Error::bad_status;
   const auto status = decimal_of(code.substr(0, 3));
   if (!status) return Error::bad_status;
-  status_ = static_cast<int>(*status);
+  status_ = static_cast<std::uint16_t>(*status);
   const auto reason = line.substr(13);
   if (!is_field_text(reason)) return Error::bad_reason;
   return {};

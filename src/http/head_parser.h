@@ -11,6 +11,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -38,7 +39,9 @@ class HeadParser {
   std::size_t parse(std::string_view in, boost::system::error_code& ec);
 
   // The most bytes a head may have (Beast's default).
-  void header_limit(std::size_t bytes) { header_limit_ = bytes; }
+  void header_limit(std::size_t bytes) {
+    header_limit_ = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX));
+  }
 
   unsigned version() const { return version_; }  // 10 or 11
   int status() const { return status_; }
@@ -58,14 +61,15 @@ class HeadParser {
   std::string* method_ = nullptr;  // null for a response
   std::string* target_ = nullptr;
   Headers& headers_;
-  std::size_t header_limit_ = 8192;
-  std::size_t line_start_ = 0;  // where the first line not yet parsed starts
-  std::size_t scanned_ = 0;     // bytes searched for that line's end
-  bool method_seen_ = false;    // a request's first space is in
-  bool start_line_done_ = false;
-  unsigned version_ = 11;
-  int status_ = 0;
   std::optional<std::uint64_t> content_length_;
+  // Offsets within a head, which is at most header_limit_ bytes.
+  std::uint32_t header_limit_ = 8192;
+  std::uint32_t line_start_ = 0;  // where the first line not yet parsed starts
+  std::uint32_t scanned_ = 0;     // bytes searched for that line's end
+  std::uint16_t version_ = 11;
+  std::uint16_t status_ = 0;
+  bool method_seen_ = false;  // a request's first space is in
+  bool start_line_done_ = false;
   bool chunked_ = false;
   bool close_ = false;
   bool keep_alive_ = false;

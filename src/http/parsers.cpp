@@ -71,7 +71,7 @@ std::size_t RequestParser::take_head(std::string_view in, error_code& ec) {
   if (head_.chunked()) {
     decoder_ = BodyDecoder::chunked();
   } else if (length && *length > 0) {
-    if (body_limit_ && *length > *body_limit_) {
+    if (*length > body_limit_) {
       ec = Error::body_limit;
       return used;
     }
@@ -87,22 +87,22 @@ std::size_t RequestParser::take_body(std::string_view in, error_code& ec) {
   // A declared length within the limit is room taken once (the server
   // answered 413 to one over it already).
   if (const auto length = head_.content_length();
-      length && body.empty() && body_limit_ && *length <= *body_limit_)
-    body.reserve(static_cast<std::size_t>(*length));
+      length && body_.empty() && body_limit_ != kNoLimit && *length <= body_limit_)
+    body_.reserve(static_cast<std::size_t>(*length));
   std::size_t used = 0;
   while (!done_) {
-    const auto step = decoder_->next(in.substr(used));
-    if (decoder_->error()) {
+    const auto step = decoder_.next(in.substr(used));
+    if (decoder_.error()) {
       ec = Error::bad_chunk;
       return used;
     }
-    if (body_limit_ && body.size() + step.data.size() > *body_limit_) {
+    if (step.data.size() > body_limit_ - body_.size()) {
       ec = Error::body_limit;
       return used;
     }
-    body.append(step.data);
+    body_.append(step.data);
     used += step.used;
-    done_ = decoder_->done();
+    done_ = decoder_.done();
     if (step.used == 0) break;
   }
   if (!done_) ec = Error::need_more;

@@ -45,23 +45,15 @@ class RequestParser {
   // and the request in its coroutine frame, where a second Headers would be
   // over 400 bytes more for every open connection.
   explicit RequestParser(Request& request)
-      : method(request.head.method),
-        target(request.head.target),
-        headers(request.head.headers),
-        body(request.body),
-        head_(method, target, headers) {}
+      : head_(request.head.method, request.head.target, request.head.headers),
+        body_(request.body) {}
   RequestParser(const RequestParser&) = delete;
   RequestParser& operator=(const RequestParser&) = delete;
-
-  std::string& method;
-  std::string& target;
-  Headers& headers;
-  std::string& body;
 
   void header_limit(std::size_t bytes) { head_.header_limit(bytes); }
   // The most body bytes taken (a chunked body's; nullopt: no limit). A
   // declared Content-Length over it is refused with the head.
-  void body_limit(std::optional<std::uint64_t> bytes) { body_limit_ = bytes; }
+  void body_limit(std::optional<std::uint64_t> bytes) { body_limit_ = bytes.value_or(kNoLimit); }
 
   // Parses from the start of `in`; returns the bytes used. `ec` need_more:
   // call again with what is left and more; any other: the request is
@@ -82,9 +74,14 @@ class RequestParser {
   std::size_t take_head(std::string_view in, error_code& ec);
   std::size_t take_body(std::string_view in, error_code& ec);
 
+  static constexpr std::uint64_t kNoLimit = UINT64_MAX;
+
+  // Small: the server's session keeps its parser for as long as the
+  // connection is open, an idle stream's included.
   HeadParser head_;
-  std::optional<BodyDecoder> decoder_;  // while a body is read
-  std::optional<std::uint64_t> body_limit_ = 1024 * 1024;
+  std::string& body_;
+  BodyDecoder decoder_ = BodyDecoder::with_length(0);  // the body's, once the head is in
+  std::uint64_t body_limit_ = 1024 * 1024;
   bool got_some_ = false;
   bool header_done_ = false;
   bool done_ = false;

@@ -85,14 +85,15 @@ std::optional<Head> beasts(std::string_view wire) {
   return head;
 }
 
+// What `parser`, which fills `headers`, makes of `wire`.
 template <class Parser>
-std::optional<Head> head_of(Parser& parser, std::string_view wire) {
+std::optional<Head> head_of(Parser& parser, const Headers& headers, std::string_view wire) {
   boost::system::error_code ec;
   const std::size_t used = parser.put(boost::asio::buffer(wire.data(), wire.size()), ec);
   if ((ec && ec != beast_http::error::need_more) || !parser.is_header_done()) return std::nullopt;
   Head head;
   head.size = used;
-  for (const auto& [name, value] : parser.headers) head.fields.emplace_back(name, value);
+  for (const auto& [name, value] : headers) head.fields.emplace_back(name, value);
   head.content_length = parser.content_length();
   head.chunked = parser.chunked();
   head.keep_alive = parser.keep_alive();
@@ -104,7 +105,7 @@ inline std::optional<Head> ours_request(std::string_view wire) {
   Request request;
   RequestParser parser(request);
   parser.body_limit(std::nullopt);
-  auto head = head_of(parser, wire);
+  auto head = head_of(parser, request.head.headers, wire);
   if (head) {
     head->method = request.head.method;
     head->target = request.head.target;
@@ -114,7 +115,7 @@ inline std::optional<Head> ours_request(std::string_view wire) {
 
 inline std::optional<Head> ours_response(std::string_view wire) {
   ResponseParser parser;
-  auto head = head_of(parser, wire);
+  auto head = head_of(parser, parser.headers, wire);
   if (head) head->status = parser.status();
   return head;
 }

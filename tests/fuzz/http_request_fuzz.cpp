@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (parser->is_header_done() && !checked) {
       checked = true;
       // The server answers and closes on a framing error.
-      if (check_request_framing(parser->headers, parser->version())) return 0;
+      if (check_request_framing(request.head.headers, parser->version())) return 0;
     }
     if (parser->is_done()) {
       fresh();  // the next pipelined request

@@ -46,15 +46,16 @@ TEST(RequestParser, FillsHeadHeadersAndBody) {
   const auto ec = feed_all(parser, wire);
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(parser.is_done());
-  EXPECT_EQ(parser.method, "POST");
-  EXPECT_EQ(parser.target, "/v1/chat/completions?x=1");
+  EXPECT_EQ(request.head.method, "POST");
+  EXPECT_EQ(request.head.target, "/v1/chat/completions?x=1");
   EXPECT_EQ(parser.version(), 11u);
-  EXPECT_EQ(parser.body, "{\"a\":\"b\"}\r\n");
+  EXPECT_EQ(request.body, "{\"a\":\"b\"}\r\n");
   EXPECT_TRUE(parser.keep_alive());
   // Every header as sent, in order, names as spelled.
-  ASSERT_EQ(parser.headers.size(), 4u);
-  EXPECT_EQ(parser.headers[2].name, "content-type");
-  EXPECT_EQ(parser.headers.find("authorization"), "Bearer sk-1");
+  const Headers& headers = request.head.headers;
+  ASSERT_EQ(headers.size(), 4u);
+  EXPECT_EQ(headers[2].name, "content-type");
+  EXPECT_EQ(headers.find("authorization"), "Bearer sk-1");
 }
 
 TEST(RequestParser, ChunkedBodyArrivingInPieces) {
@@ -76,7 +77,7 @@ TEST(RequestParser, ChunkedBodyArrivingInPieces) {
     ASSERT_FALSE(ec) << ec.message();
   }
   ASSERT_TRUE(parser.is_done());
-  EXPECT_EQ(parser.body, "wikipedia");
+  EXPECT_EQ(request.body, "wikipedia");
 }
 
 // A client may send its whole request a byte at a time, trailer included.
@@ -94,7 +95,7 @@ TEST(RequestParser, ChunkedBodyAndTrailerAByteAtATime) {
       ASSERT_FALSE(parse_buffered(parser, buffer)) << body;
     }
     ASSERT_TRUE(parser.is_done()) << body;
-    EXPECT_EQ(parser.body, body.starts_with("0") ? "" : "abc");
+    EXPECT_EQ(request.body, body.starts_with("0") ? "" : "abc");
     EXPECT_EQ(buffer.size(), 0u);
   }
 }
@@ -115,7 +116,7 @@ TEST(RequestParser, BodyLimitIsEnforced) {
                      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
                      "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"),
             beast_http::error::body_limit);
-  EXPECT_EQ(parser.body, "abc");
+  EXPECT_EQ(request.body, "abc");
 }
 
 TEST(RequestParser, MalformedChunkedBodyAndCutOffRequestsAreErrors) {
