@@ -3,6 +3,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include <array>
+#include <charconv>
 #include <cstring>
 
 namespace switchyard::http {
@@ -67,18 +68,6 @@ bool is_field_text(std::string_view in) {
   }
 }
 
-// Calls `each` with every element of a comma-separated list, OWS trimmed,
-// empty ones included; stops at the first error it returns.
-template <class Each>
-error_code for_each_element(std::string_view list, Each each) {
-  for (;;) {
-    const auto comma = list.find(',');
-    if (auto ec = each(trim_ows(list.substr(0, comma)))) return ec;
-    if (comma == std::string_view::npos) return {};
-    list.remove_prefix(comma + 1);
-  }
-}
-
 // "HTTP/1.1" → 11; nullopt when `text` is not exactly a version 1.0 or 1.1.
 std::optional<unsigned> version_of(std::string_view text) {
   if (text.size() != 8 || !text.starts_with("HTTP/") || text[6] != '.') return std::nullopt;
@@ -91,15 +80,12 @@ std::optional<unsigned> version_of(std::string_view text) {
   return version;
 }
 
+// Digits only, no sign, within 64 bits.
 std::optional<std::uint64_t> decimal_of(std::string_view digits) {
-  if (digits.empty()) return std::nullopt;
   std::uint64_t n = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    if (__builtin_mul_overflow(n, 10u, &n) ||
-        __builtin_add_overflow(n, static_cast<unsigned>(c - '0'), &n))
-      return std::nullopt;
-  }
+  const char* end = digits.data() + digits.size();
+  const auto [at, ec] = std::from_chars(digits.data(), end, n);
+  if (ec != std::errc() || at != end) return std::nullopt;
   return n;
 }
 
@@ -154,6 +140,7 @@ bool chunked_once_and_last(std::string_view list) {
 
 std::size_t HeadParser::parse(std::string_view in, error_code& ec) {
   ec = {};
+  got_some_ = got_some_ || !in.empty();
   const std::size_t end = std::min<std::size_t>(in.size(), header_limit_);
   // A request's method is checked as it arrives: a client speaking
   // something else (TLS, say) is told at once, not when a line ends.
@@ -180,7 +167,10 @@ std::size_t HeadParser::parse(std::string_view in, error_code& ec) {
     }
     const auto line = in.substr(line_start_, at - 1 - line_start_);
     line_start_ = scanned_;
-    if (line.empty() && start_line_done_) return line_start_;
+    if (line.empty() && start_line_done_) {
+      done_ = true;
+      return line_start_;
+    }
     ec = parse_line(line);
     if (ec) return 0;
   }
@@ -242,7 +232,7 @@ error_code HeadParser::parse_field(std::string_view line) {
 // with Beast's rules for their conflicts.
 error_code HeadParser::note_field(std::string_view name, std::string_view value) {
   if (named(name, "connection") || named(name, "proxy-connection")) {
-    return for_each_element(value, [this](std::string_view token) -> error_code {
+    return for_each_list_element(value, [this](std::string_view token) -> error_code {
       if (token.empty()) return {};
       if (span_of(token, kTokenChars) != token.size()) return Error::bad_value;
       close_ = close_ || named(token, "close");
@@ -252,7 +242,7 @@ error_code HeadParser::note_field(std::string_view name, std::string_view value)
   }
   if (named(name, "content-length")) {
     if (chunked_) return Error::bad_content_length;
-    return for_each_element(value, [this](std::string_view digits) -> error_code {
+    return for_each_list_element(value, [this](std::string_view digits) -> error_code {
       const auto length = decimal_of(digits);
       if (!length) return Error::bad_content_length;
       if (content_length_ && *content_length_ != *length) return Error::multiple_content_length;

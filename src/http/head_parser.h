@@ -43,6 +43,9 @@ class HeadParser {
     header_limit_ = static_cast<std::uint32_t>(std::min<std::size_t>(bytes, UINT32_MAX));
   }
 
+  // Whether it was given a byte, and whether the head is whole.
+  bool got_some() const { return got_some_; }
+  bool done() const { return done_; }
   unsigned version() const { return version_; }  // 10 or 11
   int status() const { return status_; }
   std::optional<std::uint64_t> content_length() const { return content_length_; }
@@ -68,6 +71,8 @@ class HeadParser {
   std::uint32_t scanned_ = 0;     // bytes searched for that line's end
   std::uint16_t version_ = 11;
   std::uint16_t status_ = 0;
+  bool got_some_ = false;
+  bool done_ = false;
   bool method_seen_ = false;  // a request's first space is in
   bool start_line_done_ = false;
   bool chunked_ = false;

@@ -90,6 +90,20 @@ inline std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
+// Calls `each` with every element of a comma-separated list (RFC 9110
+// §5.6.1), OWS trimmed, empty ones included (Content-Length's rule counts
+// them). Stops at and returns the first result of `each` that converts to
+// true (an error, a reason to stop); otherwise a value-initialized result.
+template <class Each>
+auto for_each_list_element(std::string_view list, Each each) -> decltype(each(list)) {
+  for (;;) {
+    const auto comma = list.find(',');
+    if (auto stop = each(trim_ows(list.substr(0, comma)))) return stop;
+    if (comma == std::string_view::npos) return {};
+    list.remove_prefix(comma + 1);
+  }
+}
+
 // What is known once the request line and headers are in, before the body.
 struct RequestHead {
   std::string method;  // upper case, as sent: "GET", "POST"

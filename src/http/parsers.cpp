@@ -15,13 +15,10 @@ std::optional<FramingError> check_request_framing(const Headers& headers, unsign
     if (iequals(name, "content-length")) content_length = true;
     if (!iequals(name, "transfer-encoding")) continue;
     present = true;
-    std::string_view list = value;
-    while (!list.empty()) {
-      const auto comma = list.find(',');
-      const auto item = trim_ows(list.substr(0, comma));
+    for_each_list_element(value, [&codings](std::string_view item) {
       if (!item.empty()) codings.push_back(item);  // empty list elements are allowed
-      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-    }
+      return false;
+    });
   }
   if (!present) return std::nullopt;
   if (content_length)
@@ -59,14 +56,12 @@ std::string_view bytes_of(boost::asio::const_buffer in) {
 
 std::size_t RequestParser::put(boost::asio::const_buffer in, error_code& ec) {
   const auto bytes = bytes_of(in);
-  got_some_ = got_some_ || !bytes.empty();
-  return header_done_ ? take_body(bytes, ec) : take_head(bytes, ec);
+  return head_.done() ? take_body(bytes, ec) : take_head(bytes, ec);
 }
 
 std::size_t RequestParser::take_head(std::string_view in, error_code& ec) {
   const std::size_t used = head_.parse(in, ec);
   if (ec) return 0;
-  header_done_ = true;
   const auto length = head_.content_length();
   if (head_.chunked()) {
     decoder_ = BodyDecoder::chunked();
@@ -114,15 +109,12 @@ void RequestParser::put_eof(error_code& ec) const {
 }
 
 std::size_t ResponseParser::put(boost::asio::const_buffer in, error_code& ec) {
-  if (header_done_) {
+  if (head_.done()) {
     ec = Error::need_buffer;
     return 0;
   }
-  const auto bytes = bytes_of(in);
-  got_some_ = got_some_ || !bytes.empty();
-  const std::size_t used = head_.parse(bytes, ec);
+  const std::size_t used = head_.parse(bytes_of(in), ec);
   if (ec) return 0;
-  header_done_ = true;
   const int status = head_.status();
   const auto length = head_.content_length();
   // RFC 9112 §6.3: these have no body, whatever their fields say.
@@ -132,7 +124,7 @@ std::size_t ResponseParser::put(boost::asio::const_buffer in, error_code& ec) {
 }
 
 void ResponseParser::put_eof(error_code& ec) const {
-  ec = header_done_ ? error_code{} : error_code{Error::partial_message};
+  ec = head_.done() ? error_code{} : error_code{Error::partial_message};
 }
 
 bool ResponseParser::keep_alive() const {

@@ -62,8 +62,8 @@ class RequestParser {
   // The client closed its side: a request not yet whole is cut off.
   void put_eof(error_code& ec) const;
 
-  bool got_some() const { return got_some_; }
-  bool is_header_done() const { return header_done_; }
+  bool got_some() const { return head_.got_some(); }
+  bool is_header_done() const { return head_.done(); }
   bool is_done() const { return done_; }
   unsigned version() const { return head_.version(); }
   std::optional<std::uint64_t> content_length() const { return head_.content_length(); }
@@ -82,8 +82,6 @@ class RequestParser {
   std::string& body_;
   BodyDecoder decoder_ = BodyDecoder::with_length(0);  // the body's, once the head is in
   std::uint64_t body_limit_ = 1024 * 1024;
-  bool got_some_ = false;
-  bool header_done_ = false;
   bool done_ = false;
 };
 
@@ -106,8 +104,8 @@ class ResponseParser {
   // The upstream closed: a head not yet whole is cut off.
   void put_eof(error_code& ec) const;
 
-  bool got_some() const { return got_some_; }
-  bool is_header_done() const { return header_done_; }
+  bool got_some() const { return head_.got_some(); }
+  bool is_header_done() const { return head_.done(); }
   // Whether the message has no body (1xx, 204, 304, Content-Length: 0).
   bool is_done() const { return done_; }
   int status() const { return head_.status(); }
@@ -119,8 +117,6 @@ class ResponseParser {
 
  private:
   HeadParser head_{headers};
-  bool got_some_ = false;
-  bool header_done_ = false;
   bool done_ = false;
 };
 

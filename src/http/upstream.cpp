@@ -48,18 +48,16 @@ std::optional<unsigned> parse_count(std::string_view s) {
 
 KeepAliveHint parse_keep_alive(std::string_view value) {
   KeepAliveHint hint;
-  while (!value.empty()) {
-    const auto comma = value.find(',');
-    const std::string_view param = trim_ows(value.substr(0, comma));
-    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+  for_each_list_element(value, [&hint](std::string_view param) {
     const auto eq = param.find('=');
-    if (eq == std::string_view::npos) continue;
+    if (eq == std::string_view::npos) return false;
     const std::string_view name = trim_ows(param.substr(0, eq));
     const auto n = parse_count(trim_ows(param.substr(eq + 1)));
-    if (!n) continue;
+    if (!n) return false;
     if (iequals(name, "timeout")) hint.timeout = std::chrono::seconds(*n);
     if (iequals(name, "max")) hint.max = *n;
-  }
+    return false;
+  });
   return hint;
 }
 
