@@ -87,8 +87,12 @@ describe('stored responses follow their instance', () => {
   });
 
   test('a response whose instance a reload removed: 404 naming the id, not an answer without its context', TIMEOUT, async () => {
-    let made;
-    do made = await respond(gw, { input: 'On gpu1, please.' }); while (where(made) !== 'gpu1');
+    // Four at once, so that the balancer spreads them over both instances
+    // (one at a time, all could land on gpu0: the test then waited for its
+    // timeout).
+    const tries = await Promise.all([0, 1, 2, 3].map((i) => respond(gw, { input: `Conversation ${i} on gpu1, please.` })));
+    const made = tries.find((r) => where(r) === 'gpu1');
+    assert.ok(made, `one of four responses made at once on gpu1 (they went to ${tries.map(where)})`);
     gw.reload(config(['gpu0']));
     await waitUntil(async () => !(await fetchJson(`${gw.url}/health`, { headers: A })).body.instances.some((i) => i.name === 'gpu1'),
       { what: 'gpu1 removed' });
