@@ -118,6 +118,8 @@ Result<ChildProcess> start(const std::string& program, const std::vector<std::st
     return Error{fmt::format("cannot start '{}': {}", description, strerror(fork_errno))};
   }
   setpgid(pid, pid);  // also here, so a signal sent right away reaches the group
+  // Waiting for the exec also means the child holds none of the gateway's
+  // sockets once this returns (http/descriptor_states.h relies on it).
   int exec_errno = 0;
   ssize_t n;
   do {

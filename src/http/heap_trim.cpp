@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
+#include "http/descriptor_states.h"
+
 namespace switchyard::http {
 
 HeapTrimmer::HeapTrimmer(boost::asio::any_io_executor executor, HeapTrimOptions options,
@@ -37,11 +41,26 @@ void HeapTrimmer::wait(clock::duration d) {
     const auto now = clock::now(), quiet = last_close_ + options_.delay,
                latest = due_ + 4 * options_.delay;
     if (now < quiet && now < latest) return wait(std::min(quiet, latest) - now);
+    tail_ = now < quiet;
+    release(mark_descriptor_states());
+  });
+}
+
+void HeapTrimmer::release(std::uint64_t mark) {
+  // Expired at once, the timer completes after what the loop has queued by
+  // now: the reactor's events for sockets closed before the mark.
+  timer_.expires_after(clock::duration::zero());
+  timer_.async_wait([this, mark](const boost::system::error_code& ec) {
+    if (ec) return;
+    const std::size_t freed = reclaim_descriptor_states(timer_.get_executor(), mark);
     pending_ = false;
     trim_();
     ++trims_;
+    spdlog::info(
+        "memory: {} connection(s) closed since the peak, {} socket state(s) freed, heap "
+        "trimmed",
+        peak_ - open_, freed);
     peak_ = open_;
-    tail_ = now < quiet;
   });
 }
 

@@ -7,7 +7,8 @@
 // malloc_trim(0) returns every free page of every arena, but walks the heap,
 // so it runs once per burst, not per close, and once the burst's closes have
 // stopped: a trim in the middle of a burst left the rest of it (up to
-// `burst` connections' buffers, some 3 MiB) in the process.
+// `burst` connections' buffers, some 3 MiB) in the process. Before it, Asio's
+// states of the closed sockets are freed (http/descriptor_states.h).
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
 namespace switchyard::http {
@@ -56,6 +58,8 @@ class HeapTrimmer {
  private:
   using clock = std::chrono::steady_clock;
   void wait(clock::duration d);
+  // Frees Asio's states of sockets closed before `mark`, then trims.
+  void release(std::uint64_t mark);
 
   const HeapTrimOptions options_;
   const std::function<void()> trim_;

@@ -1,5 +1,8 @@
 #include "http/slab.h"
 
+#include <algorithm>
+#include <functional>
+
 namespace switchyard::http {
 
 namespace {
@@ -25,6 +28,38 @@ void* Slab::allocate() {
 void Slab::release(void* block) {
   const std::lock_guard lock(mutex_);
   free_.push_back(block);
+}
+
+std::size_t Slab::give_back() {
+  const std::lock_guard lock(mutex_);
+  const auto higher = [](const void* a, const void* b) { return std::greater<>()(a, b); };
+  // Both from the highest address down: a chunk's free blocks are then the
+  // run of free_ at or above its start that the chunks above it left.
+  std::sort(free_.begin(), free_.end(), higher);
+  std::sort(chunks_.begin(), chunks_.end(),
+            [&](const auto& a, const auto& b) { return higher(a.get(), b.get()); });
+  std::vector<std::unique_ptr<std::byte[]>> chunks;
+  std::vector<void*> free;
+  std::size_t f = 0, given = 0;
+  for (auto& chunk : chunks_) {
+    const std::size_t first = f;
+    while (f < free_.size() && std::greater_equal<>()(free_[f], static_cast<void*>(chunk.get())))
+      ++f;
+    if (f - first == per_chunk_) {
+      given += size_ * per_chunk_;
+      continue;  // the chunk is freed with chunks_
+    }
+    free.insert(free.end(), free_.begin() + first, free_.begin() + f);
+    chunks.push_back(std::move(chunk));
+  }
+  chunks_ = std::move(chunks);
+  free_ = std::move(free);
+  return given;
+}
+
+std::size_t Slab::bytes() const {
+  const std::lock_guard lock(mutex_);
+  return chunks_.size() * size_ * per_chunk_;
 }
 
 }  // namespace switchyard::http

@@ -174,9 +174,13 @@ void ResponseRewriter::splice(std::string_view json, std::string_view token,
 void ResponseRewriter::rewrite_body(std::string& json) {
   // A body's `usage` comes last and its `model` first: the one is found from
   // the end, the other by a scan that stops there, and neither walks the
-  // text between. The stream's shortcuts (SeenModel, Anthropic's
-  // message_start) do not apply to a body sent whole.
-  if (mentions_usage(json)) note_usage(find_usage(json));
+  // text between. Only a body without a last `usage` is searched whole, for
+  // the other shapes find_usage() knows. The stream's shortcuts (SeenModel,
+  // Anthropic's message_start) do not apply to a body sent whole.
+  if (auto usage = last_member_text(json, "usage"))
+    note_usage(parse_usage_object(*usage));
+  else if (mentions_usage(json))
+    note_usage(find_usage(json));
   note_response_id(json);
   if (model_token_.empty()) return;
   const auto token = member_text(json, "model");

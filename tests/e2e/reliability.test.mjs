@@ -248,6 +248,32 @@ describe('failures after the first byte', () => {
     });
 });
 
+describe('a burst of closed connections', () => {
+  test('gives back Asio\'s states of the closed sockets and trims the heap; the gateway goes on serving',
+    { timeout: 60_000 }, async () => {
+      const gw = await startGateway(fleetOf([simInstance('gpu0', MODEL)]));
+      for (let round = 1; round <= 2; ++round) {
+        // 300 connections, each answered once so that the gateway holds it
+        // open, then all closed: more than the 256 closes that make a trim due.
+        const conns = await Promise.all(Array.from({ length: 300 }, () => rawConnect(gw.port)));
+        await Promise.all(conns.map(async (c) => {
+          await c.write('GET /health HTTP/1.1\r\nHost: gw\r\n\r\n');
+          await c.waitFor(/\r\n\r\n/, 20_000);
+        }));
+        const from = gw.proc.output().length;
+        for (const c of conns) c.socket.destroy();
+        const [, closed, freed] = await gw.proc.waitForOutput(
+          /memory: (\d+) connection\(s\) closed since the peak, (\d+) socket state\(s\) freed/, 20_000, from);
+        assert.ok(Number(closed) >= 256, `round ${round}: ${closed} closes counted`);
+        assert.ok(Number(freed) >= 256, `round ${round}: ${freed} states freed`);
+        const res = await postStream(`${gw.url}/v1/completions`, { model: MODEL, prompt: 'Once upon a time', max_tokens: 5, ignore_eos: true });
+        assert.equal(res.status, 200);
+        assert.equal(streamContent((await readSse(res)).events).count, 5);
+        assert.equal((await chat(gw.url, 3)).status, 200);
+      }
+    });
+});
+
 describe('supervision', () => {
   test('kill -9 of an engine under load: no queued request lost, in-flight ones get the error event, it restarts and serves again',
     { timeout: 30_000 }, async () => {

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 
 #include <cstddef>
 #include <memory>
+#include <vector>
+
+#include "http/descriptor_states.h"
 
 namespace switchyard::http {
 namespace {
@@ -92,6 +96,27 @@ TEST(HeapTrimmer, ABurstThatGoesOnIsTrimmedAgainWhenItStops) {
   io.restart();
   io.run();
   EXPECT_EQ(trims, 2);
+}
+
+TEST(HeapTrimmer, FreesAsiosStatesOfTheClosedSocketsBeforeItTrims) {
+  boost::asio::io_context io;
+  std::size_t held_at_trim = 0;
+  HeapTrimmer trimmer(io.get_executor(), HeapTrimOptions{.burst = 100, .delay = 0ms},
+                      [&] { held_at_trim = descriptor_state_bytes(); });
+  std::vector<boost::asio::ip::tcp::socket> sockets;
+  for (std::size_t i = 1; i <= 600; ++i) {
+    sockets.emplace_back(io);
+    sockets.back().open(boost::asio::ip::tcp::v4());
+    trimmer.opened(i);
+  }
+  const std::size_t held_open = descriptor_state_bytes();
+  while (!sockets.empty()) {
+    sockets.pop_back();
+    trimmer.closed(sockets.size());
+  }
+  io.run();
+  ASSERT_EQ(trimmer.trims(), 1u);
+  EXPECT_LE(held_at_trim, held_open - 2 * 256 * 168);  // two chunks of states at least
 }
 
 TEST(HeapTrimmer, CancelledTrimNeverRuns) {

@@ -1,5 +1,6 @@
 // The slab that holds Asio's descriptor states: blocks that do not overlap,
-// aligned for any object, side by side in chunks, and reused once released.
+// aligned for any object, side by side in chunks, reused once released, and
+// a chunk given back once all its blocks are.
 #include "http/slab.h"
 
 #include <gtest/gtest.h>
@@ -41,6 +42,26 @@ TEST(Slab, AReleasedBlockIsHandedOutAgainBeforeANewChunk) {
   const std::set<void*> again{slab.allocate(), slab.allocate()};
   EXPECT_EQ(again, (std::set<void*>{a, b}));
   EXPECT_NE(slab.allocate(), a);  // a third: from a new chunk
+}
+
+TEST(Slab, GivesBackTheChunksWhoseBlocksAreAllFree) {
+  Slab slab(64, 4);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 12; ++i) blocks.push_back(slab.allocate());  // three chunks
+  ASSERT_EQ(slab.bytes(), 3u * 4 * 64);
+  // The first chunk's blocks all free, one of the second's kept, the third's
+  // released in another order.
+  for (int i : {2, 0, 3, 1, 4, 5, 6, 11, 8, 10, 9})
+    slab.release(blocks[static_cast<std::size_t>(i)]);
+  EXPECT_EQ(slab.give_back(), 2u * 4 * 64);
+  EXPECT_EQ(slab.bytes(), 4u * 64);
+  // The kept chunk's free blocks are handed out again, then a new chunk.
+  const std::set<void*> again{slab.allocate(), slab.allocate(), slab.allocate()};
+  EXPECT_EQ(again, (std::set<void*>{blocks[4], blocks[5], blocks[6]}));
+  EXPECT_EQ(slab.bytes(), 4u * 64);
+  slab.allocate();
+  EXPECT_EQ(slab.bytes(), 2u * 4 * 64);
+  EXPECT_EQ(slab.give_back(), 0u);
 }
 
 }  // namespace
