@@ -53,8 +53,13 @@ fuzz_sources_gguf = src/plan/gguf_reader.cpp src/plan/ggml_types.cpp src/plan/gg
   src/plan/model_facts.cpp src/plan/kv_math.cpp -lfmt
 fuzz_sources_http_request = src/http/parsers.cpp src/http/head_parser.cpp src/http/body_decoder.cpp \
   src/http/message.cpp
+# The server's with Asio compiled as the product compiles it (asio_impl.cpp:
+# its descriptor states in a slab, freed at the heap trim).
 fuzz_sources_http_server = src/http/server.cpp $(fuzz_sources_http_request) \
   src/http/client_watch.cpp src/http/socket_deadline.cpp src/http/wire.cpp src/http/heap_trim.cpp \
+  src/http/asio_impl.cpp src/http/slab.cpp \
+  -DBOOST_ASIO_SEPARATE_COMPILATION -DBOOST_BEAST_SEPARATE_COMPILATION -DBOOST_ASIO_NO_DEPRECATED \
+  -DBOOST_ASIO_DISABLE_AWAITABLE_FRAME_RECYCLING -DBOOST_ASIO_DISABLE_SMALL_BLOCK_RECYCLING \
   -lspdlog -lfmt
 fuzz_sources_sse = src/http/sse.cpp
 fuzz_sources_body_decoder = src/http/body_decoder.cpp
