@@ -147,6 +147,14 @@ void member_texts(std::string_view json, std::span<const std::string_view> keys,
 }
 
 std::optional<std::string_view> last_member_text(std::string_view json, std::string_view key) {
+  // A last member whose value is a container ends the text with its bracket
+  // and the object's brace: any other ending is no match, told without a
+  // walk back through the text's quotes (most bodies without `usage`).
+  const std::size_t brace = json.find_last_not_of(" \t\n\r");
+  if (brace == std::string_view::npos || brace == 0 || json[brace] != '}') return std::nullopt;
+  const std::size_t bracket = json.find_last_not_of(" \t\n\r", brace - 1);
+  if (bracket == std::string_view::npos || (json[bracket] != '}' && json[bracket] != ']'))
+    return std::nullopt;
   // The last `"key"` not inside a string (a string holds its quotes
   // escaped), a colon, and a container after which only the object's own
   // closing brace follows: at the top level, since one more enclosing

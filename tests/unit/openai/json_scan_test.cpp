@@ -70,6 +70,7 @@ TEST(LastMemberText, FindsTheLastTopLevelMemberFromTheEnd) {
   EXPECT_EQ(*text, R"({"prompt_tokens":3})");
   EXPECT_EQ(text->data(), json.data() + json.rfind('{'));  // a view into the input
   EXPECT_EQ(last_member_text(R"({"usage" : [1, 2]})", "usage"), "[1, 2]");
+  EXPECT_EQ(last_member_text("{\"usage\":{\"n\":1}\r\n}\n", "usage"), R"({"n":1})");
 }
 
 TEST(LastMemberText, NothingUnlessTheMemberIsTheTopObjectsLast) {
@@ -86,6 +87,7 @@ TEST(LastMemberText, NothingUnlessTheMemberIsTheTopObjectsLast) {
   EXPECT_FALSE(last_member_text(R"({"usage":{"n":1})", "usage"));
   EXPECT_FALSE(last_member_text(R"({"usage":{"n":1}}})", "usage"));
   EXPECT_FALSE(last_member_text("", "usage"));
+  EXPECT_FALSE(last_member_text("}", "usage"));
   EXPECT_FALSE(last_member_text("\"usage\"", "usage"));
 }
 
