@@ -57,7 +57,7 @@ fuzz_sources_http_request = src/http/parsers.cpp src/http/head_parser.cpp src/ht
 # its descriptor states in a slab, freed at the heap trim).
 fuzz_sources_http_server = src/http/server.cpp $(fuzz_sources_http_request) \
   src/http/client_watch.cpp src/http/socket_deadline.cpp src/http/wire.cpp src/http/heap_trim.cpp \
-  src/http/asio_impl.cpp src/http/slab.cpp \
+  src/http/asio_impl.cpp src/http/slab.cpp src/common/block_cache.cpp \
   -DBOOST_ASIO_SEPARATE_COMPILATION -DBOOST_BEAST_SEPARATE_COMPILATION -DBOOST_ASIO_NO_DEPRECATED \
   -DBOOST_ASIO_DISABLE_AWAITABLE_FRAME_RECYCLING -DBOOST_ASIO_DISABLE_SMALL_BLOCK_RECYCLING \
   -lspdlog -lfmt

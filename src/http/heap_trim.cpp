@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/block_cache.h"
 #include "http/descriptor_states.h"
 
 namespace switchyard::http {
@@ -16,6 +17,7 @@ HeapTrimmer::HeapTrimmer(boost::asio::any_io_executor executor, HeapTrimOptions 
     : options_(options), trim_(std::move(trim)), timer_(std::move(executor)) {}
 
 void HeapTrimmer::default_trim() {
+  release_thread_blocks();
   malloc_trim(0);
 }
 

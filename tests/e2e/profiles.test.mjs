@@ -220,10 +220,13 @@ describe('manual switches on a 2-card box', { timeout: 120_000 }, () => {
         await sleep(20);
       }
     })();
+    // Until the watcher has also seen a replica answer: a fast build has them
+    // ready between two of its samples.
     await waitUntil(async () => {
       const s = await status(gw);
-      return s?.instances?.filter((i) => i.admin !== 'parked').every((i) => i.state === 'ready');
-    }, { timeoutMs: 20_000, what: 'the replicas ready' });
+      const ready = s?.instances?.filter((i) => i.admin !== 'parked').every((i) => i.state === 'ready');
+      return ready && seen.replicasUp > 0;
+    }, { timeoutMs: 20_000, what: 'the replicas ready and seen answering' });
     watching = false;
     await watch;
     assert.deepEqual(seen.violations, [], 'tp2 never up and awake while a replica runs');
