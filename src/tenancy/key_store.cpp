@@ -42,7 +42,14 @@ CREATE TABLE IF NOT EXISTS usage (
   ttft_ms REAL,
   duration_ms REAL NOT NULL,
   session TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS usage_by_time ON usage (time_ms);
+-- usage by time: a range of rowids a written batch (tenancy/usage_batches.h),
+-- where files from before had an index on time_ms.
+CREATE TABLE IF NOT EXISTS usage_batches (
+  first_rowid INTEGER PRIMARY KEY,
+  last_rowid INTEGER NOT NULL,
+  max_time_ms INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS usage_batches_by_time ON usage_batches (max_time_ms);
+DROP INDEX IF EXISTS usage_by_time;
 )sql";
 
 constexpr const char* columns =

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tenancy/key_store.h"
+#include "tenancy/usage_batches.h"
 
 namespace switchyard::tenancy {
 
@@ -57,9 +58,11 @@ std::string insert_sql(std::size_t rows) {
 }
 
 // The ledger's prepared statements: an INSERT of kRowsPerInsert rows, one of
-// a single row for the rest of a batch, and the keys' last use.
+// a single row for the rest of a batch, the keys' last use and the batches'
+// ranges.
 struct LedgerStatements {
   Statement insert_group, insert_one, touch;
+  UsageBatches batches;
 };
 
 Result<LedgerStatements> prepare_statements(Database& db) {
@@ -70,7 +73,10 @@ Result<LedgerStatements> prepare_statements(Database& db) {
   auto touch =
       db.prepare("UPDATE keys SET last_used = max(coalesce(last_used, 0), ?2) WHERE name = ?1");
   if (!touch) return touch.error();
-  return LedgerStatements{std::move(*group), std::move(*one), std::move(*touch)};
+  auto batches = UsageBatches::prepare(db);
+  if (!batches) return batches.error();
+  return LedgerStatements{std::move(*group), std::move(*one), std::move(*touch),
+                          std::move(*batches)};
 }
 
 // Binds `r` as the row whose first column is parameter `first` (1-based).
@@ -93,24 +99,26 @@ void bind_row(Statement& insert, int first, const UsageRowView& r) {
   r.ttft_ms >= 0 ? insert.bind(first + 12, r.ttft_ms) : insert.bind_null(first + 12);
 }
 
-Result<Done> write_batch(Database& db, LedgerStatements& statements,
-                         const std::vector<PendingRow>& pending, std::string_view text) {
-  if (auto ok = db.exec("BEGIN IMMEDIATE"); !ok) return ok.error();
+// A batch's rows, their range and the keys' last use, in the caller's
+// transaction.
+Result<Done> write_rows(LedgerStatements& statements, const std::vector<PendingRow>& pending,
+                        std::string_view text) {
+  const auto after = statements.batches.cover();
+  if (!after) return after.error();
   std::map<std::string, std::int64_t, std::less<>> last_used;  // seconds, by key
   const auto view = [text](UsageLedger::TextSpan span) { return text.substr(span.at, span.size); };
+  std::int64_t latest_ms = 0;
   for (std::size_t i = 0; i < pending.size();) {
     const std::size_t rows = pending.size() - i >= kRowsPerInsert ? kRowsPerInsert : 1;
     Statement& insert = rows > 1 ? statements.insert_group : statements.insert_one;
     for (std::size_t k = 0; k < rows; ++k)
       bind_row(insert, static_cast<int>(k) * kColumns + 1,
                pending[i + k].with_texts<std::string_view>(view));
-    if (auto ok = insert.run(); !ok) {
-      (void)db.exec("ROLLBACK");
-      return ok.error();
-    }
+    if (auto ok = insert.run(); !ok) return ok.error();
     i += rows;
   }
   for (const auto& p : pending) {
+    latest_ms = std::max(latest_ms, p.time_ms);
     if (p.key.size > 0) {
       const std::string_view key = view(p.key);
       const std::int64_t seconds = p.time_ms / 1000;
@@ -122,10 +130,17 @@ Result<Done> write_batch(Database& db, LedgerStatements& statements,
   }
   for (const auto& [key, seconds] : last_used) {
     statements.touch.bind(1, key).bind(2, seconds);
-    if (auto ok = statements.touch.run(); !ok) {
-      (void)db.exec("ROLLBACK");
-      return ok.error();
-    }
+    if (auto ok = statements.touch.run(); !ok) return ok.error();
+  }
+  return statements.batches.mark(*after, latest_ms);
+}
+
+Result<Done> write_batch(Database& db, LedgerStatements& statements,
+                         const std::vector<PendingRow>& pending, std::string_view text) {
+  if (auto ok = db.exec("BEGIN IMMEDIATE"); !ok) return ok.error();
+  if (auto written = write_rows(statements, pending, text); !written) {
+    (void)db.exec("ROLLBACK");
+    return written.error();
   }
   return db.exec("COMMIT");
 }
@@ -212,9 +227,8 @@ void UsageLedger::run() {
         auto opened = open_state_db(path_);
         if (opened) {
           db.emplace(std::move(*opened));
-          // Rows go at the right edge of the table and of its time index: a
-          // few pages, not SQLite's default 2 MiB of cache, which the
-          // process kept at its peak after a burst of requests.
+          // Rows go at the right edge of the table: a few pages, not SQLite's default 2 MiB of
+          // cache, which the process kept at its peak after a burst of requests.
           (void)db->exec("PRAGMA cache_size=-256");
           if (auto prepared = prepare_statements(*db)) {
             statements.emplace(std::move(*prepared));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tenancy/usage_batches.h"
+
 namespace switchyard::tenancy {
 
 Result<std::vector<UsageTotals>> usage_totals(Database& db, std::int64_t since_ms, GroupBy by) {
@@ -20,12 +22,12 @@ Result<std::vector<UsageTotals>> usage_totals(Database& db, std::int64_t since_m
       group = "session";
       break;
   }
-  auto select = db.prepare(fmt::format(
-      "SELECT {0}, count(*), sum(status >= 400), sum(prompt_tokens), sum(cached_tokens), "
-      "sum(completion_tokens), coalesce(avg(ttft_ms), 0), avg(duration_ms) FROM usage "
-      "WHERE time_ms >= ?1 GROUP BY {0} "
-      "ORDER BY sum(prompt_tokens + completion_tokens) DESC, {0}",
-      group));
+  auto select = prepare_usage_since(
+      db,
+      fmt::format("{}, count(*), sum(status >= 400), sum(prompt_tokens), sum(cached_tokens), "
+                  "sum(completion_tokens), coalesce(avg(ttft_ms), 0), avg(duration_ms)",
+                  group),
+      fmt::format("GROUP BY {0} ORDER BY sum(prompt_tokens + completion_tokens) DESC, {0}", group));
   if (!select) return select.error();
   select->bind(1, since_ms);
   std::vector<UsageTotals> out;
@@ -40,10 +42,11 @@ Result<std::vector<UsageTotals>> usage_totals(Database& db, std::int64_t since_m
 }
 
 Result<std::vector<UsageRow>> usage_rows(Database& db, std::int64_t since_ms) {
-  auto select = db.prepare(
-      "SELECT time_ms, request_id, key, model, instance, endpoint, outcome, status, "
-      "prompt_tokens, cached_tokens, completion_tokens, max_tokens, ttft_ms, duration_ms, "
-      "session FROM usage WHERE time_ms >= ?1 ORDER BY time_ms, rowid");
+  auto select = prepare_usage_since(
+      db,
+      "time_ms, request_id, key, model, instance, endpoint, outcome, status, prompt_tokens, "
+      "cached_tokens, completion_tokens, max_tokens, ttft_ms, duration_ms, session",
+      "ORDER BY time_ms, rowid");
   if (!select) return select.error();
   select->bind(1, since_ms);
   std::vector<UsageRow> out;

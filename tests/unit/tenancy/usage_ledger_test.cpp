@@ -158,5 +158,104 @@ TEST_F(LedgerTest, LastUsedFollowsTheLedger) {
   EXPECT_EQ(store->find("alice")->last_used, 5000);
 }
 
+// Rows are found by time through the batches' ranges of rowids, not an
+// index on time (tenancy/usage_batches.h).
+struct LedgerByTimeTest : LedgerTest {
+  void write(UsageLedger& ledger, std::initializer_list<std::int64_t> times) {
+    for (auto t : times) ASSERT_TRUE(ledger.submit(view_of(row(t, "k", "m", 1, 1))));
+    ledger.flush();
+  }
+  std::vector<std::int64_t> times_since(std::int64_t since) {
+    auto db = Database::open(path, true);
+    EXPECT_TRUE(db);
+    std::vector<std::int64_t> out;
+    auto rows = usage_rows(*db, since);
+    EXPECT_TRUE(rows) << rows.error().message;
+    if (rows)
+      for (const auto& r : *rows) out.push_back(r.time_ms);
+    auto totals = usage_totals(*db, since, GroupBy::key);
+    EXPECT_TRUE(totals) << totals.error().message;
+    if (totals) {
+      EXPECT_EQ(totals->empty() ? 0 : (*totals)[0].requests, std::ssize(out));
+    }
+    return out;
+  }
+  std::int64_t count(const std::string& sql) {
+    auto db = Database::open(path, true);
+    auto query = db->prepare(sql);
+    EXPECT_TRUE(query) << sql;
+    auto row = query->step();
+    return row && *row ? query->int64(0) : -1;
+  }
+  void exec(const std::string& sql) {
+    auto db = Database::open(path);
+    ASSERT_TRUE(db->exec(sql)) << sql;
+  }
+  using V = std::vector<std::int64_t>;
+};
+
+TEST_F(LedgerByTimeTest, RowsSinceATimeAreFoundWhateverOrderTheClockGaveThem) {
+  UsageLedger ledger(path);
+  write(ledger, {5000, 6000});
+  write(ledger, {1000, 2000});  // the clock set back
+  write(ledger, {7000});
+  EXPECT_EQ(times_since(1500), (V{2000, 5000, 6000, 7000}));
+  EXPECT_EQ(times_since(5500), (V{6000, 7000}));
+  EXPECT_EQ(times_since(6500), (V{7000}));
+  EXPECT_EQ(times_since(8000), V{});
+  EXPECT_EQ(times_since(0).size(), 5u);
+  EXPECT_EQ(count("SELECT count(*) FROM usage_batches"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'usage'"),
+            0);
+}
+
+TEST_F(LedgerByTimeTest, RowsWrittenWithoutARangeAreGivenOneBeforeTheNextBatch) {
+  // As an earlier version wrote them: no ranges.
+  exec(
+      "INSERT INTO usage (time_ms, request_id, key, model, instance, endpoint, outcome, status, "
+      "prompt_tokens, cached_tokens, completion_tokens, duration_ms, session) VALUES "
+      "(100, 'a', 'k', 'm', '', '/', 'ok', 200, 1, 0, 1, 1, ''), "
+      "(900, 'b', 'k', 'm', '', '/', 'ok', 200, 1, 0, 1, 1, ''), "
+      "(300, 'c', 'k', 'm', '', '/', 'ok', 200, 1, 0, 1, 1, '')");
+  EXPECT_EQ(times_since(500), (V{900}));
+  UsageLedger ledger(path);
+  write(ledger, {50});
+  EXPECT_EQ(times_since(500), (V{900}));
+  EXPECT_EQ(times_since(200), (V{300, 900}));
+  EXPECT_EQ(count("SELECT max_time_ms FROM usage_batches WHERE first_rowid = 1"), 900);
+}
+
+TEST_F(LedgerByTimeTest, RowsDeletedAtTheEndLeaveRangesTheNextBatchCanFollow) {
+  UsageLedger ledger(path);
+  write(ledger, {1000});
+  write(ledger, {2000, 3000});
+  exec("DELETE FROM usage WHERE rowid > 1");  // by hand: the next rows reuse the rowids
+  write(ledger, {500, 4000});
+  EXPECT_EQ(times_since(0), (V{500, 1000, 4000}));
+  EXPECT_EQ(times_since(3500), (V{4000}));
+  EXPECT_EQ(count("SELECT count(*) FROM usage"), 3);
+}
+
+TEST_F(LedgerByTimeTest, AFileFromBeforeTheRangesIsReadWholeThenUpgraded) {
+  std::filesystem::remove(path);
+  exec(
+      "CREATE TABLE usage (time_ms INTEGER NOT NULL, request_id TEXT NOT NULL, key TEXT NOT NULL, "
+      "model TEXT NOT NULL, instance TEXT NOT NULL, endpoint TEXT NOT NULL, outcome TEXT NOT NULL, "
+      "status INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL, cached_tokens INTEGER NOT NULL, "
+      "completion_tokens INTEGER NOT NULL, max_tokens INTEGER, ttft_ms REAL, "
+      "duration_ms REAL NOT NULL, session TEXT NOT NULL); "
+      "CREATE INDEX usage_by_time ON usage (time_ms); "
+      "INSERT INTO usage (time_ms, request_id, key, model, instance, endpoint, outcome, status, "
+      "prompt_tokens, cached_tokens, completion_tokens, duration_ms, session) VALUES "
+      "(100, 'a', 'k', 'm', '', '/', 'ok', 200, 1, 0, 1, 1, ''), "
+      "(900, 'b', 'k', 'm', '', '/', 'ok', 200, 1, 0, 1, 1, '')");
+  EXPECT_EQ(times_since(500), (V{900}));  // read-only: the ranges cannot be added
+  ASSERT_TRUE(open_state_db(path));
+  EXPECT_EQ(count("SELECT count(*) FROM sqlite_master WHERE name = 'usage_by_time'"), 0);
+  UsageLedger ledger(path);
+  write(ledger, {400});
+  EXPECT_EQ(times_since(300), (V{400, 900}));
+}
+
 }  // namespace
 }  // namespace switchyard::tenancy
