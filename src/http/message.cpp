@@ -33,6 +33,7 @@ void Headers::add(std::string_view name, std::string_view value) {
   std::memcpy(text_.data() + at + name.size(), value.data(), value.size());
   spans_.push_back(Span{static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(name.size()),
                         static_cast<std::uint32_t>(value.size())});
+  names_ |= name_bit(name);
 }
 
 void Headers::set(std::string_view name, std::string_view value) {
@@ -50,6 +51,7 @@ void Headers::remove(std::string_view name) {
 }
 
 std::optional<std::string_view> Headers::find(std::string_view name) const {
+  if (!(names_ & name_bit(name))) return std::nullopt;
   for (const Span& s : spans_) {
     if (s.name_size == name.size() && iequals({text_.data() + s.at, s.name_size}, name))
       return std::string_view(text_.data() + s.at + s.name_size, s.value_size);

@@ -80,6 +80,15 @@ class Headers {
   };
   boost::container::small_vector<char, 256> text_;
   boost::container::small_vector<Span, 10> spans_;
+  // A name's bit: its length and first letter, folded (names equal but for
+  // case share it).
+  static std::uint64_t name_bit(std::string_view name) {
+    const unsigned first = name.empty() ? 0 : static_cast<unsigned char>(name[0]) | 0x20;
+    return std::uint64_t{1} << ((name.size() * 7 + first) % 64);
+  }
+  // The bits of the names added (remove leaves them): most finds are for a
+  // name the list lacks (a request's optional headers), told without a pass.
+  std::uint64_t names_ = 0;
 };
 
 bool iequals(std::string_view a, std::string_view b);

@@ -43,6 +43,30 @@ TEST(Headers, SetReplacesEveryEntryOfTheNameAndRemoveDropsThem) {
   EXPECT_EQ(h.begin(), h.end());
 }
 
+// find() tells a name's absence by a bit of its length and first letter:
+// names of every length and case are still found.
+TEST(Headers, NamesOfAnyLengthAreFoundAndAbsentOnesAreNot) {
+  Headers h;
+  EXPECT_FALSE(h.find("accept"));
+  const std::string long_name = "X-" + std::string(68, 'n');
+  h.add(long_name, "long");
+  h.add("Content-Length", "1");
+  EXPECT_FALSE(h.find("accept"));
+  EXPECT_FALSE(h.find("anthropic-beta"));  // the same length as one there
+  h.add("Accept", "a");
+  EXPECT_EQ(h.find(long_name), "long");
+  EXPECT_EQ(h.find("ACCEPT"), "a");
+  EXPECT_FALSE(h.find("x-nope"));
+  for (std::size_t n = 1; n <= 130; ++n) h.add(std::string(n, 'h'), std::to_string(n));
+  for (std::size_t n = 1; n <= 130; ++n) EXPECT_EQ(h.find(std::string(n, 'H')), std::to_string(n));
+  h.add("@x", "at");
+  EXPECT_EQ(h.find("@X"), "at");
+  h.remove("accept");
+  EXPECT_FALSE(h.find("accept"));
+  h.set("Accept", "b");
+  EXPECT_EQ(h.find("accept"), "b");
+}
+
 TEST(Headers, EmptyValuesAndListsLargerThanTheInlineBufferStayIntact) {
   Headers h;
   h.add("X-Empty", "");
