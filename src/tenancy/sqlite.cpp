@@ -127,6 +127,10 @@ Result<Statement> Database::prepare(std::string_view sql) {
   return Statement(db_, stmt);
 }
 
+std::int64_t Database::last_insert_rowid() const {
+  return sqlite3_last_insert_rowid(db_);
+}
+
 std::string Database::error() const {
   return sqlite3_errmsg(db_);
 }

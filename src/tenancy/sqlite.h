@@ -69,6 +69,8 @@ class Database {
   Result<Done> exec(std::string_view sql);
   Result<Statement> prepare(std::string_view sql);
   std::string error() const;
+  // The rowid of the last row this connection inserted.
+  std::int64_t last_insert_rowid() const;
 
  private:
   explicit Database(sqlite3* db) : db_(db) {}

@@ -63,11 +63,9 @@ Result<std::int64_t> UsageBatches::cover() {
   return *top;
 }
 
-Result<Done> UsageBatches::mark(std::int64_t after, std::int64_t latest_ms) {
-  auto top = single(top_);
-  if (!top) return top.error();
-  if (*top <= after) return Done{};
-  add_range_.bind(1, after + 1).bind(2, *top).bind(3, latest_ms);
+Result<Done> UsageBatches::mark(std::int64_t after, std::int64_t last, std::int64_t latest_ms) {
+  if (last <= after) return Done{};
+  add_range_.bind(1, after + 1).bind(2, last).bind(3, latest_ms);
   return add_range_.run();
 }
 

@@ -38,8 +38,8 @@ class UsageBatches {
   // ranges to what is left). Returns the last rowid now, after which the
   // batch's rows go.
   Result<std::int64_t> cover();
-  // After them: the range (after, last rowid now] and its latest time.
-  Result<Done> mark(std::int64_t after, std::int64_t latest_ms);
+  // After them: the range (after, last] and its latest time.
+  Result<Done> mark(std::int64_t after, std::int64_t last, std::int64_t latest_ms);
 
  private:
   UsageBatches(Statement top, Statement covered, Statement add_range, Statement add_rest,

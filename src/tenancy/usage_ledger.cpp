@@ -101,8 +101,8 @@ void bind_row(Statement& insert, int first, const UsageRowView& r) {
 
 // A batch's rows, their range and the keys' last use, in the caller's
 // transaction.
-Result<Done> write_rows(LedgerStatements& statements, const std::vector<PendingRow>& pending,
-                        std::string_view text) {
+Result<Done> write_rows(Database& db, LedgerStatements& statements,
+                        const std::vector<PendingRow>& pending, std::string_view text) {
   const auto after = statements.batches.cover();
   if (!after) return after.error();
   std::map<std::string, std::int64_t, std::less<>> last_used;  // seconds, by key
@@ -132,13 +132,13 @@ Result<Done> write_rows(LedgerStatements& statements, const std::vector<PendingR
     statements.touch.bind(1, key).bind(2, seconds);
     if (auto ok = statements.touch.run(); !ok) return ok.error();
   }
-  return statements.batches.mark(*after, latest_ms);
+  return statements.batches.mark(*after, db.last_insert_rowid(), latest_ms);
 }
 
 Result<Done> write_batch(Database& db, LedgerStatements& statements,
                          const std::vector<PendingRow>& pending, std::string_view text) {
   if (auto ok = db.exec("BEGIN IMMEDIATE"); !ok) return ok.error();
-  if (auto written = write_rows(statements, pending, text); !written) {
+  if (auto written = write_rows(db, statements, pending, text); !written) {
     (void)db.exec("ROLLBACK");
     return written.error();
   }
