@@ -37,11 +37,23 @@ inline std::uint64_t mum(std::uint64_t a, std::uint64_t b) {
 // boundaries count.
 inline std::uint64_t fold(std::uint64_t h, std::string_view bytes) {
   constexpr std::uint64_t kP0 = 0xa0761d6478bd642full, kP1 = 0xe7037ed1a0b428dbull;
-  const auto word = [&](std::size_t at, std::size_t n) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, bytes.data() + at, n);
-    if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
-    return w;
+  const auto load = [&](std::size_t at, auto word) {
+    std::memcpy(&word, bytes.data() + at, sizeof word);
+    if constexpr (std::endian::native == std::endian::big && sizeof word == 8)
+      word = __builtin_bswap64(word);
+    if constexpr (std::endian::native == std::endian::big && sizeof word == 4)
+      word = __builtin_bswap32(word);
+    return std::uint64_t{word};
+  };
+  // The n bytes at `at` (1 to 8) as a little-endian number. Two loads of
+  // fixed size that overlap, or-ed where they meet (the same bytes there),
+  // instead of a memcpy of variable size: a libc call for each short key
+  // and value of a request.
+  const auto word = [&](std::size_t at, std::size_t n) -> std::uint64_t {
+    if (n == 8) return load(at, std::uint64_t{});
+    if (n >= 4) return load(at, std::uint32_t{}) | load(at + n - 4, std::uint32_t{}) << 8 * (n - 4);
+    return load(at, std::uint8_t{}) | load(at + n / 2, std::uint8_t{}) << 8 * (n / 2) |
+           load(at + n - 1, std::uint8_t{}) << 8 * (n - 1);
   };
   std::size_t i = 0;
   for (; i + 16 <= bytes.size(); i += 16) h = mum(word(i, 8) ^ kP1, word(i + 8, 8) ^ h);

@@ -1,6 +1,9 @@
 #include "gateway/accounting.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/compile.h>
 #include <fmt/format.h>
@@ -56,47 +59,88 @@ void Accounting::finish(RequestContext& ctx) {
     log_line(ctx, trace_id);
 }
 
+namespace {
+
+// The access line's pieces, copied into place: FMT_COMPILE's machinery for
+// its dozen arguments, or a std::string::append each (a call into
+// libstdc++), cost some 2,400 instructions a request (docs/performance.md).
+class LineWriter {
+ public:
+  template <class... Texts>
+  LineWriter& text(const Texts&... texts) {
+    (put(std::string_view(texts)), ...);
+    return *this;
+  }
+  template <class Integer>
+  LineWriter& number(Integer n) {
+    room(24);
+    written_ =
+        std::to_chars(line_.data() + written_, line_.data() + line_.size(), n).ptr - line_.data();
+    return *this;
+  }
+  // Seconds as milliseconds with one decimal, rounded: "12.3".
+  LineWriter& milliseconds(double seconds) {
+    const long long tenths = std::llround(std::max(seconds, 0.0) * 1e4);
+    return number(tenths / 10).text(".").number(tenths % 10);
+  }
+  std::string_view view() const { return {line_.data(), written_}; }
+
+ private:
+  void room(std::size_t bytes) {
+    if (line_.size() - written_ < bytes) [[unlikely]]
+      grow(bytes);
+  }
+  [[gnu::noinline]] void grow(std::size_t bytes) {
+    line_.resize(std::max(2 * line_.size(), written_ + bytes));
+  }
+  void put(std::string_view s) {
+    room(s.size());
+    std::memcpy(line_.data() + written_, s.data(), s.size());
+    written_ += s.size();
+  }
+
+  std::string line_ = std::string(256, ' ');
+  std::size_t written_ = 0;
+};
+
+std::string_view or_dash(const std::string& s) {
+  return s.empty() ? std::string_view("-") : std::string_view(s);
+}
+
+}  // namespace
+
 void Accounting::log_line(const RequestContext& ctx, const std::string& trace_id) const {
   const auto& record = ctx.record;
   const auto& head = ctx.request.head;
-  const std::string_view key = ctx.key_name;
-  const int status = record.logged_status();
-  const std::string_view outcome = to_string(record.outcome());
-  const double total = record.seconds_since_start();
-  // Formatted at compile time, and milliseconds as whole tenths (integers
-  // format at a fraction of a float's cost): one line per request is on the
-  // hot path.
-  const auto tenths = [](double seconds) { return std::llround(std::max(seconds, 0.0) * 1e4); };
-  const long long ttfb = tenths(record.ttfb), ms = tenths(total);
   std::string target;  // the query's values left out: a value may be a secret
-  fmt::memory_buffer line;
-  fmt::format_to(
-      std::back_inserter(line),
-      FMT_COMPILE("access id={} {} {} model={} instance={} status={} in={}B out={}B "
-                  "ttfb_ms={}.{} ms={}.{}"),
-      record.id, head.method, log_target(head.target, target),
-      record.model.empty() ? std::string_view("-") : std::string_view(record.model),
-      record.instance.empty() ? std::string_view("-") : std::string_view(record.instance), status,
-      record.bytes_in, record.bytes_out, ttfb / 10, ttfb % 10, ms / 10, ms % 10);
+  LineWriter line;
+  line.text("access id=", record.id, " ", head.method, " ", log_target(head.target, target))
+      .text(" model=", or_dash(record.model), " instance=", or_dash(record.instance))
+      .text(" status=")
+      .number(record.logged_status())
+      .text(" in=")
+      .number(record.bytes_in)
+      .text("B out=")
+      .number(record.bytes_out)
+      .text("B ttfb_ms=")
+      .milliseconds(record.ttfb)
+      .text(" ms=")
+      .milliseconds(record.seconds_since_start());
   if (record.outcome() != RequestRecord::Outcome::ok &&
       record.outcome() != RequestRecord::Outcome::error)
-    fmt::format_to(std::back_inserter(line), FMT_COMPILE(" {}"), outcome);
-  if (!key.empty()) fmt::format_to(std::back_inserter(line), FMT_COMPILE(" key={}"), key);
+    line.text(" ", to_string(record.outcome()));
+  if (!ctx.key_name.empty()) line.text(" key=", ctx.key_name);
   // The wait for a slot, apart from ms: bench/fairness.sh reads it per key.
-  if (record.queued > 0) {
-    const long long queued = tenths(record.queued);
-    fmt::format_to(std::back_inserter(line), FMT_COMPILE(" queued_ms={}.{}"), queued / 10,
-                   queued % 10);
-  }
+  if (record.queued > 0) line.text(" queued_ms=").milliseconds(record.queued);
   if (record.usage)
-    fmt::format_to(std::back_inserter(line), FMT_COMPILE(" tokens={}+{}"),
-                   record.usage->prompt_tokens, record.usage->completion_tokens);
+    line.text(" tokens=")
+        .number(record.usage->prompt_tokens)
+        .text("+")
+        .number(record.usage->completion_tokens);
   for (std::size_t i = 0; i < record.failed_on.size(); ++i)
-    fmt::format_to(std::back_inserter(line), FMT_COMPILE("{}{}"), i == 0 ? " failed_on=" : ",",
-                   record.failed_on[i]);
-  if (!trace_id.empty())
-    fmt::format_to(std::back_inserter(line), FMT_COMPILE(" trace={}"), trace_id);
-  spdlog::info(std::string_view(line.data(), line.size()));
+    line.text(i == 0 ? " failed_on=" : ",", record.failed_on[i]);
+  if (!trace_id.empty()) line.text(" trace=", trace_id);
+  spdlog::info(line.view());
 }
 
 // The same fields as the text line, one JSON object (the log's formatter

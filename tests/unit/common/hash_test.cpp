@@ -17,6 +17,13 @@ TEST(Hash, IsTheSameOnEveryBuildAndHost) {
   // Three whole steps and a partial one.
   EXPECT_EQ(fold(kSeed, "switchyard gateway, 2026: one dependable LLM service"),
             0x40eb0387b71c4eafull);
+  // Every length of a partial step, at every offset: the value of each
+  // prefix and suffix folded into one (pinned from the memcpy loader).
+  const std::string_view text = "The quick brown fox jumps over the lazy dog, 0123456789!";
+  std::uint64_t all = 0;
+  for (std::size_t n = 0; n <= text.size(); ++n) all = mix(all ^ fold(kSeed, text.substr(0, n)));
+  for (std::size_t n = 0; n <= text.size(); ++n) all = mix(all ^ fold(kSeed, text.substr(n)));
+  EXPECT_EQ(all, 0x940b1d3e70aacc4aull);
 }
 
 TEST(Hash, PiecesKeepTheirBoundariesAndFoldsDoNot) {

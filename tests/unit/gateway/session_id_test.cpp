@@ -26,6 +26,9 @@ TEST(SessionId, DerivedFromKeyModelAndConversation) {
   EXPECT_NE(id("alice", "qwen", 42), id("alice", "qwen", 43));
   EXPECT_NE(id("ab", "c", 42), id("a", "bc", 42));
   EXPECT_EQ(id("alice", "qwen", 0), "");  // no conversation, no session
+  // The same id on every gateway sharing limits, whatever its build.
+  EXPECT_EQ(id("alice", "qwen", 42), "c-22498d8b0d3789e8");
+  EXPECT_EQ(id("", "m", 7), "c-c82f535d89162714");
 }
 
 TEST(SessionId, RefusesAnUnprintableOrHugeHeader) {
