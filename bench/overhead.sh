@@ -387,6 +387,9 @@ done
 
 # CPU seconds (user+system) a process has used so far.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# Context switches of all a process's threads: a peer put to sleep and woken
+# for each request costs the box more than one woken for several.
+switches() { cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ {n += $2} END {print n}'; }
 hz="$(getconf CLK_TCK)"
 hop_pid() {
   case "$1" in
@@ -407,14 +410,14 @@ measure() {  # round case conns
   (( n > 1 )) && t="$wrk_threads"
   (( warmup > 0 )) && run_wrk "$c" "$n" "$warmup" "$work/post.lua" "$t" >/dev/null
   hp="$(hop_pid "$c")"; cpu0="$(cpu_ticks "${hp:-$static_pid}")"
-  local s0; s0="$(cpu_ticks "$static_pid")"
+  local s0 w0; s0="$(cpu_ticks "$static_pid")"; w0="$(switches "$static_pid")"
   res="$(run_wrk "$c" "$n" "$duration" "$work/post.lua" "$t")"
   [[ -n "$res" ]] || die "wrk produced no result for $c at $n connection(s)"
   cpu1="$(cpu_ticks "${hp:-$static_pid}")"
-  local s1; s1="$(cpu_ticks "$static_pid")"
+  local s1 w1; s1="$(cpu_ticks "$static_pid")"; w1="$(switches "$static_pid")"
   local hop_ticks=0
   [[ -n "$hp" ]] && hop_ticks=$((cpu1 - cpu0))
-  echo "round=$r case=$c conns=$n hop_ticks=$hop_ticks static_ticks=$((s1 - s0)) hz=$hz load1=$(load1) $res" |
+  echo "round=$r case=$c conns=$n hop_ticks=$hop_ticks static_ticks=$((s1 - s0)) static_switches=$((w1 - w0)) hz=$hz load1=$(load1) $res" |
     tee -a "$work/results/raw.txt"
 }
 
@@ -455,16 +458,20 @@ for case in ("direct", "nginx-proxy", "haproxy-proxy", "switchyard", "switchyard
         hz = int(rs[0]["hz"])
         hop_us = [int(r["hop_ticks"]) / hz * 1e6 / int(r["requests"]) for r in rs]
         hop_util = [int(r["hop_ticks"]) / hz / d * 100 for r, d in zip(rs, dur)]
+        up_us = [int(r["static_ticks"]) / hz * 1e6 / int(r["requests"]) for r in rs]
+        up_sw = [int(r["static_switches"]) / int(r["requests"]) for r in rs]
         errs = sum(int(r[k]) for r in rs for k in r if k.startswith("err_"))
         stats[(case, n)] = dict(
             rps=med(rps), p50=med([int(r["p50_us"]) for r in rs]),
             p99=med([int(r["p99_us"]) for r in rs]), hop_us=med(hop_us), hop_util=med(hop_util),
-            errs=errs, rounds=len(rs), rps_all=rps)
-print(f"{'case':<17} {'conns':>5} {'req/s':>9} {'p50 µs':>8} {'p99 µs':>8} {'hop CPU µs/req':>15} {'hop CPU %':>9} {'errors':>6}")
+            up_us=med(up_us), up_sw=med(up_sw), errs=errs, rounds=len(rs), rps_all=rps)
+print(f"{'case':<17} {'conns':>5} {'req/s':>9} {'p50 µs':>8} {'p99 µs':>8} {'hop CPU µs/req':>15} "
+      f"{'hop CPU %':>9} {'upstream µs/req':>15} {'switches/req':>12} {'errors':>6}")
 for (case, n), s in stats.items():
     hop = "-" if case == "direct" else f"{s['hop_us']:.1f}"
     util = "-" if case == "direct" else f"{s['hop_util']:.0f}"
-    print(f"{case:<17} {n:>5} {s['rps']:>9.0f} {s['p50']:>8} {s['p99']:>8} {hop:>15} {util:>9} {s['errs']:>6}")
+    print(f"{case:<17} {n:>5} {s['rps']:>9.0f} {s['p50']:>8} {s['p99']:>8} {hop:>15} {util:>9} "
+          f"{s['up_us']:>15.1f} {s['up_sw']:>12.3f} {s['errs']:>6}")
 print()
 d1, n1, s1 = stats[("direct", 1)], stats[("nginx-proxy", 1)], stats[("switchyard", 1)]
 nh, sh = stats[("nginx-proxy", conns_hi)], stats[("switchyard", conns_hi)]
