@@ -62,8 +62,9 @@ void Accounting::finish(RequestContext& ctx) {
 namespace {
 
 // The access line's pieces, copied into place: FMT_COMPILE's machinery for
-// its dozen arguments, or a std::string::append each (a call into
-// libstdc++), cost some 2,400 instructions a request (docs/performance.md).
+// its dozen arguments cost some 400 instructions a request more, a
+// std::string::append each (a call into libstdc++) more still
+// (docs/performance.md).
 class LineWriter {
  public:
   template <class... Texts>
