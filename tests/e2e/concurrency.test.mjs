@@ -101,11 +101,11 @@ describe('one instance with one slot', () => {
     return abort;
   }
 
-  /** A short non-streamed request; resolves fetchJson's result plus doneAt (ms since epoch). */
+  /** A short non-streamed request; resolves fetchJson's result plus doneAt (performance.now(), ms). */
   function short(maxTokens, { signal } = {}) {
     return fetchJson(`${gw.url}/v1/chat/completions`,
       { body: { model: MODEL, messages: USER_MESSAGES, max_tokens: maxTokens, ignore_eos: true }, signal })
-      .then((r) => ({ ...r, doneAt: Date.now() }));
+      .then((r) => ({ ...r, doneAt: performance.now() }));
   }
 
   test('events are relayed as they come; a second request queues and is served as soon as the first client leaves',
@@ -162,8 +162,10 @@ describe('one instance with one slot', () => {
       await waitForQueueDepth(gw.url, MODEL, 1, 2000);
 
       // D arrives last. When the slot comes free B (first in line) runs
-      // before D: B's 5 tokens take ~250 ms at 20 tok/s and D's 1 token
-      // ~50 ms, so served in the wrong order D would finish first.
+      // before D: B's 5 tokens take ~200 ms at 20 tok/s, D's one token comes
+      // with its prefill, 1–6 ms after B's end, so served in the wrong order
+      // D would finish ~200 ms first. Timed below the millisecond: two
+      // Date.now() readings of the right order were once equal.
       const d = short(1);
       await waitForQueueDepth(gw.url, MODEL, 2);
       holder.abort();
