@@ -4,9 +4,9 @@
 
 #include <random>
 
-#include <fmt/compile.h>
 #include <fmt/format.h>
 
+#include "common/hex.h"
 #include "gateway/chains.h"
 #include "gateway/console_feed.h"
 #include "gateway/dispatch.h"
@@ -32,7 +32,9 @@ std::string request_id(const http::Headers& headers, std::mt19937_64& rng) {
     for (unsigned char c : *given) sane &= std::isalnum(c) || c == '-' || c == '_' || c == '.';
     if (sane) return std::string(*given);
   }
-  return fmt::format(FMT_COMPILE("{:016x}"), rng());  // per request: no format parsing
+  std::string id(16, '0');
+  write_hex64(rng(), id.data());
+  return id;
 }
 
 }  // namespace

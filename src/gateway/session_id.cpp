@@ -1,6 +1,7 @@
 #include "gateway/session_id.h"
 
 #include "common/hash.h"
+#include "common/hex.h"
 
 namespace switchyard::gateway {
 
@@ -18,11 +19,9 @@ Result<std::string> session_id(const http::Headers& headers, std::string_view ke
   std::uint64_t h = hash::piece(hash::kSeed, key_name);
   h = hash::piece(h, model);
   h = hash::mix(h ^ conversation);
-  // "c-" and the hash in 16 hex digits, written here: fmt's machinery for
-  // one number was half of this function's cost.
-  std::string id(18, 'c');
-  id[1] = '-';
-  for (std::size_t i = id.size() - 1; i >= 2; --i, h >>= 4) id[i] = "0123456789abcdef"[h & 15];
+  std::string id = "c-";
+  id.resize(18);
+  write_hex64(h, id.data() + 2);
   return id;
 }
 

@@ -12,19 +12,14 @@ std::optional<FramingError> check_request_framing(const Headers& headers, unsign
   // (Headers::find), without comparing every field's name twice.
   if (!headers.find("transfer-encoding")) return std::nullopt;
   std::vector<std::string_view> codings;
-  bool present = false;
-  bool content_length = false;
   for (const auto& [name, value] : headers) {
-    if (iequals(name, "content-length")) content_length = true;
     if (!iequals(name, "transfer-encoding")) continue;
-    present = true;
     for_each_list_element(value, [&codings](std::string_view item) {
       if (!item.empty()) codings.push_back(item);  // empty list elements are allowed
       return false;
     });
   }
-  if (!present) return std::nullopt;
-  if (content_length)
+  if (headers.find("content-length"))
     return FramingError{400, "Transfer-Encoding and Content-Length in one request"};
   if (version < 11) return FramingError{400, "Transfer-Encoding in an HTTP/1.0 request"};
   if (codings.empty()) return FramingError{400, "Transfer-Encoding without a coding"};
