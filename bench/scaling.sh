@@ -28,6 +28,13 @@
 #
 # Usage: bench/scaling.sh [options]
 #   --duration S     measured seconds per case and connection count (default 5)
+#   --rounds N       measure the cases of the keys and instances groups N
+#                    times in turn (1, 256, 1, 256, ...), so that a drift of
+#                    the machine's speed falls on every case alike: each row
+#                    gives its medians, and its ratio to the group's first
+#                    row is the median of the ratios within a round (each
+#                    round's in brackets); callgrind in the first round only
+#                    (default 1)
 #   --warmup S       warm-up seconds before each case (default 2)
 #   --keys LIST      comma list of key counts (default 1,1000,100000)
 #   --instances LIST comma list of instance counts (default 1,64,256)
@@ -64,6 +71,8 @@ repo="$(cd "$here/.." && pwd)"
 source "$here/lib.sh"
 
 duration=5
+rounds=1
+round=1
 warmup=2
 key_counts=1,1000,100000
 instance_counts=1,64,256
@@ -81,6 +90,7 @@ out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration) duration="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --keys) key_counts="$2"; shift 2 ;;
     --instances) instance_counts="$2"; shift 2 ;;
@@ -98,11 +108,12 @@ while [[ $# -gt 0 ]]; do
     *) die "unknown option '$1' (--help lists them)" ;;
   esac
 done
-for n in "$duration" "$warmup" "$cg_seconds" "$conversations" "$prompt_kib" ${key_counts//,/ } ${instance_counts//,/ } \
+for n in "$duration" "$rounds" "$warmup" "$cg_seconds" "$conversations" "$prompt_kib" ${key_counts//,/ } ${instance_counts//,/ } \
   ${queued_counts//,/ } ${idle_counts//,/ }; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "'$n' is not a whole number"
 done
 (( duration >= 1 )) || die "--duration must be at least 1"
+(( rounds >= 1 )) || die "--rounds must be at least 1"
 (( conversations >= 1 )) || die "--conversations must be at least 1"
 for p in ${policies//,/ }; do
   case "$p" in least-outstanding|round-robin|session|prefix-affinity) ;;
@@ -280,7 +291,8 @@ measure() {  # NAME INSTANCES POLICY KEYS
   echo "$r50" >"$work/$name.c50"
   echo "$r1" >"$work/$name.c1"
   stop_pid "$gw"
-  instructions "$name" "$n" "$keys"
+  ir=0
+  ((round == 1)) && instructions "$name" "$n" "$keys"
   (($(field errors "$r50") == 0 && $(field errors "$r1") == 0)) ||
     die "$name: wrk saw errors ($r50 / $r1)"
   req="$(awk -v q="$(field requests "$r50")" -v us="$(field duration_us "$r50")" \
@@ -408,45 +420,81 @@ idle_row() {  # STREAMS
   ' "$work/$name.json" "$n" || die "$name: see $work/$name.json"
 }
 
-row() {  # LABEL, then this case's and the group's first case's REQ CPU P50 IR
-  awk -v l="$1" -v q="$2" -v c="$3" -v p="$4" -v i="$5" \
-    -v bq="$6" -v bc="$7" -v bp="$8" -v bi="$9" 'BEGIN {
-    printf "| %s | %d | %.2f× | %.1f | %.2f× | %d | %.2f× | %s | %s |\n", l, q, q / bq, c, c / bc,
-      p, p / bp, (i > 0 ? sprintf("%d", i) : "-"), (bi > 0 ? sprintf("%.2f×", i / bi) : "-") }'
+# A table row: LABEL, then for req/s, CPU, p50 and instructions in turn this
+# case's figures of every round and the group's first case's, each a
+# space-separated list (instructions: the first round's only).
+row() {  # LABEL REQS FIRST_REQS CPUS FIRST_CPUS P50S FIRST_P50S IR FIRST_IR
+  awk -v l="$1" -v q="$2" -v bq="$3" -v c="$4" -v bc="$5" -v p="$6" -v bp="$7" \
+    -v i="$8" -v bi="$9" '
+    function median(list, a, n, k, j, t) {
+      n = split(list, a, " ")
+      for (k = 2; k <= n; k++) for (j = k; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    # The median of the ratios within a round; with several rounds, each in brackets.
+    function ratio(list, first, shown, a, b, n, k, r, each) {
+      n = split(list, a, " "); split(first, b, " ")
+      for (k = 1; k <= n; k++) {
+        r = r " " a[k] / b[k]
+        each = each (k > 1 ? ", " : "") sprintf("%.2f", a[k] / b[k])
+      }
+      return sprintf("%.2f×", median(r)) (shown && n > 1 ? " (" each ")" : "")
+    }
+    BEGIN {
+      printf "| %s | %d | %s | %.1f | %s | %d | %s | %s | %s |\n", l, median(q), ratio(q, bq, 1),
+        median(c), ratio(c, bc, 0), median(p), ratio(p, bp, 0), (i > 0 ? i : "-"),
+        (bi > 0 ? sprintf("%.2f×", i / bi) : "-")
+    }'
+}
+
+# Measures a group's cases, each "NAME|LABEL|INSTANCES|POLICY|KEYS", --rounds
+# times in turn, then prints their rows against the first.
+run_group() {  # CASE...
+  local -A reqs=() cpus=() p50s=() irs=()
+  local c name label n policy keys first
+  for ((round = 1; round <= rounds; round++)); do
+    for c in "$@"; do
+      IFS='|' read -r name label n policy keys <<<"$c"
+      measure "$name" "$n" "$policy" "$keys"
+      reqs[$name]+=" $req" cpus[$name]+=" $cpu" p50s[$name]+=" $p50"
+      ((round == 1)) && irs[$name]="$ir"
+    done
+  done
+  round=1
+  first="${1%%|*}"
+  for c in "$@"; do
+    IFS='|' read -r name label _ <<<"$c"
+    row "$label" "${reqs[$name]}" "${reqs[$first]}" "${cpus[$name]}" "${cpus[$first]}" \
+      "${p50s[$name]}" "${p50s[$first]}" "${irs[$name]}" "${irs[$first]}"
+  done
 }
 
 wait_for_quiet
 echo "bench/scaling.sh $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'), $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(load1) at start"
-echo "${duration} s per case; requests taking turns among $conversations conversation(s), $prompt_kib KiB more of system prompt; req/s and the gateway's CPU µs per request at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection, less as long without requests: the probes); ratios against each group's first row"
+echo "${duration} s per case, $rounds round(s) of the keys and instances (medians; ratios: within a round); requests taking turns among $conversations conversation(s), $prompt_kib KiB more of system prompt; req/s and the gateway's CPU µs per request at 50 connections, p50 at 1 connection (µs), instructions per request (callgrind, ${cg_seconds} s at 1 connection, less as long without requests: the probes); ratios against each group's first row"
 header() {
   echo
   echo "| case | req/s | × first | CPU µs/request | × first | p50 µs | × first | instructions/request | × first |"
   echo "|---|---|---|---|---|---|---|---|---|"
 }
 [[ -n "$key_counts" || ( -n "$instance_counts" && -n "$policies" ) ]] && header
-base=""
-for k in ${key_counts//,/ }; do
-  measure "keys-$k" 1 least-outstanding "$k"
-  [[ -z "$base" ]] && base="$req $cpu $p50 $ir"
-  row "$k key(s), 1 instance" "$req" "$cpu" "$p50" "$ir" $base
-done
+cases=()
+for k in ${key_counts//,/ }; do cases+=("keys-$k|$k key(s), 1 instance|1|least-outstanding|$k"); done
+((${#cases[@]} > 0)) && run_group "${cases[@]}"
 for policy in ${policies//,/ }; do
-  base=""
-  for n in ${instance_counts//,/ }; do
-    measure "$policy-$n" "$n" "$policy" 0
-    [[ -z "$base" ]] && base="$req $cpu $p50 $ir"
-    row "$policy, $n instance(s)" "$req" "$cpu" "$p50" "$ir" $base
-  done
+  cases=()
+  for n in ${instance_counts//,/ }; do cases+=("$policy-$n|$policy, $n instance(s)|$n|$policy|0"); done
+  ((${#cases[@]} > 0)) && run_group "${cases[@]}"
 done
 if [[ -n "$queued_counts" ]]; then
   echo
   echo "Queued: 50 slots, 50 + N connections (p50: the wait behind the queue); instructions with 1 slot and 1 + N connections"
   header
-  base=""
+  base=()
   for n in ${queued_counts//,/ }; do
     measure_queued "queued-$n" "$n"
-    [[ -z "$base" ]] && base="$req $cpu $p50 $ir"
-    row "$n queued" "$req" "$cpu" "$p50" "$ir" $base
+    ((${#base[@]} > 0)) || base=("$req" "$cpu" "$p50" "$ir")
+    row "$n queued" "$req" "${base[0]}" "$cpu" "${base[1]}" "$p50" "${base[2]}" "$ir" "${base[3]}"
   done
 fi
 if [[ -n "$idle_counts" ]]; then

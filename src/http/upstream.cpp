@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/execution_context.hpp>
+
 #include <fmt/format.h>
 
 #include "http/beast_glue.h"
@@ -104,12 +106,35 @@ struct UpstreamPool::Connection {
   Clock::time_point usable_until{};
 };
 
+namespace {
+
+// The calls in progress on one I/O context, across its pools: while there
+// are others, the loop has their work to do before it comes back to a call
+// that just wrote its request, and the answer has usually arrived by then.
+class LoopCalls : public net::execution_context::service {
+ public:
+  static inline net::execution_context::id id;
+  explicit LoopCalls(net::execution_context& context) : service(context) {}
+  static std::size_t& of(const net::any_io_executor& executor) {
+    return net::use_service<LoopCalls>(net::query(executor, net::execution::context)).calls_;
+  }
+
+ private:
+  // Calls destroyed at the context's shutdown still count down here: the
+  // context's services are destroyed only after all are shut down.
+  void shutdown() override {}
+  std::size_t calls_ = 0;
+};
+
+}  // namespace
+
 struct UpstreamPool::State {
   net::any_io_executor executor;
   Url url;
   UpstreamOptions options;
   std::vector<std::unique_ptr<Connection>> idle;  // most recently used last
   std::size_t calls = 0;                          // UpstreamCall objects alive
+  std::size_t* loop_calls;                        // theirs and other pools' on the loop
   bool closed = false;    // the UpstreamPool is gone; its calls return nothing
   std::string authority;  // url's "host:port": every request's Host, formatted once
 
@@ -140,8 +165,8 @@ struct UpstreamPool::State {
 };
 
 UpstreamPool::UpstreamPool(net::any_io_executor executor, Url url, UpstreamOptions options)
-    : state_(
-          std::make_shared<State>(State{executor, url, options, {}, 0, false, url.authority()})) {}
+    : state_(std::make_shared<State>(State{
+          executor, url, options, {}, 0, &LoopCalls::of(executor), false, url.authority()})) {}
 UpstreamPool::~UpstreamPool() {
   state_->closed = true;
   state_->idle.clear();
@@ -197,12 +222,14 @@ struct UpstreamCall::State {
 
 UpstreamCall::UpstreamCall(UpstreamPool& pool) : state_(std::make_unique<State>(pool.state_)) {
   ++pool.state_->calls;
+  ++*pool.state_->loop_calls;
 }
 
 UpstreamCall::~UpstreamCall() {
   auto& s = *state_;
   if (s.budget) s.budget->give_back(s.charged);
   --s.pool->calls;
+  --*s.pool->loop_calls;
   // Only a connection read to the end and no further (bytes after the
   // response would be read as the next one's), kept alive, not closed by
   // abort() (a client that left after the response was read), and on which
@@ -344,22 +371,25 @@ awaitable<Result<UpstreamHead>> UpstreamCall::send(const UpstreamRequest& reques
     auto& conn = *s.conn;
     conn.buffer.reserve(kReadBlock);  // given back by a stream's wait
     conn.deadline.expires_after(opts.first_byte_timeout);
-    // With other calls in progress the write waits for the loop's round of
-    // ready handlers, so that the engine is woken once for that round's
-    // requests rather than once each (as haproxy sends after a round of
-    // receives): at 50 connections its context switches fell from 0.16 to
-    // 0.07 a request (docs/performance.md). write_all()'s halves, so that a
-    // request the socket takes whole (nearly all) costs no coroutine frame.
-    const bool others = pool.calls > 1;
-    if (others) co_await let_loop_run(conn.socket);
+    // With other calls in progress to this upstream the write waits for the
+    // loop's round of ready handlers, so that the engine is woken once for
+    // that round's requests rather than once each (as haproxy sends after a
+    // round of receives): at 50 connections its context switches fell from
+    // 0.16 to 0.07 a request (docs/performance.md). write_all()'s halves, so
+    // that a request the socket takes whole (nearly all) costs no coroutine
+    // frame. With calls in progress to any upstream, the head is read after
+    // the loop's round too (LoopCalls).
+    const bool batched = pool.calls > 1;
+    const bool busy = *pool.loop_calls > 1;
+    if (batched) co_await let_loop_run(conn.socket);
     boost::system::error_code wec;
     const std::size_t sent = write_now(conn.socket, message, wec);
     if (!wec && sent < net::buffer_size(message))
       wec = co_await write_rest(conn.socket, message, sent);
     if (!wec) {
-      if (others) co_await let_loop_run(conn.socket);
+      if (busy) co_await let_loop_run(conn.socket);
       parser.emplace();
-      if (!read_until_now(conn.socket, conn.buffer, *parser, ReadUntil::header, others, wec))
+      if (!read_until_now(conn.socket, conn.buffer, *parser, ReadUntil::header, busy, wec))
         wec = co_await read_until(conn.socket, conn.buffer, *parser, ReadUntil::header);
     }
     conn.deadline.expires_never();
