@@ -34,15 +34,16 @@ std::span<const BlockHash> AffinityState::blocks(const RouteQuery& query) {
 void AffinityState::match(std::span<const Candidate> candidates, std::span<const BlockHash> blocks,
                           std::vector<std::size_t>& out) {
   out.resize(candidates.size());
-  // Every candidate of every pick: what changes rarely is only compared,
+  for (std::size_t i = 0; i < candidates.size(); ++i) out[i] = match(candidates[i], blocks);
+}
+
+std::size_t AffinityState::match(const Candidate& c, std::span<const BlockHash> blocks) {
+  // Every candidate of most picks: what changes rarely is only compared,
   // and an instance sent nothing is not hashed into.
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    const Candidate& c = candidates[i];
-    reach(c.index);
-    const Seen& seen = seen_[c.index];
-    if (seen.generation != c.generation || seen.kv_tokens != c.kv_tokens) renew(c);
-    out[i] = seen.sent && !seen.never_hits ? instances_[c.index].index.match(blocks) : 0;
-  }
+  reach(c.index);
+  const Seen& seen = seen_[c.index];
+  if (seen.generation != c.generation || seen.kv_tokens != c.kv_tokens) renew(c);
+  return seen.sent && !seen.never_hits ? instances_[c.index].index.match(blocks) : 0;
 }
 
 void AffinityState::record(std::size_t index, std::span<const BlockHash> blocks) {

@@ -36,6 +36,8 @@ class AffinityState {
   // new generation (flushed), a KV size learned later.
   void match(std::span<const Candidate> candidates, std::span<const BlockHash> blocks,
              std::vector<std::size_t>& out);
+  // The same for one candidate.
+  std::size_t match(const Candidate& c, std::span<const BlockHash> blocks);
   void record(std::size_t index, std::span<const BlockHash> blocks);
   void finished(const Candidate& instance, const RouteFeedback& feedback);
 

@@ -65,6 +65,19 @@ const PrefillCost::SoonestFree& PrefillCost::soonest_free() const {
   return *soonest_free_;
 }
 
+bool PrefillCost::surely_usable(std::span<const Candidate> candidates, const Candidate& c,
+                                double balance_factor, long tokens, std::size_t matched_blocks) {
+  long in_flight = 0, slots = 0, least_prefilling = std::numeric_limits<long>::max();
+  for (const Candidate& other : candidates) {
+    in_flight += other.in_flight;
+    slots += std::max(other.slots, 1);
+    least_prefilling = std::min(least_prefilling, other.prefilling);
+  }
+  const long u = uncached(tokens, matched_blocks);
+  return LoadBound(in_flight, slots, balance_factor).admits(c) &&
+         c.prefilling + u <= least_prefilling + tokens && !holds_up(c, u);
+}
+
 long PrefillCost::free_delay() const {
   const long free = soonest_free().cost;
   return free < 0 ? 0 : free - soonest_;

@@ -141,6 +141,15 @@ class PrefillCost {
   // alone, a spill went to the free slot beside a 32K-token prefill).
   std::size_t soonest_start() const;
 
+  // Whether `c`, which holds `matched_blocks` of the prompt, is usable()
+  // whatever the other candidates hold: it starts the request no more than
+  // its length after the least any candidate is still prefilling, which no
+  // candidate's start undercuts. A test that asks no other candidate's
+  // match (a lookup in its prefix index each, most of a pick at 256
+  // instances): false leaves the answer to a PrefillCost.
+  static bool surely_usable(std::span<const Candidate> candidates, const Candidate& c,
+                            double balance_factor, long tokens, std::size_t matched_blocks);
+
  private:
   struct Sums {  // the constructor's pass
     long soonest, free_start, in_flight, slots;
@@ -152,7 +161,10 @@ class PrefillCost {
               std::span<const std::size_t> matched_blocks, const Sums& sums);
   // Of a prompt of `tokens`, what candidate `i` does not hold.
   static long uncached(long tokens, std::span<const std::size_t> matched_blocks, std::size_t i) {
-    const auto held = i < matched_blocks.size() ? matched_blocks[i] : 0;
+    return uncached(tokens, i < matched_blocks.size() ? matched_blocks[i] : 0);
+  }
+  // Of a prompt of `tokens`, what an instance holding `held` blocks of it does not.
+  static long uncached(long tokens, std::size_t held) {
     return std::max(0L, tokens - static_cast<long>(held) * kBlockTokens);
   }
   // Tokens evaluated before the request's first on `c`: its uncached part

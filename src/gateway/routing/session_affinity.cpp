@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "gateway/routing/balance.h"
 #include "gateway/routing/block_hash.h"
 
@@ -10,6 +12,7 @@ namespace switchyard::gateway {
 RouteDecision SessionAffinity::pick(const RouteQuery& query,
                                     std::span<const Candidate> candidates) {
   const auto blocks = state_.blocks(query);
+  if (auto d = to_surely_usable_home(query, candidates, blocks)) return *d;
   state_.match(candidates, blocks, matches_);
   const PrefillCost cost(candidates, balance_factor_, estimated_tokens(query.prompt.size()),
                          matches_);
@@ -23,10 +26,35 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
     d = to_home(query, candidates, cost, usable);
     if (d.wait_until) return d;
   }
+  return routed(d, query, candidates, blocks, matches_[d.position]);
+}
+
+std::optional<RouteDecision> SessionAffinity::to_surely_usable_home(
+    const RouteQuery& query, std::span<const Candidate> candidates,
+    std::span<const BlockHash> blocks) {
+  const auto known = query.session.empty() ? std::nullopt : homes_.find(query.session);
+  if (!known) return std::nullopt;
+  const auto home = std::find_if(candidates.begin(), candidates.end(),
+                                 [&](const Candidate& c) { return c.index == *known; });
+  if (home == candidates.end() || homes_.reserved_for_other(home->index, query.session))
+    return std::nullopt;
+  const std::size_t matched = state_.match(*home, blocks);
+  if (!PrefillCost::surely_usable(candidates, *home, balance_factor_,
+                                  estimated_tokens(query.prompt.size()), matched))
+    return std::nullopt;
+  RouteDecision d;
+  d.position = static_cast<std::size_t>(home - candidates.begin());
+  d.reason = RouteReason::hit;
+  homes_.set(query.session, home->index, query.prompt.size());  // active now
+  return routed(d, query, candidates, blocks, matched);
+}
+
+RouteDecision SessionAffinity::routed(RouteDecision d, const RouteQuery& query,
+                                      std::span<const Candidate> candidates,
+                                      std::span<const BlockHash> blocks, std::size_t matched) {
   d.home_waited = wait_.end(query.session);
-  d.match = blocks.empty()
-                ? 0.0
-                : static_cast<double>(matches_[d.position]) / static_cast<double>(blocks.size());
+  d.match =
+      blocks.empty() ? 0.0 : static_cast<double>(matched) / static_cast<double>(blocks.size());
   state_.record(candidates[d.position].index, blocks);
   return d;
 }

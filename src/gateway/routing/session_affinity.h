@@ -56,6 +56,12 @@ class SessionAffinity final : public RoutingPolicy {
     bool placed;
     bool moved;
   };
+  // Most requests go home: a home that PrefillCost::surely_usable() admits
+  // takes the request with no other candidate's prefix matched, which is
+  // most of a pick's cost at 256 instances. nullopt: pick() weighs them all.
+  std::optional<RouteDecision> to_surely_usable_home(const RouteQuery& query,
+                                                     std::span<const Candidate> candidates,
+                                                     std::span<const BlockHash> blocks);
   RouteDecision to_home(const RouteQuery& query, std::span<const Candidate> candidates,
                         const PrefillCost& cost, const Eligible& usable);
   // The home cannot take the request now: wait for it (d.wait_until), or spill.
@@ -64,6 +70,10 @@ class SessionAffinity final : public RoutingPolicy {
                       const Eligible& usable, Seat home);
   std::size_t least_loaded(std::span<const Candidate> candidates, const PrefillCost& cost,
                            const Eligible& usable);
+  // `d`, routed to d.position, which holds `matched` of the prompt's `blocks`.
+  RouteDecision routed(RouteDecision d, const RouteQuery& query,
+                       std::span<const Candidate> candidates, std::span<const BlockHash> blocks,
+                       std::size_t matched);
 
   const double balance_factor_;
   AffinityState state_;  // match ratios for the route header, rates, restarts

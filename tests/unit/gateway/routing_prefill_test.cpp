@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,60 @@ TEST(RoutingPrefill, AnInstanceFarBehindTheSoonestIsPassedOver) {
   const std::vector<std::size_t> held{0, 100, 0};  // 1600 tokens on c[1]
   const PrefillCost cached(c, 1.25, 2000, held);
   EXPECT_EQ(cached.free_delay(), 32000 + 2000 - 400);
+}
+
+// A session's home is taken without matching the prompt against the other
+// instances when surely_usable() says so: it must never say so of a home
+// that usable(), which weighs them all, would pass over.
+TEST(RoutingPrefill, SurelyUsableOnlyWhereUsable) {
+  std::mt19937 random(32);
+  const auto draw = [&random](long most) {
+    return std::uniform_int_distribution<long>(0, most)(random);
+  };
+  int surely = 0, usable_only = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    auto c = fleet_of(static_cast<int>(1 + draw(7)), static_cast<int>(1 + draw(3)));
+    std::vector<std::size_t> held;
+    for (auto& one : c) {
+      one.in_flight = static_cast<int>(draw(one.slots));
+      one.free = one.in_flight < one.slots;
+      one.prefilling = draw(1) ? draw(40000) : 0;
+      one.shortest_running = one.in_flight > 0 ? draw(40000) : 0;
+      held.push_back(static_cast<std::size_t>(draw(3) ? 0 : draw(2500 / kBlockTokens)));
+    }
+    const long tokens = draw(3) ? draw(4000) : draw(40000);
+    const PrefillCost cost(c, 1.25, tokens, held);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const bool sure = PrefillCost::surely_usable(c, c[i], 1.25, tokens, held[i]);
+      ASSERT_TRUE(!sure || cost.usable(c[i])) << "trial " << trial << ", candidate " << i;
+      surely += sure;
+      usable_only += !sure && cost.usable(c[i]);
+    }
+  }
+  // Both answers come up: the test is not vacuous, and the rest is left to
+  // the full pick.
+  EXPECT_GT(surely, 1000);
+  EXPECT_GT(usable_only, 10);
+}
+
+TEST(RoutingPrefill, SurelyUsableLeavesACloseCallToTheFullPick) {
+  auto c = fleet_of(3);
+  c[0].prefilling = 3000;  // the home: 3,000 + its 2,000 uncached tokens
+  c[0].in_flight = 1;
+  c[0].shortest_running = 3000;
+  for (std::size_t i = 1; i < 3; ++i) {
+    c[i].prefilling = 1500;  // each would start it after 1,500 + 2,000
+    c[i].in_flight = 1;
+    c[i].shortest_running = 1500;
+  }
+  const std::vector<std::size_t> none(3, 0);
+  // 5,000 is within 2,000 of the soonest start (3,500): usable, but only
+  // what the others hold tells, so the fast test says no.
+  EXPECT_TRUE(PrefillCost(c, 1.25, 2000, none).usable(c[0]));
+  EXPECT_FALSE(PrefillCost::surely_usable(c, c[0], 1.25, 2000, 0));
+  // With nothing prefilling anywhere, the home is surely usable.
+  for (auto& one : c) one.prefilling = 0;
+  EXPECT_TRUE(PrefillCost::surely_usable(c, c[0], 1.25, 2000, 0));
 }
 
 // Two instances of two slots: a heavy session prefilling on one, light
