@@ -1,8 +1,8 @@
 #include "gateway/routing/session_affinity.h"
 
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
+
+#include <spdlog/spdlog.h>
 
 #include "gateway/routing/balance.h"
 #include "gateway/routing/block_hash.h"
