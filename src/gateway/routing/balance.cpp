@@ -67,14 +67,10 @@ const PrefillCost::SoonestFree& PrefillCost::soonest_free() const {
 
 bool PrefillCost::surely_usable(std::span<const Candidate> candidates, const Candidate& c,
                                 double balance_factor, long tokens, std::size_t matched_blocks) {
-  long in_flight = 0, slots = 0, least_prefilling = std::numeric_limits<long>::max();
-  for (const Candidate& other : candidates) {
-    in_flight += other.in_flight;
-    slots += std::max(other.slots, 1);
-    least_prefilling = std::min(least_prefilling, other.prefilling);
-  }
+  const long least_prefilling =
+      std::ranges::min_element(candidates, {}, &Candidate::prefilling)->prefilling;  // c is one
   const long u = uncached(tokens, matched_blocks);
-  return LoadBound(in_flight, slots, balance_factor).admits(c) &&
+  return LoadBound(candidates, balance_factor).admits(c) &&
          c.prefilling + u <= least_prefilling + tokens && !holds_up(c, u);
 }
 

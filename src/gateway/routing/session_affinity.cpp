@@ -9,6 +9,17 @@
 
 namespace switchyard::gateway {
 
+namespace {
+
+// Where the instance of fleet index `index` is among the candidates, or
+// kNoCandidate.
+std::size_t position_of(std::span<const Candidate> candidates, std::size_t index) {
+  const auto it = std::ranges::find(candidates, index, &Candidate::index);
+  return it == candidates.end() ? kNoCandidate : static_cast<std::size_t>(it - candidates.begin());
+}
+
+}  // namespace
+
 RouteDecision SessionAffinity::pick(const RouteQuery& query,
                                     std::span<const Candidate> candidates) {
   const auto blocks = state_.blocks(query);
@@ -34,18 +45,17 @@ std::optional<RouteDecision> SessionAffinity::to_surely_usable_home(
     std::span<const BlockHash> blocks) {
   const auto known = query.session.empty() ? std::nullopt : homes_.find(query.session);
   if (!known) return std::nullopt;
-  const auto home = std::find_if(candidates.begin(), candidates.end(),
-                                 [&](const Candidate& c) { return c.index == *known; });
-  if (home == candidates.end() || homes_.reserved_for_other(home->index, query.session))
-    return std::nullopt;
-  const std::size_t matched = state_.match(*home, blocks);
-  if (!PrefillCost::surely_usable(candidates, *home, balance_factor_,
+  const std::size_t pos = position_of(candidates, *known);
+  if (pos == kNoCandidate || homes_.reserved_for_other(*known, query.session)) return std::nullopt;
+  const Candidate& home = candidates[pos];
+  const std::size_t matched = state_.match(home, blocks);
+  if (!PrefillCost::surely_usable(candidates, home, balance_factor_,
                                   estimated_tokens(query.prompt.size()), matched))
     return std::nullopt;
   RouteDecision d;
-  d.position = static_cast<std::size_t>(home - candidates.begin());
+  d.position = pos;
   d.reason = RouteReason::hit;
-  homes_.set(query.session, home->index, query.prompt.size());  // active now
+  homes_.set(query.session, home.index, query.prompt.size());  // active now
   return routed(d, query, candidates, blocks, matched);
 }
 
@@ -63,9 +73,7 @@ RouteDecision SessionAffinity::to_home(const RouteQuery& query,
                                        std::span<const Candidate> candidates,
                                        const PrefillCost& cost, const Eligible& usable) {
   const auto known = homes_.find(query.session);
-  Seat home{kNoCandidate, false, false};
-  for (std::size_t i = 0; known && i < candidates.size(); ++i)
-    if (candidates[i].index == *known) home.pos = i;
+  Seat home{known ? position_of(candidates, *known) : kNoCandidate, false, false};
   // A new session, or one whose home is gone, gets the routable instance
   // whose homes weigh least, busy or not: chosen among the free ones, two
   // heavy sessions starting while the light ones filled the other slots
