@@ -19,11 +19,12 @@ void AffinityState::renew(const Candidate& c) {
     // A new engine process: nothing it had cached survives, and a new
     // build may cache where the old one did not.
     seen = Seen{c.generation};
+    inst.index.clear(holders_);
     inst = Instance{};
   }
   seen.kv_tokens = c.kv_tokens;
   const long tokens = c.kv_tokens > 0 ? c.kv_tokens : kDefaultKvTokens;
-  inst.index.set_capacity(static_cast<std::size_t>(tokens / kBlockTokens));
+  inst.index.set_capacity(static_cast<std::size_t>(tokens / kBlockTokens), holders_);
 }
 
 std::span<const BlockHash> AffinityState::blocks(const RouteQuery& query) {
@@ -46,10 +47,32 @@ std::size_t AffinityState::match(const Candidate& c, std::span<const BlockHash> 
   return seen.sent && !seen.never_hits ? instances_[c.index].index.match(blocks) : 0;
 }
 
+bool AffinityState::holds_longest(std::span<const BlockHash> blocks, std::size_t matched) const {
+  // What an index holds of a prompt is a prefix (prefix_index.h): an
+  // instance that matches as much or more holds the last of those blocks.
+  return matched > 0 && holders_.count(blocks[matched - 1]) == 1;
+}
+
+std::optional<HomeMatch> AffinityState::surely_usable_home(const Homes& homes,
+                                                           const RouteQuery& query,
+                                                           std::span<const Candidate> candidates,
+                                                           std::span<const BlockHash> blocks,
+                                                           double balance_factor) {
+  const auto known = query.session.empty() ? std::nullopt : homes.find(query.session);
+  if (!known) return std::nullopt;
+  const std::size_t pos = position_of(candidates, *known);
+  if (pos == kNoCandidate || homes.reserved_for_other(*known, query.session)) return std::nullopt;
+  const std::size_t matched = match(candidates[pos], blocks);
+  if (!PrefillCost::surely_usable(candidates, candidates[pos], balance_factor,
+                                  estimated_tokens(query.prompt.size()), matched))
+    return std::nullopt;
+  return HomeMatch{pos, matched};
+}
+
 void AffinityState::record(std::size_t index, std::span<const BlockHash> blocks) {
   reach(index);
   PrefixIndex& held = instances_[index].index;
-  held.insert(blocks);
+  held.insert(blocks, holders_);
   seen_[index].sent = held.size() > 0;
 }
 
@@ -69,7 +92,7 @@ void AffinityState::finished(const Candidate& instance, const RouteFeedback& fee
   if (++inst.expected_hits < kNeverHitAfter) return;
   seen.never_hits = true;
   seen.sent = false;
-  inst.index.clear();
+  inst.index.clear(holders_);
   spdlog::warn(
       "routing: instance {}: its prefix cache never hits ({} requests that repeated a prefix "
       "sent to it reported 0 cached tokens; hybrid or recurrent models often cache nothing): "

@@ -7,16 +7,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "gateway/routing/balance.h"
 #include "gateway/routing/block_hash.h"
+#include "gateway/routing/homes.h"
 #include "gateway/routing/policy.h"
 #include "gateway/routing/prefix_index.h"
 
 namespace switchyard::gateway {
+
+// A candidate, by position, and the leading blocks of the prompt it holds.
+struct HomeMatch {
+  std::size_t position;
+  std::size_t matched;
+};
 
 class AffinityState {
  public:
@@ -38,6 +46,18 @@ class AffinityState {
              std::vector<std::size_t>& out);
   // The same for one candidate.
   std::size_t match(const Candidate& c, std::span<const BlockHash> blocks);
+  // Whether the instance that holds `matched` leading blocks of `blocks`
+  // (match()) holds more of them than any other instance: no other index
+  // holds the last of those.
+  bool holds_longest(std::span<const BlockHash> blocks, std::size_t matched) const;
+  // The session's home among `candidates` and what it holds of `blocks`,
+  // when the home surely may take the request now (PrefillCost::
+  // surely_usable, and kept for no other session): both affinity policies'
+  // usual pick, found without matching the prompt against every candidate.
+  std::optional<HomeMatch> surely_usable_home(const Homes& homes, const RouteQuery& query,
+                                              std::span<const Candidate> candidates,
+                                              std::span<const BlockHash> blocks,
+                                              double balance_factor);
   void record(std::size_t index, std::span<const BlockHash> blocks);
   void finished(const Candidate& instance, const RouteFeedback& feedback);
 
@@ -65,6 +85,7 @@ class AffinityState {
   std::vector<Seen> seen_;           // by fleet index
   std::vector<Instance> instances_;  // by fleet index
   std::vector<BlockHash> blocks_;    // reused by blocks()
+  BlockHolders holders_;             // of every instance's index
   Throughput speed_;
 };
 

@@ -63,6 +63,9 @@ class Throughput {
   double rate(std::size_t index) const {  // 0 while unknown
     return index < rate_.size() ? rate_[index] : 0;
   }
+  // Every rate by fleet index, 0 while unknown (shorter than the fleet
+  // until its last instances are measured).
+  std::span<const double> rates() const { return rate_; }
   // The mean rate of the candidates measured; 1 while none is.
   double mean_rate(std::span<const Candidate> candidates) const;
   // Prompt tokens per second the instances evaluate (the uncached part of a
@@ -211,6 +214,13 @@ bool any_free(std::span<const Candidate> candidates, Allowed allowed) {
 // soonest_free()'s answer when no candidate qualifies.
 inline constexpr std::size_t kNoCandidate = std::numeric_limits<std::size_t>::max();
 
+// Where the instance of fleet index `index` is among the candidates, or
+// kNoCandidate.
+inline std::size_t position_of(std::span<const Candidate> candidates, std::size_t index) {
+  const auto it = std::ranges::find(candidates, index, &Candidate::index);
+  return it == candidates.end() ? kNoCandidate : static_cast<std::size_t>(it - candidates.begin());
+}
+
 // The free candidate (passing `allowed`) expected to finish a new request
 // soonest: fewest requests per slot, each slot weighed by its instance's
 // delivered rate (instances not yet measured count as the mean of the
@@ -227,22 +237,30 @@ inline std::size_t soonest_free(std::span<const Candidate> candidates, const Thr
 template <class Allowed>
 std::size_t soonest_free(std::span<const Candidate> candidates, const Throughput& speed,
                          Rotation& rotation, Allowed allowed) {
+  // Asked of every free candidate, so kept to a few instructions each:
+  // the rates read in place, each cost a fraction (requests over slots ×
+  // rate) compared by cross-multiplying, without a division, and a new best
+  // taken on a branch: in an even fleet most candidates tie with the first.
+  const std::span<const double> rates = speed.rates();
   double fallback = 0;  // worked out at the first unmeasured free candidate
   std::size_t best = kNoCandidate;
-  double best_cost = 0;
+  // The best's cost as requests (less the tie's margin) over speed.
+  double best_requests = std::numeric_limits<double>::infinity(), best_speed = 1;
   const auto weigh = [&](std::size_t i) {
     const Candidate& c = candidates[i];
     if (!c.free) return;
-    double r = speed.rate(c.index);
+    double r = c.index < rates.size() ? rates[c.index] : 0;
     if (r <= 0) r = fallback > 0 ? fallback : (fallback = speed.mean_rate(candidates));
-    const double cost = (c.in_flight + 1.0) / (std::max(c.slots, 1) * r);
+    const double requests = c.in_flight + 1.0;
+    const double speed_c = std::max(c.slots, 1) * r;
     // Within a part in a thousand is a tie: measured rates jitter. `allowed`
     // is asked last, of a candidate that would be chosen: it is the costly
     // part (a spill asks what each candidate would evaluate), and in an
     // even fleet most candidates tie with the first that qualifies.
-    if ((best == kNoCandidate || cost < best_cost * 0.999) && allowed(c)) {
+    if (requests * best_speed < best_requests * speed_c && allowed(c)) [[unlikely]] {
       best = i;
-      best_cost = cost;
+      best_requests = 0.999 * requests;
+      best_speed = speed_c;
     }
   };
   // In rotation order: from its start to the end, then from the front.

@@ -10,6 +10,20 @@ namespace switchyard::gateway {
 
 RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Candidate> candidates) {
   const auto blocks = state_.blocks(query);
+  // Most requests of a session go home, where its context alone is: when
+  // no other instance holds as much of the prompt and the home surely may
+  // take it, the full pick below would choose it too (its soonest_free()
+  // among the longest usable matches included), and this finds it without
+  // matching the prompt against every candidate.
+  if (const auto home =
+          state_.surely_usable_home(homes_, query, candidates, blocks, balance_factor_);
+      home && state_.holds_longest(blocks, home->matched)) {
+    rotation_.picked(candidates[home->position]);
+    RouteDecision d;
+    d.position = home->position;
+    d.reason = RouteReason::hit;
+    return routed(d, query, candidates, blocks, home->matched);
+  }
 
   state_.match(candidates, blocks, matches_);
   const long tokens = estimated_tokens(query.prompt.size());
@@ -51,10 +65,15 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
     d.position = homes_.place(candidates, usable, state_.speed(), rotation_, cost.soonest_start());
     d.reason = longest > 0 ? RouteReason::bounded_out : RouteReason::cold;
   }
+  return routed(d, query, candidates, blocks, matches_[d.position]);
+}
+
+RouteDecision PrefixAffinity::routed(RouteDecision d, const RouteQuery& query,
+                                     std::span<const Candidate> candidates,
+                                     std::span<const BlockHash> blocks, std::size_t matched) {
   d.home_waited = wait_.end(query.session);
-  d.match = blocks.empty()
-                ? 0.0
-                : static_cast<double>(matches_[d.position]) / static_cast<double>(blocks.size());
+  d.match =
+      blocks.empty() ? 0.0 : static_cast<double>(matched) / static_cast<double>(blocks.size());
   state_.record(candidates[d.position].index, blocks);
   // Where the session's context now is (its longest prefix anywhere).
   if (!query.session.empty())

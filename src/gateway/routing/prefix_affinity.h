@@ -49,6 +49,10 @@ class PrefixAffinity final : public RoutingPolicy {
   void place_session(RouteDecision& d, const RouteQuery& query,
                      std::span<const Candidate> candidates, const PrefillCost& cost,
                      const Eligible& usable, long tokens);
+  // `d`, routed to d.position, which holds `matched` of the prompt's `blocks`.
+  RouteDecision routed(RouteDecision d, const RouteQuery& query,
+                       std::span<const Candidate> candidates, std::span<const BlockHash> blocks,
+                       std::size_t matched);
   // The session's home when it is not among `candidates` (it died, or is
   // drained or ejected); nullopt for a new session or a home that is there.
   std::optional<std::size_t> lost_home(std::string_view session,

@@ -4,6 +4,10 @@
 
 namespace switchyard::gateway {
 
+void BlockHolders::remove(BlockHash block) {
+  if (const auto it = count_.find(block); it != count_.end() && --it->second == 0) count_.erase(it);
+}
+
 PrefixIndex::PrefixIndex(std::size_t capacity) : capacity_(std::max<std::size_t>(capacity, 1)) {}
 
 std::size_t PrefixIndex::match(std::span<const BlockHash> blocks) const {
@@ -27,7 +31,7 @@ std::size_t PrefixIndex::match(std::span<const BlockHash> blocks) const {
   return lo;
 }
 
-void PrefixIndex::insert(std::span<const BlockHash> blocks) {
+void PrefixIndex::insert(std::span<const BlockHash> blocks, BlockHolders& holders) {
   // Only the newest `capacity` blocks of a prompt longer than the cache
   // could stay; the head of the prompt is the one worth keeping.
   const std::size_t keep = std::min(blocks.size(), capacity_);
@@ -49,23 +53,26 @@ void PrefixIndex::insert(std::span<const BlockHash> blocks) {
     } else {
       next = lru_.insert(next, h);
       where_.emplace(h, next);
+      holders.add(h);
     }
   }
-  evict();
+  evict(holders);
 }
 
-void PrefixIndex::clear() {
+void PrefixIndex::clear(BlockHolders& holders) {
+  for (const BlockHash h : lru_) holders.remove(h);
   lru_.clear();
   where_.clear();
 }
 
-void PrefixIndex::set_capacity(std::size_t capacity) {
+void PrefixIndex::set_capacity(std::size_t capacity, BlockHolders& holders) {
   capacity_ = std::max<std::size_t>(capacity, 1);
-  evict();
+  evict(holders);
 }
 
-void PrefixIndex::evict() {
+void PrefixIndex::evict(BlockHolders& holders) {
   while (where_.size() > capacity_) {
+    holders.remove(lru_.back());
     where_.erase(lru_.back());
     lru_.pop_back();
   }

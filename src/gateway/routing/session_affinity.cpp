@@ -9,21 +9,20 @@
 
 namespace switchyard::gateway {
 
-namespace {
-
-// Where the instance of fleet index `index` is among the candidates, or
-// kNoCandidate.
-std::size_t position_of(std::span<const Candidate> candidates, std::size_t index) {
-  const auto it = std::ranges::find(candidates, index, &Candidate::index);
-  return it == candidates.end() ? kNoCandidate : static_cast<std::size_t>(it - candidates.begin());
-}
-
-}  // namespace
-
 RouteDecision SessionAffinity::pick(const RouteQuery& query,
                                     std::span<const Candidate> candidates) {
   const auto blocks = state_.blocks(query);
-  if (auto d = to_surely_usable_home(query, candidates, blocks)) return *d;
+  // Most requests go home: a home that surely may take the request takes
+  // it with no other candidate's prefix matched, which is most of a pick's
+  // cost at 256 instances.
+  if (const auto home =
+          state_.surely_usable_home(homes_, query, candidates, blocks, balance_factor_)) {
+    homes_.set(query.session, candidates[home->position].index, query.prompt.size());  // active
+    RouteDecision d;
+    d.position = home->position;
+    d.reason = RouteReason::hit;
+    return routed(d, query, candidates, blocks, home->matched);
+  }
   state_.match(candidates, blocks, matches_);
   const PrefillCost cost(candidates, balance_factor_, estimated_tokens(query.prompt.size()),
                          matches_);
@@ -38,25 +37,6 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
     if (d.wait_until) return d;
   }
   return routed(d, query, candidates, blocks, matches_[d.position]);
-}
-
-std::optional<RouteDecision> SessionAffinity::to_surely_usable_home(
-    const RouteQuery& query, std::span<const Candidate> candidates,
-    std::span<const BlockHash> blocks) {
-  const auto known = query.session.empty() ? std::nullopt : homes_.find(query.session);
-  if (!known) return std::nullopt;
-  const std::size_t pos = position_of(candidates, *known);
-  if (pos == kNoCandidate || homes_.reserved_for_other(*known, query.session)) return std::nullopt;
-  const Candidate& home = candidates[pos];
-  const std::size_t matched = state_.match(home, blocks);
-  if (!PrefillCost::surely_usable(candidates, home, balance_factor_,
-                                  estimated_tokens(query.prompt.size()), matched))
-    return std::nullopt;
-  RouteDecision d;
-  d.position = pos;
-  d.reason = RouteReason::hit;
-  homes_.set(query.session, home.index, query.prompt.size());  // active now
-  return routed(d, query, candidates, blocks, matched);
 }
 
 RouteDecision SessionAffinity::routed(RouteDecision d, const RouteQuery& query,

@@ -56,12 +56,6 @@ class SessionAffinity final : public RoutingPolicy {
     bool placed;
     bool moved;
   };
-  // Most requests go home: a home that PrefillCost::surely_usable() admits
-  // takes the request with no other candidate's prefix matched, which is
-  // most of a pick's cost at 256 instances. nullopt: pick() weighs them all.
-  std::optional<RouteDecision> to_surely_usable_home(const RouteQuery& query,
-                                                     std::span<const Candidate> candidates,
-                                                     std::span<const BlockHash> blocks);
   RouteDecision to_home(const RouteQuery& query, std::span<const Candidate> candidates,
                         const PrefillCost& cost, const Eligible& usable);
   // The home cannot take the request now: wait for it (d.wait_until), or spill.

@@ -103,6 +103,40 @@ TEST(RoutingPrefixAffinity, TheLongestMatchWins) {
   EXPECT_NEAR(again.match, 40.0 / 44.0, 1e-9);
 }
 
+// A session's home takes its request at once only where no other instance
+// holds as much of the prompt: an equal match elsewhere may be freer, and a
+// longer one saves more prefill.
+TEST(RoutingPrefixAffinity, ASessionsHomeYieldsToAnInstanceHoldingAsMuchOrMore) {
+  PrefixAffinity p(4.0);  // a loose bound: load alone turns no request away
+  auto c = fleet_of(2, 4);
+  const std::string a = prompt('a', 40), b = prompt('b', 8);
+  const auto home = p.pick(query(a, "s"), c).position;
+  // Another session sends the same prompt while the home is full: the
+  // other instance holds as much of `a` now.
+  load(c, home, 4);
+  const auto other = p.pick(query(a, "t"), c).position;
+  ASSERT_NE(other, home);
+  // The home runs one request, the other none: among equal matches the
+  // freer one takes s's next turn.
+  load(c, home, 1);
+  EXPECT_EQ(p.pick(query(a + b, "s"), c).position, other);
+
+  // A third session starts on `home`'s side (u's home is `home`), and a
+  // fourth sends it further on `other` while `home` is full: `other` holds
+  // more of u's next prompt than u's home does.
+  PrefixAffinity q(4.0);
+  auto d = fleet_of(2, 4);
+  const auto u_home = q.pick(query(a, "u"), d).position;
+  load(d, u_home, 4);
+  const auto further = q.pick(query(a + b, "v"), d).position;
+  ASSERT_NE(further, u_home);
+  load(d, u_home, 0);
+  const auto next = q.pick(query(a + b + prompt('c', 4), "u"), d);
+  EXPECT_EQ(next.position, further);
+  EXPECT_EQ(next.reason, RouteReason::hit);
+  EXPECT_NEAR(next.match, 48.0 / 52.0, 1e-9);
+}
+
 TEST(RoutingPrefixAffinity, AHotPrefixSpillsOnceItsInstanceReachesTheBound) {
   PrefixAffinity p(1.25);
   auto c = fleet_of(4, 8);
@@ -279,6 +313,23 @@ TEST(RoutingLeastOutstanding, PrefersTheFasterOfTwoIdleCards) {
   // Busy, the fast one is not free: the slow one serves.
   load(c, 1, 1);
   EXPECT_EQ(p.pick(query(""), c).position, 0u);
+}
+
+TEST(RoutingLeastOutstanding, RatesWithinAPartInAThousandTakeTurns) {
+  LeastOutstanding p;
+  auto c = fleet_of(3, 1);
+  // Measured rates jitter: 50.00, 50.02 and 49.98 tok/s are the same card
+  // three times, so the idle ones take turns rather than the fastest
+  // taking all.
+  p.finished(c[0], RouteFeedback{100, 0, 5000, 100.0, -1});
+  p.finished(c[1], RouteFeedback{100, 0, 5002, 100.0, -1});
+  p.finished(c[2], RouteFeedback{100, 0, 4998, 100.0, -1});
+  std::vector<std::size_t> picked;
+  for (int i = 0; i < 6; ++i) picked.push_back(p.pick(query(""), c).position);
+  EXPECT_EQ(picked, (std::vector<std::size_t>{0, 1, 2, 0, 1, 2}));
+  // Half a per cent faster is faster: it takes every request while idle.
+  p.finished(c[2], RouteFeedback{100, 0, 5100, 100.0, -1});  // the EWMA to 50.29
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(p.pick(query(""), c).position, 2u);
 }
 
 TEST(RoutingLeastOutstanding, FewerPerSlotBeatsAFasterCardThatIsBusier) {

@@ -42,19 +42,21 @@ TEST(RoutingBlockHash, ASharedPrefixMatchesUpToTheFirstDifferingBlock) {
 }
 
 TEST(RoutingBlockHash, DifferentModelsNeverMatch) {
+  BlockHolders holders;
   const std::string p = text(4 * kBlockBytes);
   const auto a = hashes("qwen-27b", p), b = hashes("qwen-27b-q8", p);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NE(a[i], b[i]) << i;
   PrefixIndex index(100);
-  index.insert(a);
+  index.insert(a, holders);
   EXPECT_EQ(index.match(a), 4u);
   EXPECT_EQ(index.match(b), 0u);
 }
 
 TEST(RoutingPrefixIndex, MatchesTheLeadingBlocksOnly) {
+  BlockHolders holders;
   PrefixIndex index(100);
   const auto sent = hashes("m", text(6 * kBlockBytes));
-  index.insert(sent);
+  index.insert(sent, holders);
   EXPECT_EQ(index.match(sent), 6u);
   const auto longer = hashes("m", text(6 * kBlockBytes) + text(4 * kBlockBytes, 'q'));
   EXPECT_EQ(index.match(longer), 6u);
@@ -63,14 +65,15 @@ TEST(RoutingPrefixIndex, MatchesTheLeadingBlocksOnly) {
 }
 
 TEST(RoutingPrefixIndex, ForgetsTheLeastRecentlyUsedPastItsCapacity) {
+  BlockHolders holders;
   PrefixIndex index(8);
   const auto a = hashes("m", text(4 * kBlockBytes, 'a'));
   const auto b = hashes("m", text(4 * kBlockBytes, 'h'));
   const auto c = hashes("m", text(4 * kBlockBytes, 'p'));
-  index.insert(a);
-  index.insert(b);
-  index.insert(a);  // a is used again: b is now the oldest
-  index.insert(c);
+  index.insert(a, holders);
+  index.insert(b, holders);
+  index.insert(a, holders);  // a is used again: b is now the oldest
+  index.insert(c, holders);
   EXPECT_EQ(index.size(), 8u);
   EXPECT_EQ(index.match(a), 4u);
   EXPECT_EQ(index.match(b), 0u);
@@ -81,18 +84,19 @@ TEST(RoutingPrefixIndex, ForgetsTheLeastRecentlyUsedPastItsCapacity) {
 // for (galloping, then halving) rather than walked: every length from none
 // to all of it, and a prompt that goes on past what was sent.
 TEST(RoutingPrefixIndex, FindsAMatchOfEveryLength) {
+  BlockHolders holders;
   const std::string sent = text(40 * kBlockBytes);
   const auto blocks = hashes("m", sent);
   const auto longer = hashes("m", sent + text(9 * kBlockBytes, 'q'));
   for (std::size_t held = 1; held <= blocks.size(); ++held) {
     PrefixIndex index(held);
-    index.insert(blocks);
+    index.insert(blocks, holders);
     EXPECT_EQ(index.match(blocks), held);
     EXPECT_EQ(index.match(longer), held);
     EXPECT_EQ(index.match(std::span(blocks).first(held / 2)), held / 2);
   }
   PrefixIndex index(100);
-  index.insert(blocks);
+  index.insert(blocks, holders);
   EXPECT_EQ(index.match(std::span(blocks).first(0)), 0u);
   EXPECT_EQ(index.match(hashes("m", text(40 * kBlockBytes, 'z'))), 0u);
 }
@@ -101,40 +105,78 @@ TEST(RoutingPrefixIndex, FindsAMatchOfEveryLength) {
 // stays there, and the rest of a new prompt goes right after it, ahead of
 // anything older.
 TEST(RoutingPrefixIndex, APromptSharingTheLastOnesHeadIsTheMostRecentAfterIt) {
+  BlockHolders holders;
   PrefixIndex index(6);
   const std::string shared = text(2 * kBlockBytes, 's');
   const auto a = hashes("m", shared + text(2 * kBlockBytes, 'a'));
   const auto b = hashes("m", shared + text(2 * kBlockBytes, 'b'));
   const auto c = hashes("m", shared + text(2 * kBlockBytes, 'c'));
-  index.insert(a);
-  index.insert(b);  // shared, b, a
-  index.insert(c);  // shared, c, b: a's own blocks are the oldest, and go
+  index.insert(a, holders);
+  index.insert(b, holders);  // shared, b, a
+  index.insert(c, holders);  // shared, c, b: a's own blocks are the oldest, and go
   EXPECT_EQ(index.size(), 6u);
   EXPECT_EQ(index.match(a), 2u);
   EXPECT_EQ(index.match(b), 4u);
   EXPECT_EQ(index.match(c), 4u);
-  index.insert(b);  // shared, b, c
-  index.insert(a);  // shared, a, b: now c's go
+  index.insert(b, holders);  // shared, b, c
+  index.insert(a, holders);  // shared, a, b: now c's go
   EXPECT_EQ(index.match(c), 2u);
   EXPECT_EQ(index.match(b), 4u);
   EXPECT_EQ(index.match(a), 4u);
-  index.insert(a);  // all of it at the front already: nothing moves
+  index.insert(a, holders);  // all of it at the front already: nothing moves
   EXPECT_EQ(index.match(b), 4u);
 }
 
 TEST(RoutingPrefixIndex, APromptLongerThanTheCacheKeepsItsHead) {
+  BlockHolders holders;
   PrefixIndex index(3);
   const auto long_prompt = hashes("m", text(10 * kBlockBytes));
-  index.insert(long_prompt);
+  index.insert(long_prompt, holders);
   EXPECT_EQ(index.match(long_prompt), 3u);
   // Eviction under pressure takes a prompt's tail before its head.
   PrefixIndex small(6);
-  small.insert(hashes("m", text(4 * kBlockBytes, 'a')));
-  small.insert(hashes("m", text(4 * kBlockBytes, 'h')));
+  small.insert(hashes("m", text(4 * kBlockBytes, 'a')), holders);
+  small.insert(hashes("m", text(4 * kBlockBytes, 'h')), holders);
   EXPECT_EQ(small.match(hashes("m", text(4 * kBlockBytes, 'a'))), 2u);
-  small.set_capacity(2);
+  small.set_capacity(2, holders);
   EXPECT_EQ(small.match(hashes("m", text(4 * kBlockBytes, 'h'))), 2u);
   EXPECT_EQ(small.match(hashes("m", text(4 * kBlockBytes, 'a'))), 0u);
+}
+
+// The holders count, for every block, the indexes that hold it, through
+// inserts, evictions, a shrunk capacity and a flush: the prefix policies'
+// test that no other instance holds as much of a prompt as the home.
+TEST(RoutingPrefixIndex, HoldersCountTheIndexesHoldingEachBlock) {
+  BlockHolders holders;
+  std::vector<PrefixIndex> indexes{PrefixIndex(6), PrefixIndex(9), PrefixIndex(12)};
+  const std::string shared = text(2 * kBlockBytes, 's');
+  std::vector<std::vector<BlockHash>> prompts;
+  for (char topic = 'a'; topic < 'g'; ++topic)
+    prompts.push_back(
+        hashes("m", shared + text(static_cast<std::size_t>(topic - 'a' + 1) * kBlockBytes, topic)));
+  const auto agree = [&](int step) {
+    for (const auto& prompt : prompts)
+      for (const BlockHash block : prompt) {
+        std::size_t holding = 0;
+        for (const auto& index : indexes) holding += index.match(std::span(&block, 1));
+        ASSERT_EQ(holders.count(block), holding) << "step " << step;
+      }
+  };
+  std::uint64_t x = 12345;
+  for (int step = 0; step < 300; ++step) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    auto& index = indexes[(x >> 33) % indexes.size()];
+    const auto& prompt = prompts[(x >> 40) % prompts.size()];
+    if (step % 50 == 49)
+      index.clear(holders);
+    else if (step % 25 == 24)
+      index.set_capacity(1 + (x >> 50) % 12, holders);
+    else
+      index.insert(prompt, holders);
+    agree(step);
+  }
+  for (auto& index : indexes) index.clear(holders);
+  EXPECT_TRUE(holders.empty());
 }
 
 }  // namespace
