@@ -71,6 +71,9 @@ std::optional<HomeMatch> AffinityState::surely_usable_home(const Homes& homes,
 
 void AffinityState::record(std::size_t index, std::span<const BlockHash> blocks) {
   reach(index);
+  // Matched as nothing until it restarts: held, its blocks would only count
+  // against the instances whose caches do hit (holds_longest).
+  if (seen_[index].never_hits) return;
   PrefixIndex& held = instances_[index].index;
   held.insert(blocks, holders_);
   seen_[index].sent = held.size() > 0;

@@ -246,6 +246,49 @@ TEST(RoutingPrefixAffinity, AffinityStopsForAnInstanceWhoseCacheNeverHits) {
   EXPECT_EQ(q.pick(query(a), c).reason, RouteReason::hit);
 }
 
+// With every instance's state brought up to date (match() over all of
+// them), an instance holds the prompt's longest match alone exactly when
+// holds_longest() says so: through records, evictions, restarts, KV sizes
+// learned later and instances whose cache never hits.
+TEST(RoutingAffinityState, HoldsLongestIsTheUniqueLongestMatch) {
+  AffinityState state;
+  auto c = fleet_of(5);
+  const std::string shared = prompt('s', 3);
+  std::vector<std::string> prompts;
+  for (char topic = 'a'; topic < 'h'; ++topic)
+    for (std::size_t turns = 1; turns <= 3; ++turns)
+      prompts.push_back(shared + std::string(turns * 2 * kBlockBytes, topic));
+  std::vector<std::size_t> matched;
+  std::uint64_t x = 777;
+  int alone = 0;
+  for (int step = 0; step < 2000; ++step) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    Candidate& at = c[(x >> 33) % c.size()];
+    const std::string& text = prompts[(x >> 40) % prompts.size()];
+    if (step % 97 == 96) {
+      ++at.generation;  // a restart: its index is flushed when next seen
+    } else if (step % 89 == 88) {
+      at.kv_tokens = static_cast<long>(1 + (x >> 50) % 24) * kBlockTokens;
+    } else if (step % 211 == 210) {
+      for (int i = 0; i < AffinityState::kNeverHitAfter; ++i)
+        state.finished(at, RouteFeedback{400, 0, 10, 1.0, 1.0});
+    } else {
+      const auto blocks = state.blocks(query(text));
+      state.match(c, blocks, matched);
+      state.record(at.index, blocks);
+    }
+    const auto blocks = state.blocks(query(prompts[(x >> 20) % prompts.size()]));
+    state.match(c, blocks, matched);
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      bool unique = matched[i] > 0;
+      for (std::size_t j = 0; j < c.size(); ++j) unique &= j == i || matched[j] < matched[i];
+      ASSERT_EQ(state.holds_longest(blocks, matched[i]), unique) << "step " << step << " at " << i;
+      alone += unique;
+    }
+  }
+  EXPECT_GT(alone, 500);  // the case is common, not a corner
+}
+
 TEST(RoutingSession, StaysHomeAndMovesOnceWhenTheHomeDies) {
   SessionAffinity p(1.25);
   auto c = fleet_of(4);
