@@ -53,17 +53,16 @@ bool AffinityState::holds_longest(std::span<const BlockHash> blocks, std::size_t
   return matched > 0 && holders_.count(blocks[matched - 1]) == 1;
 }
 
-std::optional<HomeMatch> AffinityState::surely_usable_home(const Homes& homes,
-                                                           const RouteQuery& query,
-                                                           std::span<const Candidate> candidates,
-                                                           std::span<const BlockHash> blocks,
-                                                           double balance_factor) {
+std::optional<HomeMatch> AffinityState::surely_usable_home(
+    const Homes& homes, const RouteQuery& query, std::span<const Candidate> candidates,
+    std::span<const BlockHash> blocks, double balance_factor, bool longest_alone) {
   const auto known = query.session.empty() ? std::nullopt : homes.find(query.session);
   if (!known) return std::nullopt;
   const std::size_t pos = position_of(candidates, *known);
   if (pos == kNoCandidate || homes.reserved_for_other(*known, query.session)) return std::nullopt;
   const std::size_t matched = match(candidates[pos], blocks);
-  if (!PrefillCost::surely_usable(candidates, candidates[pos], balance_factor,
+  if ((longest_alone && !holds_longest(blocks, matched)) ||
+      !PrefillCost::surely_usable(candidates, candidates[pos], balance_factor,
                                   estimated_tokens(query.prompt.size()), matched))
     return std::nullopt;
   return HomeMatch{pos, matched};

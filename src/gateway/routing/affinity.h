@@ -26,6 +26,12 @@ struct HomeMatch {
   std::size_t matched;
 };
 
+// The share of a prompt's `blocks` that an instance holding `matched` of
+// them holds (RouteDecision::match); 0 for a prompt shorter than a block.
+inline double share_held(std::span<const BlockHash> blocks, std::size_t matched) {
+  return blocks.empty() ? 0.0 : static_cast<double>(matched) / static_cast<double>(blocks.size());
+}
+
 class AffinityState {
  public:
   // Tokens assumed cached by an instance whose KV cache size is unknown
@@ -52,12 +58,15 @@ class AffinityState {
   bool holds_longest(std::span<const BlockHash> blocks, std::size_t matched) const;
   // The session's home among `candidates` and what it holds of `blocks`,
   // when the home surely may take the request now (PrefillCost::
-  // surely_usable, and kept for no other session): both affinity policies'
-  // usual pick, found without matching the prompt against every candidate.
+  // surely_usable, and kept for no other session) and, if `longest_alone`,
+  // holds more of the prompt than any other instance (holds_longest, asked
+  // first: it is one lookup, the other test two passes over the
+  // candidates): both affinity policies' usual pick, found without
+  // matching the prompt against every candidate.
   std::optional<HomeMatch> surely_usable_home(const Homes& homes, const RouteQuery& query,
                                               std::span<const Candidate> candidates,
                                               std::span<const BlockHash> blocks,
-                                              double balance_factor);
+                                              double balance_factor, bool longest_alone);
   void record(std::size_t index, std::span<const BlockHash> blocks);
   void finished(const Candidate& instance, const RouteFeedback& feedback);
 

@@ -15,9 +15,8 @@ RouteDecision PrefixAffinity::pick(const RouteQuery& query, std::span<const Cand
   // take it, the full pick below would choose it too (its soonest_free()
   // among the longest usable matches included), and this finds it without
   // matching the prompt against every candidate.
-  if (const auto home =
-          state_.surely_usable_home(homes_, query, candidates, blocks, balance_factor_);
-      home && state_.holds_longest(blocks, home->matched)) {
+  if (const auto home = state_.surely_usable_home(homes_, query, candidates, blocks,
+                                                  balance_factor_, /*longest_alone=*/true)) {
     rotation_.picked(candidates[home->position]);
     RouteDecision d;
     d.position = home->position;
@@ -72,8 +71,7 @@ RouteDecision PrefixAffinity::routed(RouteDecision d, const RouteQuery& query,
                                      std::span<const Candidate> candidates,
                                      std::span<const BlockHash> blocks, std::size_t matched) {
   d.home_waited = wait_.end(query.session);
-  d.match =
-      blocks.empty() ? 0.0 : static_cast<double>(matched) / static_cast<double>(blocks.size());
+  d.match = share_held(blocks, matched);
   state_.record(candidates[d.position].index, blocks);
   // Where the session's context now is (its longest prefix anywhere).
   if (!query.session.empty())
@@ -121,9 +119,7 @@ std::optional<std::size_t> PrefixAffinity::lost_home(std::string_view session,
 
 double PrefixAffinity::match(const RouteQuery& query, const Candidate& instance) {
   const auto blocks = state_.blocks(query);
-  if (blocks.empty()) return 0;
-  state_.match({&instance, 1}, blocks, matches_);  // a restarted engine holds nothing
-  return static_cast<double>(matches_[0]) / static_cast<double>(blocks.size());
+  return share_held(blocks, state_.match(instance, blocks));  // a restarted engine holds nothing
 }
 
 }  // namespace switchyard::gateway

@@ -63,7 +63,7 @@ class PrefixAffinity final : public RoutingPolicy {
   Rotation rotation_;
   Homes homes_;
   HomeWait wait_;
-  std::vector<std::size_t> matches_;  // by candidate position, reused by pick() and match()
+  std::vector<std::size_t> matches_;  // by candidate position, reused by pick()
 };
 
 }  // namespace switchyard::gateway

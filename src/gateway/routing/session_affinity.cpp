@@ -15,8 +15,8 @@ RouteDecision SessionAffinity::pick(const RouteQuery& query,
   // Most requests go home: a home that surely may take the request takes
   // it with no other candidate's prefix matched, which is most of a pick's
   // cost at 256 instances.
-  if (const auto home =
-          state_.surely_usable_home(homes_, query, candidates, blocks, balance_factor_)) {
+  if (const auto home = state_.surely_usable_home(homes_, query, candidates, blocks,
+                                                  balance_factor_, /*longest_alone=*/false)) {
     homes_.set(query.session, candidates[home->position].index, query.prompt.size());  // active
     RouteDecision d;
     d.position = home->position;
@@ -43,8 +43,7 @@ RouteDecision SessionAffinity::routed(RouteDecision d, const RouteQuery& query,
                                       std::span<const Candidate> candidates,
                                       std::span<const BlockHash> blocks, std::size_t matched) {
   d.home_waited = wait_.end(query.session);
-  d.match =
-      blocks.empty() ? 0.0 : static_cast<double>(matched) / static_cast<double>(blocks.size());
+  d.match = share_held(blocks, matched);
   state_.record(candidates[d.position].index, blocks);
   return d;
 }
