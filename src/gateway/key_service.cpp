@@ -85,7 +85,7 @@ void KeyService::start(Hooks hooks) {
     shared_keys_->start();
   }
   watcher_ = std::make_unique<tenancy::KeyWatcher>(
-      state_db_, stored_version_, std::chrono::milliseconds(200),
+      state_db_, stored_version_, std::chrono::milliseconds(200), std::chrono::seconds(1),
       [this, alive = std::weak_ptr<char>(alive_)](tenancy::StoredKeys next) {
         net::post(executor_, [this, alive, next = std::move(next)]() mutable {
           if (alive.lock()) apply_stored(std::move(next.keys));

@@ -1,18 +1,19 @@
 // Keeps the running gateway's view of the stored keys current: a thread of
-// its own polls the state database's key version (a single-row read) and
-// hands each changed key list on. The I/O thread never touches SQLite.
+// its own reads the state database's key version (a single-row read) when
+// the database's files are written, and hands each changed key list on. The
+// I/O thread never touches SQLite.
 #pragma once
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/file_events.h"
 #include "common/result.h"
 #include "tenancy/key_store.h"
 
@@ -61,26 +62,30 @@ class KeyFile {
 
 class KeyWatcher {
  public:
-  // Polls every `interval` from `since` on; `on_change` runs on the
-  // watcher's thread (post it to where the keys are used). A failed poll is
-  // logged once and retried.
+  // Reads the keys from `since` on when the database or its journal is
+  // written, at most once an `interval` (and once more an interval after a
+  // write: the look it woke may have come before the commit was done), and
+  // every `backstop` whatever inotify reports; without inotify, every
+  // `interval`. `on_change` runs on the watcher's thread (post it to where
+  // the keys are used). A failed read is logged once and retried.
   KeyWatcher(std::string path, std::int64_t since, std::chrono::milliseconds interval,
-             std::function<void(StoredKeys)> on_change);
+             std::chrono::milliseconds backstop, std::function<void(StoredKeys)> on_change);
   ~KeyWatcher();  // stops and joins the thread
   KeyWatcher(const KeyWatcher&) = delete;
   KeyWatcher& operator=(const KeyWatcher&) = delete;
+
+  // How many times it has read the database (each after on_change, if any).
+  std::uint64_t reads() const { return reads_; }
 
  private:
   void run(std::int64_t since);
 
   // Constant after construction.
   const std::string path_;
-  const std::chrono::milliseconds interval_;
+  const std::chrono::milliseconds interval_, backstop_;
   const std::function<void(StoredKeys)> on_change_;
-  // Guarded by mutex_.
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
+  FileEvents events_;  // the database's files; stop() ends the thread
+  std::atomic<std::uint64_t> reads_{0};
 
   std::thread thread_;  // last: starts once the rest is set
 };

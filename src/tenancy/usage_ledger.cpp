@@ -160,7 +160,7 @@ UsageLedger::~UsageLedger() {
 }
 
 bool UsageLedger::submit(const UsageRowView& row) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (pending_.size() >= capacity_) {
     if (dropped_++ % 1000 == 0)
       spdlog::warn("usage ledger: buffer full ({} rows), {} row(s) dropped so far", capacity_,
@@ -174,6 +174,12 @@ bool UsageLedger::submit(const UsageRowView& row) {
     return span;
   }));
   ++submitted_;
+  // A batch's first row starts the writer's interval: one wake-up a batch.
+  if (writer_idle_) {
+    writer_idle_ = false;
+    lock.unlock();
+    wake_.notify_one();
+  }
   return true;
 }
 
@@ -211,6 +217,11 @@ void UsageLedger::run() {
   std::string batch_text;
   std::unique_lock lock(mutex_);
   for (;;) {
+    // Nothing to write: asleep until a row comes, not woken by a timer ten
+    // times a second on an idle box (or between a stream's first and last rows).
+    writer_idle_ = pending_.empty() && !stop_ && !flush_wanted_;
+    wake_.wait(lock, [this] { return !writer_idle_ || stop_ || flush_wanted_; });
+    writer_idle_ = false;
     // Waiting out the interval even with rows pending is what makes a batch:
     // woken by every row, the thread would commit one transaction per request
     // and take a core from the I/O thread under load.

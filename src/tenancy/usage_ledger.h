@@ -109,6 +109,7 @@ class UsageLedger {
   std::uint64_t submitted_ = 0, done_ = 0, dropped_ = 0;
   bool stop_ = false;
   bool flush_wanted_ = false;     // flush(): write now, not at the next interval
+  bool writer_idle_ = false;      // the writer sleeps until a row comes
   std::size_t writer_bytes_ = 0;  // what the writer's buffers hold after its last batch
 
   std::thread thread_;  // last: starts once the rest is set
