@@ -29,8 +29,10 @@ class FileEvents {
   // directory itself is removed or moved.
   bool watching() const { return watch_ >= 0; }
   // Until one of the files is written since the last call, `timeout` passes
-  // or stop(); written when a write had come before the call.
-  Woken wait(std::chrono::milliseconds timeout);
+  // or stop(); written when a write had come before the call. After a write,
+  // `settle` more whatever is written: a write wakes it as it starts, and
+  // what it is part of (a commit: several writes) ends a little later.
+  Woken wait(std::chrono::milliseconds timeout, std::chrono::milliseconds settle = {});
   // `d` whatever is written, then whether anything was (written or timeout),
   // or stopped at once.
   Woken pause(std::chrono::milliseconds d);
@@ -40,7 +42,10 @@ class FileEvents {
  private:
   // Reads the events there are without blocking: whether one named a file.
   bool take_events();
+  // Watches `name`'s writes, its file as it is now.
+  void follow(const std::string& name);
 
+  const std::filesystem::path dir_;
   const std::vector<std::string> names_;
   int inotify_ = -1;
   int watch_ = -1;

@@ -24,6 +24,11 @@ Result<StoredKeys> load_stored_keys(const std::string& path) {
 
 namespace {
 
+// A write wakes the watcher as it begins; a commit's writes (its journal's
+// frames, then its index in shared memory, which inotify does not see) end
+// well within this, and the read after it finds the commit done.
+constexpr std::chrono::milliseconds kSettle{10};
+
 // The files a commit to the database at `path` writes: the journal in WAL
 // mode, the file itself at a checkpoint or in rollback mode.
 std::vector<std::string> database_files(const std::filesystem::path& path) {
@@ -91,13 +96,10 @@ void KeyWatcher::run(std::int64_t since) {
   KeyFile file(path_);
   bool failing = false;
   // Under a stream of writes (the ledger commits every 100 ms under load)
-  // this is a read an interval; on a quiet database, one a backstop.
-  bool written = true;  // the first read: an interval in
+  // this is a read an interval; on a quiet database, one a backstop. The
+  // first, at once: what changed since the keys were loaded.
+  bool written = false;
   for (;;) {
-    const auto woken =
-        written || !events_.watching() ? events_.pause(interval_) : events_.wait(backstop_);
-    if (woken == FileEvents::Woken::stopped) return;
-    written = woken == FileEvents::Woken::written;
     auto read = file.read_if_changed(since);
     ++reads_;
     if (!read) {
@@ -113,6 +115,10 @@ void KeyWatcher::run(std::int64_t since) {
         on_change_(std::move(**read));
       }
     }
+    const auto woken = written || !events_.watching() ? events_.pause(interval_)
+                                                      : events_.wait(backstop_, kSettle);
+    if (woken == FileEvents::Woken::stopped) return;
+    written = woken == FileEvents::Woken::written;
   }
 }
 

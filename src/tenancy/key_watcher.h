@@ -62,12 +62,13 @@ class KeyFile {
 
 class KeyWatcher {
  public:
-  // Reads the keys from `since` on when the database or its journal is
-  // written, at most once an `interval` (and once more an interval after a
-  // write: the look it woke may have come before the commit was done), and
-  // every `backstop` whatever inotify reports; without inotify, every
-  // `interval`. `on_change` runs on the watcher's thread (post it to where
-  // the keys are used). A failed read is logged once and retried.
+  // Reads the keys from `since` on: at once, then when the database or its
+  // journal is written (10 ms after the write began), at most once an
+  // `interval` (and once more an interval after a write, should its commit
+  // have taken longer), and every `backstop` whatever inotify reports;
+  // without inotify, every `interval`. `on_change` runs on the watcher's
+  // thread (post it to where the keys are used). A failed read is logged
+  // once and retried.
   KeyWatcher(std::string path, std::int64_t since, std::chrono::milliseconds interval,
              std::chrono::milliseconds backstop, std::function<void(StoredKeys)> on_change);
   ~KeyWatcher();  // stops and joins the thread

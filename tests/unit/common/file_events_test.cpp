@@ -2,11 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <utility>
 
 namespace switchyard {
 namespace {
@@ -43,6 +45,39 @@ TEST_F(FileEventsTest, AWriteToAFollowedFileEndsTheWaitOthersDoNot) {
   // A pause does not end at a write, but says there was one.
   write("state.db");
   EXPECT_EQ(events.pause(milliseconds(1)), Woken::written);
+}
+
+// A write wakes the wait as it begins: the wait lets what it began finish.
+TEST_F(FileEventsTest, AWaitEndsItsSettleAfterAWrite) {
+  FileEvents events(dir, {"state.db"});
+  write("state.db");
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(events.wait(kLong, milliseconds(30)), Woken::written);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(30));
+  EXPECT_EQ(events.wait(milliseconds(0)), Woken::timeout);
+}
+
+// The gateway's log may be written beside its database hundreds of times a
+// second: the waiter sleeps through it (its voluntary context switches
+// counted: one a wake-up), woken by the stop alone.
+TEST_F(FileEventsTest, WritesToOtherFilesInTheDirectoryDoNotWakeIt) {
+  write("state.db");
+  FileEvents events(dir, {"state.db"});
+  std::promise<void> started;
+  auto waited = std::async(std::launch::async, [&] {
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_THREAD, &before);
+    started.set_value();
+    const Woken woken = events.wait(kLong);
+    ::getrusage(RUSAGE_THREAD, &after);
+    return std::pair(woken, after.ru_nvcsw - before.ru_nvcsw);
+  });
+  started.get_future().wait();
+  for (int i = 0; i < 300; ++i) write("switchyard.log");
+  events.stop();
+  const auto [woken, switches] = waited.get();
+  EXPECT_EQ(woken, Woken::stopped);
+  EXPECT_LT(switches, 10);
 }
 
 TEST_F(FileEventsTest, ARenameOntoAFollowedNameIsAWrite) {
