@@ -62,6 +62,8 @@ wait_http() {  # URL, seconds: until it answers 200
 # threads has run (/proc/PID/task/*/schedstat, in nanoseconds). /proc/PID/stat
 # counts 10 ms ticks, 2-3 % of what a streaming round uses.
 cpu_ms() { cat /proc/"$1"/task/*/schedstat | awk '{ns += $1} END {printf "%.3f\n", ns / 1e6}'; }
+# PID's main thread alone: nginx's one thread, the gateway's I/O thread.
+main_cpu_ms() { awk '{printf "%.3f\n", $1 / 1e6}' /proc/"$1"/task/"$1"/schedstat; }
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
 wait_for_quiet() {

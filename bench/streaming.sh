@@ -8,7 +8,10 @@
 #   switchyard   build/switchyard serve (one I/O thread)                     → sim
 # one after the other in one run, and reports for each the relay's CPU time
 # (the time its threads ran, from /proc/PID/task/*/schedstat, in ns) per
-# 1,000 chunks and the chunks per second delivered.
+# 1,000 chunks, the same for its event loop's thread alone (loop_ms/1k:
+# nginx's one thread, Switchyard's I/O thread; the rest is its helper
+# threads': the usage ledger's writer, the key watcher) and the chunks per
+# second delivered.
 #
 # CPU time on a shared VM swings with its neighbours (the same binary has
 # measured 0.9x and 1.5x nginx's in consecutive rounds). --profile callgrind
@@ -151,25 +154,27 @@ wait_http "http://127.0.0.1:$gw_port/health" 20 || die "switchyard did not becom
 wait_for_quiet
 
 echo "# placement: $pin (--pin); pace: ${pace:-none} (--pace)"
-printf '%-12s %5s %10s %12s %14s %10s\n' case round chunks cpu_ms "cpu_ms/1k" "chunks/s"
+printf '%-12s %5s %10s %12s %14s %14s %10s\n' case round chunks cpu_ms "cpu_ms/1k" "loop_ms/1k" "chunks/s"
 summary="$work/summary.txt"; : >"$summary"
 for round in $(seq "$rounds"); do
   for case in nginx-proxy switchyard; do
     if [[ "$case" == nginx-proxy ]]; then port=$proxy_port; pid=$proxy_pid; else port=$gw_port; pid=$gw_pid; fi
     json="$work/$case-$round.json"
-    before=$(cpu_ms "$pid")
+    before=$(cpu_ms "$pid"); loop_before=$(main_cpu_ms "$pid")
     "${load_cpu[@]}" "$binary" bench --url "http://127.0.0.1:$port" --model m --input-len 64 --output-len "$tokens" \
       --concurrency "$streams" --requests-per-step "$requests" --warmup 0 --json "$json" \
       >"$work/$case-$round.log" 2>&1 || die "bench through $case failed: $(tail -3 "$work/$case-$round.log")"
-    after=$(cpu_ms "$pid")
-    python3 - "$json" "$case" "$round" "$before" "$after" >>"$summary" <<'PY'
+    after=$(cpu_ms "$pid"); loop_after=$(main_cpu_ms "$pid")
+    python3 - "$json" "$case" "$round" "$before" "$after" "$loop_before" "$loop_after" >>"$summary" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 chunks = sum(r["content_chunks"] for r in doc["requests"] if r.get("error") is None)
 wall = doc["steps"][0]["wall_s"]
 cpu_ms = float(sys.argv[5]) - float(sys.argv[4])
-print(f"{sys.argv[2]:<12} {sys.argv[3]:>5} {chunks:>10} {cpu_ms:>12.1f} {cpu_ms * 1000 / max(chunks, 1):>14.2f} "
-      f"{chunks / wall if wall else 0:>10.0f}")
+loop_ms = float(sys.argv[7]) - float(sys.argv[6])
+per_1k = 1000 / max(chunks, 1)
+print(f"{sys.argv[2]:<12} {sys.argv[3]:>5} {chunks:>10} {cpu_ms:>12.1f} {cpu_ms * per_1k:>14.2f} "
+      f"{loop_ms * per_1k:>14.2f} {chunks / wall if wall else 0:>10.0f}")
 PY
     tail -1 "$summary"
   done
