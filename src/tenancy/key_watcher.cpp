@@ -92,6 +92,25 @@ Error KeyFile::failed(const Error& e) {
   return Error{fmt::format("{}: {}", path_, e.message)};
 }
 
+bool KeyWatcher::wait_idle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return idle_changed_.wait_for(lock, timeout, [this] { return idle_; });
+}
+
+FileEvents::Woken KeyWatcher::wait_for_write() {
+  const auto set_idle = [this](bool idle) {
+    {
+      std::lock_guard lock(mutex_);
+      idle_ = idle;
+    }
+    idle_changed_.notify_all();
+  };
+  set_idle(true);  // a write from here on is in the queue the wait reads first
+  const auto woken = events_.wait(backstop_, kSettle);
+  set_idle(false);
+  return woken;
+}
+
 void KeyWatcher::run(std::int64_t since) {
   KeyFile file(path_);
   bool failing = false;
@@ -101,7 +120,6 @@ void KeyWatcher::run(std::int64_t since) {
   bool written = false;
   for (;;) {
     auto read = file.read_if_changed(since);
-    ++reads_;
     if (!read) {
       if (!failing)
         spdlog::error("keys: cannot read {}; the keys last read stay in force, retrying",
@@ -115,8 +133,7 @@ void KeyWatcher::run(std::int64_t since) {
         on_change_(std::move(**read));
       }
     }
-    const auto woken = written || !events_.watching() ? events_.pause(interval_)
-                                                      : events_.wait(backstop_, kSettle);
+    const auto woken = written || !events_.watching() ? events_.pause(interval_) : wait_for_write();
     if (woken == FileEvents::Woken::stopped) return;
     written = woken == FileEvents::Woken::written;
   }

@@ -4,10 +4,11 @@
 // I/O thread never touches SQLite.
 #pragma once
 
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -75,18 +76,23 @@ class KeyWatcher {
   KeyWatcher(const KeyWatcher&) = delete;
   KeyWatcher& operator=(const KeyWatcher&) = delete;
 
-  // How many times it has read the database (each after on_change, if any).
-  std::uint64_t reads() const { return reads_; }
+  // Until it waits for the next write (tests: a write from then on is what
+  // wakes it); false after `timeout`.
+  bool wait_idle(std::chrono::milliseconds timeout);
 
  private:
   void run(std::int64_t since);
+  // events_.wait() for a write or the backstop, seen by wait_idle().
+  FileEvents::Woken wait_for_write();
 
   // Constant after construction.
   const std::string path_;
   const std::chrono::milliseconds interval_, backstop_;
   const std::function<void(StoredKeys)> on_change_;
   FileEvents events_;  // the database's files; stop() ends the thread
-  std::atomic<std::uint64_t> reads_{0};
+  std::mutex mutex_;
+  std::condition_variable idle_changed_;
+  bool idle_ = false;  // guarded by mutex_: in its wait for a write
 
   std::thread thread_;  // last: starts once the rest is set
 };

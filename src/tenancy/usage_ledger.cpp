@@ -191,6 +191,12 @@ void UsageLedger::flush() {
   written_.wait(lock, [&] { return done_ >= target || stop_; });
 }
 
+bool UsageLedger::wait_written(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  const auto target = submitted_;
+  return written_.wait_for(lock, timeout, [&] { return done_ >= target; });
+}
+
 std::uint64_t UsageLedger::dropped() const {
   std::lock_guard lock(mutex_);
   return dropped_;

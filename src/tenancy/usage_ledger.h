@@ -5,6 +5,7 @@
 // logged.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -89,6 +90,9 @@ class UsageLedger {
   bool submit(const UsageRowView& row);
   // Blocks until every row submitted so far is written (tests, shutdown).
   void flush();
+  // The same without asking for a write: the rows go at the writer's own
+  // time. False if they are not written within `timeout` (tests).
+  bool wait_written(std::chrono::milliseconds timeout);
   std::uint64_t dropped() const;
   // The bytes its row buffers hold: a burst's while it waits and is
   // written, at most a steady interval's after.

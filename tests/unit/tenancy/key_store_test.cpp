@@ -10,7 +10,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
 
 #include "tenancy/key_watcher.h"
 
@@ -155,18 +154,6 @@ struct Seen {
   }
 };
 
-// Until `watcher`, reading every 10 ms while the files change, has not read
-// for 50 ms: it waits for a write (its first read done, and the reads that
-// its own connection's opening and any write before brought). Bounded.
-bool quiet(const KeyWatcher& watcher) {
-  for (int i = 0; i < 100; ++i) {
-    const auto reads = watcher.reads();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (reads > 0 && watcher.reads() == reads) return true;
-  }
-  return false;
-}
-
 // A watcher of `path` from the keys there now, handing them on to `seen`,
 // once quiet. Its backstop an hour away, only the writes themselves can
 // wake it in a test.
@@ -175,7 +162,7 @@ std::unique_ptr<KeyWatcher> quiet_watcher(const std::string& path, Seen& seen) {
   if (!initial) return nullptr;
   auto watcher = std::make_unique<KeyWatcher>(path, initial->version, std::chrono::milliseconds(10),
                                               std::chrono::hours(1), seen.callback());
-  if (!quiet(*watcher)) return nullptr;
+  if (!watcher->wait_idle(std::chrono::seconds(5))) return nullptr;
   return watcher;
 }
 
@@ -188,7 +175,7 @@ TEST_F(KeyStoreTest, TheWatcherSeesAnotherConnectionsChange) {
   ASSERT_TRUE(store->create("carol", {}, 1));
   ASSERT_TRUE(seen.wait_for_keys(1));
   EXPECT_EQ(seen.keys->keys[0].name, "carol");
-  ASSERT_TRUE(quiet(*watcher));
+  ASSERT_TRUE(watcher->wait_idle(std::chrono::seconds(5)));
   ASSERT_TRUE(store->create("dave", {}, 2));
   EXPECT_TRUE(seen.wait_for_keys(2));
 }
