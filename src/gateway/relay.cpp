@@ -6,8 +6,6 @@
 #include <spdlog/spdlog.h>
 
 #include "gateway/stream_charge.h"
-#include "http/sse.h"
-#include "obs/generation_meter.h"
 #include "openai/api_error.h"
 
 namespace switchyard::gateway {
@@ -230,58 +228,74 @@ awaitable<AttemptOutcome> Relay::end_broken(const Error& broke) {
   co_return outcome;
 }
 
+bool Relay::take(http::BodyPieces pieces) {
+  try {
+    // Before the stream starts, what the coroutine will send is held here:
+    // starting may suspend, and other streams then use the thread's buffer.
+    std::string& out = started_ ? read_output() : first_;
+    std::int64_t outputs = 0;  // in this read's events
+    for (auto piece : pieces)
+      splitter_.split(
+          piece, [&](std::string_view event) { outputs += rewriter_.rewrite_event(event, out); });
+    obs::GenerationMeter::add(*generated_, outputs);
+    if (splitter_.overflowed()) {
+      // An event that never ends cannot be relayed event by event.
+      call_.abort();
+      broke_ = Error{fmt::format("{} sent an event longer than {} bytes", inst_.name(),
+                                 http::SseSplitter::kDefaultMaxEvent)};
+      return false;
+    }
+    unsent_outputs_ += outputs;
+    if (out.empty()) return true;
+    if (!started_) return false;
+    if (!send_now(out)) {
+      ctx_.record.client_gone = true;
+      return false;
+    }
+    if (!ctx_.exchange.flushed()) return false;
+    delivered_ += std::exchange(unsent_outputs_, 0);
+    return true;
+  } catch (const std::exception& e) {  // nothing here throws by design; memory may run out
+    call_.abort();
+    broke_ = Error{e.what()};
+    return false;
+  }
+}
+
+awaitable<bool> Relay::deliver() {
+  bool sent;
+  if (!started_) {
+    sent = co_await send(first_);
+    std::string().swap(first_);
+  } else {
+    sent = co_await ctx_.exchange.flush();
+  }
+  if (sent) delivered_ += std::exchange(unsent_outputs_, 0);
+  co_return sent;
+}
+
 awaitable<AttemptOutcome> Relay::relay_stream() {
   auto& record = ctx_.record;
-  http::SseSplitter splitter;
-  auto& generated = metrics_.generation().series(inst_.name());
+  generated_ = &metrics_.generation().series(inst_.name());
   for (;;) {
-    auto pieces = co_await call_.read_some();
-    std::optional<Error> broke;
-    std::int64_t outputs = 0;  // in this read's events
-    std::string_view out;      // what they yield for the client: sent in one write
-    if (!pieces) {
-      broke = pieces.error();
-    } else if (!pieces->empty()) {
-      std::string& rewritten = read_output();
-      for (auto piece : *pieces)
-        splitter.split(piece, [&](std::string_view event) {
-          outputs += rewriter_.rewrite_event(event, rewritten);
-        });
-      out = rewritten;
-      obs::GenerationMeter::add(generated, outputs);
-      if (splitter.overflowed()) {
-        // An event that never ends cannot be relayed event by event.
-        call_.abort();
-        broke = Error{fmt::format("{} sent an event longer than {} bytes", inst_.name(),
-                                  http::SseSplitter::kDefaultMaxEvent)};
-      }
+    // Reads go on inside the call while take() relays them.
+    const auto read = co_await call_.read_some(*this);
+    if (!read) broke_ = read.error();
+    if (record.client_gone) co_return AttemptOutcome{};
+    if (broke_) {
+      if (!started_) co_return failed(*broke_);
+      co_return co_await end_broken(*broke_);
     }
-    if (broke) {
-      if (record.client_gone) co_return AttemptOutcome{};
-      if (!started_) co_return failed(*broke);
-      co_return co_await end_broken(*broke);
-    }
-    if (pieces->empty()) break;
-    if (out.empty()) continue;
-    bool sent;
-    if (started_) {  // nearly every read: written at once, no coroutine
-      sent = send_now(out);
-    } else {
-      // Starting may suspend, and other streams then use the thread's buffer.
-      const std::string first(out);
-      sent = co_await send(first);
-    }
-    if (sent && !ctx_.exchange.flushed()) sent = co_await ctx_.exchange.flush();
-    if (!sent) {
+    if (read->empty()) break;
+    if (!co_await deliver()) {
       record.client_gone = true;
       co_return AttemptOutcome{};
     }
-    delivered_ += outputs;
   }
   // A held-back finish chunk, then bytes after the last blank line as they came.
   std::string rest;
   rewriter_.finish_stream(rest);
-  rest.append(splitter.pending());
+  rest.append(splitter_.pending());
   bool sent = true;
   if (!rest.empty() || !started_) sent = co_await send(rest);
   if (sent) sent = co_await ctx_.exchange.end_stream();

@@ -17,8 +17,10 @@
 #include "gateway/drain_cutoff.h"
 #include "gateway/pipeline.h"
 #include "gateway/unanswered_calls.h"
+#include "http/sse.h"
 #include "http/upstream.h"
 #include "obs/gateway_metrics.h"
+#include "obs/generation_meter.h"
 #include "openai/response_rewrite.h"
 
 namespace switchyard::gateway {
@@ -32,7 +34,7 @@ struct AttemptOutcome {
   bool local = false;  // the gateway itself ran short (fds, memory): not the instance's fault
 };
 
-class Relay {
+class Relay final : private http::PieceSink {
  public:
   // All references must outlive the relay; `call` is the attempt's, on `inst`.
   Relay(RequestContext& ctx, fleet::Instance& inst, http::UpstreamCall& call,
@@ -48,7 +50,9 @@ class Relay {
   // relayed may hold at once.
   boost::asio::awaitable<std::optional<AttemptOutcome>> open(
       std::string traceparent, std::shared_ptr<http::BufferBudget> buffered);
-  // The stream, event by event.
+  // The stream, event by event: each read relayed where it completes
+  // (take), this coroutine resumed only to start the client's stream, to
+  // wait for the client to take a write, and at the end.
   boost::asio::awaitable<AttemptOutcome> relay_stream();
 
   // The client is about to see the answer: the call is no longer cut when
@@ -63,6 +67,13 @@ class Relay {
   http::Response body_response(std::string body);
   boost::asio::awaitable<bool> start_stream();
   bool send_now(std::string_view bytes);
+  // One read of the stream: its events rewritten and, once the client's
+  // stream has started, written to it. False when the coroutine must go
+  // on: the stream to start (its events held in first_), a write to
+  // finish, broke_, or the client gone.
+  bool take(http::BodyPieces pieces) override;
+  // What take() left to the coroutine: the stream's start, or a write's end.
+  boost::asio::awaitable<bool> deliver();
   boost::asio::awaitable<bool> send(std::string_view bytes);
   // A started stream whose engine failed (or that the drain's cutoff
   // broke): what is held back, then an error event.
@@ -84,6 +95,12 @@ class Relay {
   std::optional<std::string> simulated_;  // its X-Simulated header
   bool started_ = false;                  // the client's stream has begun
   std::int64_t delivered_ = 0;            // output tokens relayed to the client
+  // The stream's state between reads (take).
+  http::SseSplitter splitter_;
+  obs::GenerationMeter::Series* generated_ = nullptr;
+  std::string first_;                // what starts the client's stream
+  std::int64_t unsent_outputs_ = 0;  // in the read being written
+  std::optional<Error> broke_;       // the engine's stream failed
 };
 
 }  // namespace switchyard::gateway

@@ -437,6 +437,7 @@ std::optional<Result<BodyPieces>> UpstreamCall::buffered() {
 // malloc, a free and a resume more each time (docs/performance.md).
 struct UpstreamCall::ReadSome {
   UpstreamCall& call;
+  PieceSink* sink;
   enum class Step { start, decode, read } step = Step::start;
 
   template <class Self>
@@ -452,7 +453,12 @@ struct UpstreamCall::ReadSome {
       if (auto failed = read_done(ec)) return self.complete(std::move(*failed));
     }
     if (step != Step::start) {
-      if (auto got = call.buffered()) return self.complete(std::move(*got));
+      if (auto got = call.buffered()) {
+        if (!sink || !*got || (*got)->empty() || !sink->take(**got))
+          return self.complete(std::move(*got));
+        step = Step::start;
+        return (*this)(self);  // the next read posts or waits: no recursion
+      }
     }
     step = Step::read;
     read(std::move(self));
@@ -490,14 +496,15 @@ struct UpstreamCall::ReadSome {
 };
 
 template <class Handler>
-void UpstreamCall::start_read_some(Handler handler) {
-  net::async_compose<Handler, void(Result<BodyPieces>)>(ReadSome{*this}, handler);
+void UpstreamCall::start_read_some(Handler handler, PieceSink* sink) {
+  net::async_compose<Handler, void(Result<BodyPieces>)>(ReadSome{*this, sink}, handler);
 }
 
 // The handler `co_await` gives an operation completing with a
 // Result<BodyPieces> in an awaitable<> on the project's executor type.
 template void UpstreamCall::start_read_some(
-    net::detail::awaitable_async_op_handler<void(Result<BodyPieces>), net::any_io_executor>);
+    net::detail::awaitable_async_op_handler<void(Result<BodyPieces>), net::any_io_executor>,
+    PieceSink*);
 
 Error UpstreamCall::read_failed(const boost::system::error_code& ec, const char* detail) {
   auto& conn = *state_->conn;

@@ -93,6 +93,18 @@ struct UpstreamRequest {
 // Pieces of a response body, in order.
 using BodyPieces = std::span<const std::string_view>;
 
+// Takes a read's pieces where the read completes, without resuming its
+// caller: a stream's relay runs no coroutine per token (read_some(sink)).
+class PieceSink {
+ public:
+  // Whether the next read follows at once; false: read_some() completes
+  // with these pieces, taken already. Must not throw.
+  virtual bool take(BodyPieces pieces) = 0;
+
+ protected:
+  ~PieceSink() = default;
+};
+
 struct UpstreamHead {
   int status = 0;
   Headers headers;
@@ -166,6 +178,10 @@ class UpstreamCall {
   // coroutine frame (a stream reads once a token).
   struct ReadSomeOp;
   ReadSomeOp read_some();
+  // As read_some(), but each read's pieces go to `sink` first, and while it
+  // takes them the call reads on: completes with the pieces `sink` stopped
+  // at (taken), the body's end or a failure, which `sink` does not see.
+  ReadSomeOp read_some(PieceSink& sink);
 
   // The whole body, failing if it exceeds `limit` bytes (failure() protocol)
   // or, with a `budget`, if the budget has no room for it (failure() local).
@@ -192,7 +208,7 @@ class UpstreamCall {
   // `co_await` gives the operation (instantiated there for that type only).
   struct ReadSome;
   template <class Handler>
-  void start_read_some(Handler handler);
+  void start_read_some(Handler handler, PieceSink* sink);
 
   struct State;
   std::unique_ptr<State> state_;
@@ -202,16 +218,22 @@ class UpstreamCall {
 struct UpstreamCall::ReadSomeOp {
   using Signature = void(Result<BodyPieces>);
   UpstreamCall& call;
+  PieceSink* sink;
   template <boost::asio::completion_token_for<Signature> Token>
   auto operator()(Token&& token) && {
     return boost::asio::async_initiate<Token, Signature>(
-        [](auto handler, UpstreamCall* c) { c->start_read_some(std::move(handler)); }, token,
-        &call);
+        [](auto handler, UpstreamCall* c, PieceSink* s) {
+          c->start_read_some(std::move(handler), s);
+        },
+        token, &call, sink);
   }
 };
 
 inline UpstreamCall::ReadSomeOp UpstreamCall::read_some() {
-  return ReadSomeOp{*this};
+  return ReadSomeOp{*this, nullptr};
+}
+inline UpstreamCall::ReadSomeOp UpstreamCall::read_some(PieceSink& sink) {
+  return ReadSomeOp{*this, &sink};
 }
 
 }  // namespace switchyard::http

@@ -31,13 +31,22 @@ class FakeExchange final : public http::Exchange {
     chunks.emplace_back(data);
     co_return true;
   }
-  boost::asio::awaitable<bool> end_stream() override { co_return true; }
+  boost::asio::awaitable<bool> end_stream() override {
+    if (!flushed_) ++sent_unflushed;
+    co_return true;
+  }
   bool send_chunk_now(std::string_view data) override {
+    if (!flushed_) ++sent_unflushed;
     chunks.emplace_back(data);
+    flushed_ = !full_after_write;
     return true;
   }
-  bool flushed() const override { return true; }
-  boost::asio::awaitable<bool> flush() override { co_return true; }
+  bool flushed() const override { return flushed_; }
+  boost::asio::awaitable<bool> flush() override {
+    if (!flushed_) ++flushes;
+    flushed_ = true;
+    co_return true;
+  }
   // Never gone: waits until cancelled.
   boost::asio::awaitable<bool> until_client_gone() override {
     boost::asio::steady_timer forever(co_await boost::asio::this_coro::executor,
@@ -53,9 +62,15 @@ class FakeExchange final : public http::Exchange {
   int status = 0;
   std::string body;
   std::vector<std::string> chunks;
+  // A client slow to read: every write leaves part of it for flush(), which
+  // must then be awaited before anything else is sent (http/exchange.h).
+  bool full_after_write = false;
+  int flushes = 0;         // flush() calls that had something to write
+  int sent_unflushed = 0;  // writes that did not wait for it
 
  private:
   bool started_ = false;
+  bool flushed_ = true;
 };
 
 }  // namespace switchyard::gateway::testing_support

@@ -226,6 +226,35 @@ TEST_F(ForwarderTest, AnEventThatNeverEndsFailsTheAttemptInsteadOfFillingMemory)
   EXPECT_NE(relayed.find(R"("model":"alias")"), std::string::npos) << relayed.substr(0, 200);
 }
 
+// A stream is relayed where each engine read completes; a client slow to
+// read sends the relay back to wait for its socket before the next read.
+TEST_F(ForwarderTest, AStreamToAClientSlowToReadWaitsForEachWriteBeforeTheNext) {
+  std::string events;
+  constexpr int kEvents = 400;  // some 400 KB: several reads of the engine
+  for (int i = 0; i < kEvents; ++i)
+    events += "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"" +
+              std::string(1000, 'a' + i % 26) + "\"}}]}\n\n";
+  FakeEngine engine(io, 200, events + "data: [DONE]\n\n", {}, "text/event-stream");
+  add(engine);
+  FakeExchange client;
+  client.full_after_write = true;
+  send(client);
+  run_until(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(client.status, 200);
+  EXPECT_EQ(client.sent_unflushed, 0) << "a write went out before the last one was flushed";
+  EXPECT_GE(client.flushes, 2) << "the stream's start and at least one read after it";
+  std::string relayed;
+  for (const auto& c : client.chunks) relayed += c;
+  std::size_t named = 0;
+  for (auto at = relayed.find(R"("model":"alias")"); at != std::string::npos;
+       at = relayed.find(R"("model":"alias")", at + 1))
+    ++named;
+  EXPECT_EQ(named, std::size_t{kEvents}) << "every event, renamed, once";
+  EXPECT_TRUE(relayed.ends_with("data: [DONE]\n\n")) << relayed.substr(relayed.size() - 100);
+  EXPECT_FALSE(records[0].client_gone);
+}
+
 TEST_F(ForwarderTest, TheDrainsCutoffEndsARunningRequestWithoutBlamingItsEngine) {
   FakeEngine hung(io, 200, std::string(kOk), 1h);
   FakeEngine good(io, 200, std::string(kOk));

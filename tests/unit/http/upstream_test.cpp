@@ -182,19 +182,23 @@ class UpstreamTest : public ::testing::Test {
     return *pool_;
   }
 
-  // Runs the loop until every one of `outcomes` is in (bounded: a hang fails).
-  void run_until(const std::vector<std::optional<Outcome>*>& outcomes) {
+  // Runs the loop until `done()` (bounded: a hang fails).
+  template <class Done>
+  void run_until_done(Done done) {
     const auto give_up = Clock::now() + 10s;
-    const auto all_in = [&] {
-      for (auto* o : outcomes)
-        if (!*o) return false;
-      return true;
-    };
-    while (!all_in() && Clock::now() < give_up) {
+    while (!done() && Clock::now() < give_up) {
       io.run_for(5ms);
       io.restart();
     }
-    ASSERT_TRUE(all_in()) << "a call never completed";
+    ASSERT_TRUE(done()) << "a call never completed";
+  }
+  // Runs the loop until every one of `outcomes` is in.
+  void run_until(const std::vector<std::optional<Outcome>*>& outcomes) {
+    run_until_done([&] {
+      for (auto* o : outcomes)
+        if (!*o) return false;
+      return true;
+    });
   }
 
   // `count` exchanges started together, so that each takes a connection.
@@ -433,6 +437,92 @@ TEST_F(UpstreamTest, AnUpstreamSilentMidBodyTimesOut) {
   EXPECT_EQ(got.failure, UpstreamFailure::timeout);
   EXPECT_NE(got.error.find("no data within the idle timeout"), std::string::npos) << got.error;
   EXPECT_GE(Clock::now() - started, 100ms);
+  EXPECT_EQ(pool().idle_count(), 0u);
+}
+
+// Takes every read's pieces, and stops the call after its `stop_at`-th read.
+struct CollectingSink final : PieceSink {
+  bool take(BodyPieces pieces) override {
+    ++reads;
+    for (auto piece : pieces) taken += piece;
+    return reads != stop_at;
+  }
+  std::string taken;
+  int reads = 0;
+  int stop_at = 0;
+};
+
+// What read_some(sink) completed with, in order: the pieces, "<end>" or the error.
+awaitable<std::vector<std::string>> read_into(UpstreamCall& call, PieceSink& sink) {
+  std::vector<std::string> completions;
+  UpstreamRequest request;
+  request.target = "/v1/completions";
+  auto head = co_await call.send(request);
+  if (!head) co_return std::vector<std::string>{head.error().message};
+  for (;;) {
+    auto got = co_await call.read_some(sink);
+    if (!got) {
+      completions.push_back(got.error().message);
+      co_return completions;
+    }
+    if (got->empty()) break;
+    std::string pieces;
+    for (auto piece : *got) pieces += piece;
+    completions.push_back(pieces);
+  }
+  completions.push_back("<end>");
+  co_return completions;
+}
+
+class UpstreamSinkTest : public UpstreamTest {
+ protected:
+  std::vector<std::string> read_with(PieceSink& sink) {
+    std::optional<std::vector<std::string>> got;
+    net::co_spawn(
+        io,
+        [&]() -> awaitable<void> {
+          UpstreamCall call(pool());
+          got = co_await read_into(call, sink);
+        },
+        net::detached);
+    run_until_done([&] { return got.has_value(); });
+    return got.value_or(std::vector<std::string>{"never completed"});
+  }
+};
+
+// A stream's reads go to the sink where they complete: its caller is
+// resumed once, at the body's end.
+TEST_F(UpstreamSinkTest, ASinkTakesEveryReadAndTheCallCompletesAtTheBodysEnd) {
+  upstream.raw = {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+                  "6\r\n world\r\n", "1\r\n!\r\n0\r\n\r\n"};
+  upstream.gap = 20ms;
+  CollectingSink sink;
+  EXPECT_EQ(read_with(sink), std::vector<std::string>{"<end>"});
+  EXPECT_EQ(sink.taken, "hello world!");
+  EXPECT_GE(sink.reads, 2);
+  EXPECT_EQ(pool().idle_count(), 1u) << "read to its end: pooled";
+}
+
+// A sink that stops the call gets its caller back with the pieces it took;
+// the next read_some(sink) goes on from there.
+TEST_F(UpstreamSinkTest, ASinkThatStopsResumesItsCallerWithThePiecesItTook) {
+  upstream.raw = {"HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello", " world"};
+  upstream.gap = 20ms;
+  CollectingSink sink;
+  sink.stop_at = 1;
+  EXPECT_EQ(read_with(sink), (std::vector<std::string>{"hello", "<end>"}));
+  EXPECT_EQ(sink.taken, "hello world");
+}
+
+// A failure is the caller's to see, not the sink's: it completes the call.
+TEST_F(UpstreamSinkTest, AFailureMidBodyCompletesTheCallPastTheSink) {
+  upstream.raw = {"HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\ncut"};
+  upstream.close_after_raw = true;
+  CollectingSink sink;
+  const auto got = read_with(sink);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NE(got[0].find("partial message"), std::string::npos) << got[0];
+  EXPECT_EQ(sink.taken, "cut");
   EXPECT_EQ(pool().idle_count(), 0u);
 }
 
