@@ -112,8 +112,12 @@ std::optional<openai::Usage> Relay::charged_usage() const {
   return gateway::charged_usage(rewriter_.usage(), delivered_);
 }
 
+bool Relay::failed_here() const {
+  return ran_short_ || call_.failure() == http::UpstreamFailure::local;
+}
+
 AttemptOutcome Relay::failed(const Error& e) const {
-  return AttemptOutcome{true, e.message, call_.failure() == http::UpstreamFailure::local};
+  return AttemptOutcome{true, e.message, failed_here()};
 }
 
 awaitable<std::optional<AttemptOutcome>> Relay::open(std::string traceparent,
@@ -219,7 +223,7 @@ awaitable<AttemptOutcome> Relay::end_broken(const Error& broke) {
                  broke.message);
     ctx_.record.upstream_failed = true;
     outcome.error = broke.message;
-    outcome.local = call_.failure() == http::UpstreamFailure::local;
+    outcome.local = failed_here();
     const ApiError error = ApiError::upstream_failed(
         fmt::format("instance {} failed mid-stream: {}", inst_.name(), broke.message));
     tail += openai::stream_error_events(error, ctx_.route.dialect);
@@ -257,7 +261,8 @@ bool Relay::take(http::BodyPieces pieces) {
     return true;
   } catch (const std::exception& e) {  // nothing here throws by design; memory may run out
     call_.abort();
-    broke_ = Error{e.what()};
+    ran_short_ = true;
+    broke_ = Error{fmt::format("the gateway could not relay the stream: {}", e.what())};
     return false;
   }
 }

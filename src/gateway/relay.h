@@ -79,6 +79,8 @@ class Relay final : private http::PieceSink {
   // broke): what is held back, then an error event.
   boost::asio::awaitable<AttemptOutcome> end_broken(const Error& broke);
   AttemptOutcome failed(const Error& e) const;
+  // Whether the gateway itself ran short (AttemptOutcome::local).
+  bool failed_here() const;
 
   RequestContext& ctx_;
   fleet::Instance& inst_;
@@ -100,7 +102,8 @@ class Relay final : private http::PieceSink {
   obs::GenerationMeter::Series* generated_ = nullptr;
   std::string first_;                // what starts the client's stream
   std::int64_t unsent_outputs_ = 0;  // in the read being written
-  std::optional<Error> broke_;       // the engine's stream failed
+  std::optional<Error> broke_;       // the stream failed: the engine, or take()
+  bool ran_short_ = false;           // take() could not relay a read
 };
 
 }  // namespace switchyard::gateway
