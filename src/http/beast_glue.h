@@ -26,6 +26,14 @@ bool has_read(const Parser& parser, ReadUntil until) {
   return until == ReadUntil::header ? parser.is_header_done() : parser.is_done();
 }
 
+// Whether `ec` is set and is one of `errors`. Comparing an error code with
+// an enumerator costs some 50 instructions (its category made and
+// compared): the clear code of nearly every call is not compared.
+template <class... Errors>
+bool error_is(const boost::system::error_code& ec, Errors... errors) {
+  return ec && ((ec == errors) || ...);
+}
+
 // Feeds `parser` (parsers.h) what `buffer` already holds: a small message
 // usually came whole with its first read. need_more and need_buffer are not
 // errors here: the caller reads more (read_until), or drains the body
@@ -37,12 +45,8 @@ boost::system::error_code parse_buffered(Parser& parser, Buffer& buffer,
   while (!has_read(parser, until) && buffer.size() > 0) {
     const std::size_t used = parser.put(buffer.data(), ec);
     buffer.consume(used);
-    // An error code compared costs some 50 instructions: only a set one is.
-    if (ec) {
-      if (ec == beast_http::error::need_more || ec == beast_http::error::need_buffer) return {};
-      break;
-    }
-    if (used == 0) break;
+    if (error_is(ec, beast_http::error::need_more, beast_http::error::need_buffer)) return {};
+    if (ec || used == 0) break;
   }
   return ec;
 }
@@ -54,7 +58,7 @@ inline std::size_t read_now(tcp::socket& socket, net::mutable_buffer into,
   if (!socket.non_blocking()) socket.non_blocking(true, ec);
   std::size_t n = 0;
   if (!ec) n = socket.read_some(into, ec);
-  if (ec && (ec == net::error::would_block || ec == net::error::try_again)) ec = {};
+  if (error_is(ec, net::error::would_block, net::error::try_again)) ec = {};
   return n;
 }
 
@@ -64,7 +68,7 @@ inline std::size_t read_now(tcp::socket& socket, net::mutable_buffer into,
 template <class Parser, class Buffer>
 boost::system::error_code take_read(Parser& parser, Buffer& buffer, ReadUntil until,
                                     boost::system::error_code read_ec, std::size_t n, bool& ended) {
-  if (read_ec && read_ec == net::error::eof) {
+  if (error_is(read_ec, net::error::eof)) {
     ended = true;
     if (!parser.got_some()) return beast_http::error::end_of_stream;
     boost::system::error_code ec;
@@ -131,7 +135,7 @@ std::size_t write_now(tcp::socket& socket, const Buffers& buffers, boost::system
   if (!socket.non_blocking()) socket.non_blocking(true, ec);
   std::size_t sent = 0;
   if (!ec) sent = socket.write_some(buffers, ec);
-  if (ec && (ec == net::error::would_block || ec == net::error::try_again)) ec = {};
+  if (error_is(ec, net::error::would_block, net::error::try_again)) ec = {};
   return sent;
 }
 

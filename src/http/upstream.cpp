@@ -486,7 +486,7 @@ struct UpstreamCall::ReadSome {
     auto& conn = *s.conn;
     conn.close_check.expires_never();
     conn.deadline.expires_never();
-    if (!ec) return std::nullopt;  // nearly every read: no error code compared
+    if (!ec) return std::nullopt;  // nearly every read: nothing compared (error_is)
     if (ec == net::error::operation_aborted && conn.read_now && conn.socket.is_open())
       return std::nullopt;
     if (ec == net::error::eof && s.body->end_of_input()) return std::nullopt;
