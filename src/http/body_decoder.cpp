@@ -89,8 +89,17 @@ BodyDecoder::Step BodyDecoder::next(std::string_view in) {
             static_cast<std::size_t>(std::min<std::uint64_t>(left_, in.size() - at));
         if (n == 0) return {{}, at};
         left_ -= n;
+        const std::string_view data = in.substr(at, n);
+        at += n;
         if (left_ == 0) state_ = chunked_ ? State::chunk_end : State::done;
-        return {in.substr(at, n), at + n};
+        // A chunk's CRLF that came with it is used with it: a read of one
+        // whole chunk, a stream's usual, is then decoded in one call.
+        if (state_ == State::chunk_end && in.size() - at >= 2 && in[at] == '\r' &&
+            in[at + 1] == '\n') {
+          at += 2;
+          state_ = State::chunk_size;
+        }
+        return {data, at};
       }
       case State::chunk_end:
         if (in.size() - at < 2) return {{}, at};

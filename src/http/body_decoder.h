@@ -31,8 +31,10 @@ class BodyDecoder {
     std::size_t used = 0;   // input bytes decoded: framing and data
   };
   // Decodes from the start of `in` up to and including the next run of body
-  // bytes. Framing cut off at the end of `in` is not used: call again with
-  // it and the bytes that follow. Nothing is decoded once done() or error().
+  // bytes, and the CRLF that ends its chunk when `in` holds it. Framing cut
+  // off at the end of `in` is not used: call again with it and the bytes
+  // that follow. Nothing is decoded from empty input, or once done() or
+  // error().
   Step next(std::string_view in);
 
   // The upstream closed the connection: ends a body that runs until then.

@@ -209,7 +209,7 @@ struct UpstreamCall::State {
     thread_local std::array<std::string_view, kMaxPieces> pieces;
     auto& buffer = conn->buffer;
     std::size_t n = 0;
-    while (n < kMaxPieces) {
+    while (n < kMaxPieces && buffer.size() > 0) {
       const auto step = body->next({static_cast<const char*>(buffer.data().data()), buffer.size()});
       // Consuming moves no bytes: the views stay valid until the next read.
       buffer.consume(step.used);

@@ -117,6 +117,57 @@ TEST(BodyDecoder, MalformedFramingIsAnErrorAndNothingAfterItIsUsed) {
   }
 }
 
+// A relayed stream's read is mostly one chunk, whole: one call decodes it.
+TEST(BodyDecoder, AWholeChunkIsUsedWithItsCrlfInOneStep) {
+  BodyDecoder decoder = BodyDecoder::chunked();
+  auto step = decoder.next("5\r\nhello\r\n");
+  EXPECT_EQ(step.data, "hello");
+  EXPECT_EQ(step.used, 10u) << "the chunk's CRLF too";
+  step = decoder.next("0\r\n\r\n");
+  EXPECT_TRUE(step.data.empty());
+  EXPECT_EQ(step.used, 5u);
+  EXPECT_TRUE(decoder.done());
+  // A CRLF not yet in is waited for as before.
+  BodyDecoder cut = BodyDecoder::chunked();
+  step = cut.next("5\r\nhello\r");
+  EXPECT_EQ(step.data, "hello");
+  EXPECT_EQ(step.used, 8u);
+  EXPECT_EQ(cut.next("\r\n0\r\n\r\n").used, 7u);
+  EXPECT_TRUE(cut.done());
+}
+
+// A reader need not call with nothing new (http/upstream.cpp stops there).
+TEST(BodyDecoder, EmptyInputDecodesNothingWhereverTheBodyIs) {
+  const std::string_view wire = "5\r\nhello\r\n0\r\nX: 1\r\n\r\n";
+  for (std::size_t cut = 0; cut < wire.size(); ++cut) {
+    BodyDecoder decoder = BodyDecoder::chunked();
+    std::string buffer(wire.substr(0, cut)), body;
+    for (auto step = decoder.next(buffer); !step.data.empty() || step.used > 0;
+         step = decoder.next(buffer)) {
+      body.append(step.data);
+      buffer.erase(0, step.used);
+    }
+    const auto empty = decoder.next("");
+    EXPECT_TRUE(empty.data.empty()) << "cut at " << cut;
+    EXPECT_EQ(empty.used, 0u) << "cut at " << cut;
+    EXPECT_EQ(decoder.error(), nullptr) << "cut at " << cut;
+    buffer.append(wire.substr(cut));
+    for (auto step = decoder.next(buffer); !step.data.empty() || step.used > 0;
+         step = decoder.next(buffer)) {
+      body.append(step.data);
+      buffer.erase(0, step.used);
+    }
+    EXPECT_EQ(body, "hello") << "cut at " << cut;
+    EXPECT_TRUE(decoder.done()) << "cut at " << cut;
+  }
+  for (BodyDecoder decoder : {BodyDecoder::until_close(), BodyDecoder::with_length(3)}) {
+    const auto step = decoder.next("");
+    EXPECT_TRUE(step.data.empty());
+    EXPECT_EQ(step.used, 0u);
+    EXPECT_FALSE(decoder.done());
+  }
+}
+
 TEST(BodyDecoder, AHugeChunkIsHandedOutAsItArrives) {
   // Sizes up to 2^64 - 1 are taken; the data streams through in pieces.
   BodyDecoder decoder = BodyDecoder::chunked();
