@@ -4,6 +4,7 @@
 
 #include <boost/asio.hpp>
 
+#include <new>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ class FakeExchange final : public http::Exchange {
     co_return true;
   }
   bool send_chunk_now(std::string_view data) override {
+    if (++sends_now == short_of_memory_at) throw std::bad_alloc();
     if (!flushed_) ++sent_unflushed;
     chunks.emplace_back(data);
     flushed_ = !full_after_write;
@@ -67,6 +69,9 @@ class FakeExchange final : public http::Exchange {
   bool full_after_write = false;
   int flushes = 0;         // flush() calls that had something to write
   int sent_unflushed = 0;  // writes that did not wait for it
+  // The gateway short of memory: the Nth send_chunk_now throws (0: none).
+  int short_of_memory_at = 0;
+  int sends_now = 0;
 
  private:
   bool started_ = false;

@@ -4,6 +4,7 @@
 
 #include <boost/asio.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -253,6 +254,34 @@ TEST_F(ForwarderTest, AStreamToAClientSlowToReadWaitsForEachWriteBeforeTheNext) 
   EXPECT_EQ(named, std::size_t{kEvents}) << "every event, renamed, once";
   EXPECT_TRUE(relayed.ends_with("data: [DONE]\n\n")) << relayed.substr(relayed.size() - 100);
   EXPECT_FALSE(records[0].client_gone);
+}
+
+// Memory that runs out while a read is relayed ends the stream with an error
+// event, and the engine, which did nothing wrong, is not blamed for it.
+TEST_F(ForwarderTest, AStreamTheGatewayCannotRelayEndsWithAnErrorWithoutBlamingTheEngine) {
+  std::string events;
+  for (int i = 0; i < 400; ++i)  // some 400 KB: several reads of the engine
+    events += "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"" +
+              std::string(1000, 'a') + "\"}}]}\n\n";
+  FakeEngine engine(io, 200, events + "data: [DONE]\n\n", {}, "text/event-stream");
+  add(engine);
+  FakeExchange client;
+  client.short_of_memory_at = 2;  // the stream's start is the first
+  send(client);
+  run_until(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(client.status, 200);
+  std::string relayed;
+  for (const auto& c : client.chunks) relayed += c;
+  const auto error_at = relayed.find("the gateway could not relay the stream");
+  ASSERT_NE(error_at, std::string::npos)
+      << relayed.substr(relayed.size() - std::min<std::size_t>(relayed.size(), 300));
+  EXPECT_TRUE(relayed.ends_with("data: [DONE]\n\n"));
+  EXPECT_GT(relayed.find("[DONE]"), error_at) << "the engine's own end was not relayed";
+  EXPECT_LT(relayed.find("aaaa"), error_at);
+  EXPECT_TRUE(records[0].upstream_failed);
+  EXPECT_TRUE(reported.empty()) << "the engine is not ejected for the gateway's shortage";
+  EXPECT_TRUE(succeeded.empty());
 }
 
 TEST_F(ForwarderTest, TheDrainsCutoffEndsARunningRequestWithoutBlamingItsEngine) {
