@@ -66,7 +66,12 @@ describe('bench: the method against the sim', () => {
     const expected = output / (input / prefill + output / rate);
     const got = step.output_tokens_per_s;
     assert.ok(Math.abs(got - expected) / expected < 0.15, `measured ${got} tok/s, modelled ${expected}`);
-    assert.ok(step.ttft_ms.p50 > 0 && step.itl_ms.p50 > 0 && step.tpot_ms.p50 > 0 && step.e2e_ms.p99 >= step.e2e_ms.p50);
+    assert.ok(step.ttft_ms.p50 > 0 && step.tpot_ms.p50 > 0 && step.e2e_ms.p99 >= step.e2e_ms.p50);
+    // A gap is measured between reads: a client that falls behind reads
+    // several tokens at once (gaps of 0, then a longer one), which moves the
+    // median but not the mean, the decode rate's gap.
+    const gap = 1000 / rate;
+    assert.ok(Math.abs(step.itl_ms.mean - gap) / gap < 0.25, `mean ITL ${step.itl_ms.mean} ms, modelled ${gap}`);
     // The sim reports its own speed honestly: no inflation flag.
     assert.ok(step.self_reported_tokens_per_s > 0, 'timings.predicted_per_second was read');
     assert.equal(step.inflated, false, `self-report ratio ${step.self_report_ratio}`);
