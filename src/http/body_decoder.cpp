@@ -23,6 +23,11 @@ HexPrefix hex_prefix(std::string_view s) {
   return hex;
 }
 
+// Whether `in` holds a CRLF at `at`.
+bool crlf_at(std::string_view in, std::size_t at) {
+  return in.size() - at >= 2 && in[at] == '\r' && in[at + 1] == '\n';
+}
+
 }  // namespace
 
 BodyDecoder BodyDecoder::with_length(std::uint64_t length) {
@@ -63,9 +68,7 @@ const char* BodyDecoder::take_chunk_size(std::string_view line) {
 bool BodyDecoder::take_plain_chunk_size(std::string_view in, std::size_t& at) {
   const HexPrefix hex = hex_prefix(in.substr(at));
   const std::size_t end = at + hex.digits;
-  if (hex.digits == 0 || hex.overflow || in.size() - end < 2 || in[end] != '\r' ||
-      in[end + 1] != '\n')
-    return false;
+  if (hex.digits == 0 || hex.overflow || !crlf_at(in, end)) return false;
   at = end + 2;
   start_chunk(hex.value);
   return true;
@@ -94,8 +97,7 @@ BodyDecoder::Step BodyDecoder::next(std::string_view in) {
         if (left_ == 0) state_ = chunked_ ? State::chunk_end : State::done;
         // A chunk's CRLF that came with it is used with it: a read of one
         // whole chunk, a stream's usual, is then decoded in one call.
-        if (state_ == State::chunk_end && in.size() - at >= 2 && in[at] == '\r' &&
-            in[at + 1] == '\n') {
+        if (state_ == State::chunk_end && crlf_at(in, at)) {
           at += 2;
           state_ = State::chunk_size;
         }
@@ -103,8 +105,7 @@ BodyDecoder::Step BodyDecoder::next(std::string_view in) {
       }
       case State::chunk_end:
         if (in.size() - at < 2) return {{}, at};
-        if (in[at] != '\r' || in[at + 1] != '\n')
-          return malformed("a chunk's data is not followed by CRLF");
+        if (!crlf_at(in, at)) return malformed("a chunk's data is not followed by CRLF");
         at += 2;
         state_ = State::chunk_size;
         [[fallthrough]];
