@@ -195,8 +195,9 @@ awaitable<bool> Relay::start_stream() {
 
 // Per read, once started: no coroutine unless the client's socket is full.
 bool Relay::send_now(std::string_view bytes) {
+  if (!ctx_.exchange.send_chunk_now(bytes)) return false;
   ctx_.record.bytes_out += bytes.size();
-  return ctx_.exchange.send_chunk_now(bytes);
+  return true;
 }
 
 awaitable<bool> Relay::send(std::string_view bytes) {
@@ -212,6 +213,9 @@ awaitable<bool> Relay::send(std::string_view bytes) {
 }
 
 awaitable<AttemptOutcome> Relay::end_broken(const Error& broke) {
+  // Nothing of the engine's reached the client (its stream's first write
+  // may have failed): another instance may still answer.
+  if (ctx_.record.bytes_out == 0) co_return failed(broke);
   std::string tail;
   rewriter_.finish_stream(tail);
   AttemptOutcome outcome;
@@ -260,20 +264,29 @@ bool Relay::take(http::BodyPieces pieces) {
     delivered_ += std::exchange(unsent_outputs_, 0);
     return true;
   } catch (const std::exception& e) {  // nothing here throws by design; memory may run out
-    call_.abort();
-    ran_short_ = true;
-    broke_ = Error{fmt::format("the gateway could not relay the stream: {}", e.what())};
+    ran_short(e);
     return false;
   }
 }
 
+void Relay::ran_short(const std::exception& e) {
+  call_.abort();
+  ran_short_ = true;
+  broke_ = Error{fmt::format("the gateway could not relay the stream: {}", e.what())};
+}
+
 awaitable<bool> Relay::deliver() {
   bool sent;
-  if (!started_) {
-    sent = co_await send(first_);
-    std::string().swap(first_);
-  } else {
-    sent = co_await ctx_.exchange.flush();
+  try {
+    if (!started_) {
+      sent = co_await send(first_);
+      std::string().swap(first_);
+    } else {
+      sent = co_await ctx_.exchange.flush();
+    }
+  } catch (const std::exception& e) {  // as in take(): memory may run out
+    ran_short(e);
+    co_return false;
   }
   if (sent) delivered_ += std::exchange(unsent_outputs_, 0);
   co_return sent;
@@ -287,15 +300,14 @@ awaitable<AttemptOutcome> Relay::relay_stream() {
     const auto read = co_await call_.read_some(*this);
     if (!read) broke_ = read.error();
     if (record.client_gone) co_return AttemptOutcome{};
-    if (broke_) {
-      if (!started_) co_return failed(*broke_);
-      co_return co_await end_broken(*broke_);
+    if (!broke_) {
+      if (read->empty()) break;
+      if (!co_await deliver() && !broke_) {
+        record.client_gone = true;
+        co_return AttemptOutcome{};
+      }
     }
-    if (read->empty()) break;
-    if (!co_await deliver()) {
-      record.client_gone = true;
-      co_return AttemptOutcome{};
-    }
+    if (broke_) co_return co_await end_broken(*broke_);
   }
   // A held-back finish chunk, then bytes after the last blank line as they came.
   std::string rest;

@@ -75,12 +75,16 @@ class Relay final : private http::PieceSink {
   // What take() left to the coroutine: the stream's start, or a write's end.
   boost::asio::awaitable<bool> deliver();
   boost::asio::awaitable<bool> send(std::string_view bytes);
-  // A started stream whose engine failed (or that the drain's cutoff
-  // broke): what is held back, then an error event.
+  // A stream whose engine failed (or that the drain's cutoff broke, or
+  // that the gateway could not relay): retried while nothing of it reached
+  // the client; else what is held back, then an error event.
   boost::asio::awaitable<AttemptOutcome> end_broken(const Error& broke);
   AttemptOutcome failed(const Error& e) const;
   // Whether the gateway itself ran short (AttemptOutcome::local).
   bool failed_here() const;
+  // Memory ran out while the stream was relayed: the call is ended, not
+  // blamed on the engine.
+  void ran_short(const std::exception& e);
 
   RequestContext& ctx_;
   fleet::Instance& inst_;

@@ -284,6 +284,33 @@ TEST_F(ForwarderTest, AStreamTheGatewayCannotRelayEndsWithAnErrorWithoutBlamingT
   EXPECT_TRUE(succeeded.empty());
 }
 
+// Memory that runs out at a stream's first write, before any of the
+// engine's events reached the client: the request goes to another
+// instance, and the client gets that one's whole stream, without an error.
+TEST_F(ForwarderTest, AStreamWhoseFirstWriteRunsShortOfMemoryIsRetriedWithoutBlamingTheEngine) {
+  const std::string events =
+      "data: {\"model\":\"m\",\"choices\":[{\"delta\":{\"content\":\"hello\"}}]}\n\n"
+      "data: [DONE]\n\n";
+  FakeEngine first(io, 200, events, {}, "text/event-stream");
+  FakeEngine second(io, 200, events, {}, "text/event-stream");
+  add(first);
+  add(second);
+  FakeExchange client;
+  client.short_of_memory_at = 1;
+  send(client);
+  run_until(1);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(first.requests + second.requests, 2) << "the request was not retried";
+  EXPECT_EQ(client.status, 200);
+  std::string relayed;
+  for (const auto& c : client.chunks) relayed += c;
+  EXPECT_EQ(relayed.find("could not relay"), std::string::npos) << relayed;
+  EXPECT_NE(relayed.find(R"("model":"alias")"), std::string::npos) << relayed;
+  EXPECT_TRUE(relayed.ends_with("data: [DONE]\n\n")) << relayed;
+  EXPECT_FALSE(records[0].upstream_failed);
+  EXPECT_TRUE(reported.empty()) << "the engine is not ejected for the gateway's shortage";
+}
+
 TEST_F(ForwarderTest, TheDrainsCutoffEndsARunningRequestWithoutBlamingItsEngine) {
   FakeEngine hung(io, 200, std::string(kOk), 1h);
   FakeEngine good(io, 200, std::string(kOk));
