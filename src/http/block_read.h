@@ -9,7 +9,9 @@
 //   speculative: one more recv, failing with EAGAIN.
 // The read is a reactor operation like Asio's own: the reactor's read
 // queue, close(), cancel() and per-operation cancellation end it as they
-// end any read. Linux's epoll reactor only (Debian 12's Boost 1.81).
+// end any read. One operation may read many times (async_read_blocks), so
+// that a stream's reads take its handler once. Linux's epoll reactor only
+// (Debian 12's Boost 1.81).
 #pragma once
 
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -29,6 +31,8 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <optional>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -105,67 +109,118 @@ inline void give_op_memory(void* memory, std::size_t size) noexcept {
   spare.size = size;
 }
 
-template <class Buffer, class Handler, class IoExecutor>
-class Op : public asio_detail::reactor_op {
+// What a read loop does next (async_read_blocks).
+enum class Then {
+  read,      // read when the socket's next edge comes (or at once, if it may have bytes)
+  read_now,  // read first, then wait if nothing came
+  resume,    // no read: the reader is called again from the loop
+};
+
+// The answer a reader completes with, handed to the handler as arguments.
+template <class Handler, class Answer>
+struct Completion {
+  Handler handler;
+  Answer answer;
+  void operator()() { std::apply(std::move(handler), std::move(answer)); }
+};
+
+// One operation for all the reads its reader asks for: the handler, its
+// work and its cancellation are taken once, not once a read (a stream reads
+// once a token, and moving Asio's handlers cost a few hundred instructions
+// each time: docs/performance.md).
+template <class Socket, class Buffer, class Reader, class Handler, class IoExecutor>
+class LoopOp : public asio_detail::reactor_op {
  public:
   // As BOOST_ASIO_DEFINE_HANDLER_PTR's, its memory from take_op_memory.
   struct ptr {
     Handler* h;
-    Op* v;
-    Op* p;
+    LoopOp* v;
+    LoopOp* p;
     ~ptr() { reset(); }
-    static Op* allocate(Handler&) {
-      static_assert(alignof(Op) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-      return static_cast<Op*>(take_op_memory(sizeof(Op)));
+    static LoopOp* allocate(Handler&) {
+      static_assert(alignof(LoopOp) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+      return static_cast<LoopOp*>(take_op_memory(sizeof(LoopOp)));
     }
     void reset() {
       if (p) {
-        p->~Op();
+        p->~LoopOp();
         p = nullptr;
       }
       if (v) {
-        give_op_memory(v, sizeof(Op));
+        give_op_memory(v, sizeof(LoopOp));
         v = nullptr;
       }
     }
   };
 
-  Op(int fd, Buffer& buffer, std::size_t limit, Handler& handler, const IoExecutor& io_ex)
-      : reactor_op(boost::system::error_code(), &Op::do_perform, &Op::do_complete),
-        fd_(fd),
+  LoopOp(Socket& socket, Buffer& buffer, std::size_t limit, Reader&& reader, Handler& handler,
+         const IoExecutor& io_ex)
+      : reactor_op(boost::system::error_code(), &LoopOp::do_perform, &LoopOp::do_complete),
+        socket_(socket),
         buffer_(buffer),
         limit_(limit),
+        reader_(std::move(reader)),
         handler_(std::move(handler)),
         work_(handler_, io_ex) {}
 
+  Socket& socket() { return socket_; }
+  Buffer& buffer() { return buffer_; }
+
   static Status do_perform(reactor_op* base) {
-    auto* o = static_cast<Op*>(base);
-    return read_once(o->fd_, o->buffer_, o->limit_, o->ec_, o->bytes_transferred_);
+    auto* o = static_cast<LoopOp*>(base);
+    return read_once(o->socket_.native_handle(), o->buffer_, o->limit_, o->ec_,
+                     o->bytes_transferred_);
   }
 
-  // As Asio's reactive_socket_recv_op: the handler is moved out and the
-  // operation freed before the upcall, which may start the next read.
+  // After a read (or a resume): the reader's next step, or its answer for
+  // the handler. As Asio's reactive_socket_recv_op, the handler is moved
+  // out and the operation freed before the upcall, which may start another.
   static void do_complete(void* owner, asio_detail::operation* base,
                           const boost::system::error_code&, std::size_t) {
-    auto* o = static_cast<Op*>(base);
+    auto* o = static_cast<LoopOp*>(base);
     ptr p = {std::addressof(o->handler_), o, o};
-    asio_detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
-    asio_detail::binder2<Handler, boost::system::error_code, std::size_t> handler(
-        o->handler_, o->ec_, o->bytes_transferred_);
-    p.h = std::addressof(handler.handler_);
-    p.reset();
-    if (owner) {
-      asio_detail::fenced_block b(asio_detail::fenced_block::half);
-      w.complete(handler, handler.handler_);
+    if (!owner) return;  // the context is going away: freed, not called
+    Then then = Then::read;
+    auto answer = o->reader_.step(o->ec_, o->bytes_transferred_, then);
+    if (!answer) {
+      p.v = p.p = nullptr;
+      o->socket_.next_read(o, then, true);
+      return;
     }
+    asio_detail::handler_work<Handler, IoExecutor> w(std::move(o->work_));
+    Completion<Handler, typename Reader::Answer> completion{std::move(o->handler_),
+                                                            std::move(*answer)};
+    p.h = std::addressof(completion.handler);
+    p.reset();
+    asio_detail::fenced_block b(asio_detail::fenced_block::half);
+    w.complete(completion, completion.handler);
   }
 
  private:
-  int fd_;
+  Socket& socket_;
   Buffer& buffer_;
   std::size_t limit_;
+  Reader reader_;
   Handler handler_;
   asio_detail::handler_work<Handler, IoExecutor> work_;
+};
+
+// async_read_block's reader: one read, answered with its error and size.
+struct OneRead {
+  using Answer = std::tuple<boost::system::error_code, std::size_t>;
+  bool now;
+  Then start() const { return now ? Then::read_now : Then::read; }
+  std::optional<Answer> step(const boost::system::error_code& ec, std::size_t bytes, Then&) const {
+    return Answer{ec, bytes};
+  }
+};
+
+// The completion signature of a reader's answer.
+template <class Answer>
+struct SignatureOf;
+template <class... Args>
+struct SignatureOf<std::tuple<Args...>> {
+  using type = void(Args...);
 };
 
 }  // namespace block_read_detail
@@ -189,11 +244,25 @@ class BlockReadSocket : public boost::asio::ip::tcp::socket {
   // to see it passes `now` after peer_closed_or_sent() said so.
   template <class Buffer, class Token>
   auto async_read_block(Buffer& buffer, std::size_t limit, bool now, Token&& token) {
-    return boost::asio::async_initiate<Token, void(boost::system::error_code, std::size_t)>(
-        [this, &buffer, limit, now](auto handler) {
-          start(buffer, limit, now, std::move(handler));
+    return async_read_blocks(buffer, limit, block_read_detail::OneRead{now},
+                             std::forward<Token>(token));
+  }
+
+  // Reads as async_read_block does, as many times as `reader` asks, in one
+  // operation; completes with the reader's answer. The reader has
+  // `using Answer = std::tuple<...>` (the completion's arguments),
+  // `block_read_detail::Then start()` and, after each read, or without one
+  // after Then::resume, `std::optional<Answer> step(ec, bytes, Then& then)`:
+  // the answer, or nullopt and what to do next in `then`. It runs on the
+  // socket's executor and must not throw.
+  template <class Buffer, class Reader, class Token>
+  auto async_read_blocks(Buffer& buffer, std::size_t limit, Reader reader, Token&& token) {
+    using Signature = typename block_read_detail::SignatureOf<typename Reader::Answer>::type;
+    return boost::asio::async_initiate<Token, Signature>(
+        [this, &buffer, limit](auto handler, Reader reader) {
+          start(buffer, limit, std::move(reader), std::move(handler));
         },
-        token);
+        token, std::move(reader));
   }
 
   // Whether the peer has closed, or sent bytes that are waiting, or the
@@ -221,33 +290,47 @@ class BlockReadSocket : public boost::asio::ip::tcp::socket {
     }
   };
 
-  template <class Buffer, class Handler>
-  void start(Buffer& buffer, std::size_t limit, bool now, Handler handler) {
-    namespace asio_detail = block_read_detail::asio_detail;
-    using Op = block_read_detail::Op<Buffer, Handler, executor_type>;
+  template <class Buffer, class Reader, class Handler>
+  void start(Buffer& buffer, std::size_t limit, Reader reader, Handler handler) {
+    using Op = block_read_detail::LoopOp<BlockReadSocket, Buffer, Reader, Handler, executor_type>;
     auto& impl = impl_.get_implementation();
     const bool is_continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
     auto slot = boost::asio::get_associated_cancellation_slot(handler);
-    // A socket that waits holds no block (the read takes one when it reads).
-    if (buffer.size() == 0) buffer.shrink_to_fit();
+    const auto then = reader.start();
     typename Op::ptr p = {std::addressof(handler), Op::ptr::allocate(handler), nullptr};
-    p.p = new (p.v) Op(impl.socket_, buffer, limit, handler, get_executor());
+    p.p = new (p.v) Op(*this, buffer, limit, std::move(reader), handler, get_executor());
     if (slot.is_connected())
       p.p->cancellation_key_ =
           &slot.template emplace<Cancellation>(reactor_, &impl.reactor_data_, impl.socket_);
-    boost::system::error_code ec;
-    if (!(impl.state_ & asio_detail::socket_ops::non_blocking) &&
-        !asio_detail::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true, ec)) {
-      p.p->ec_ = ec;
-      reactor_->post_immediate_completion(p.p, is_continuation);
-    } else if (now && impl.reactor_data_ && p.p->perform() != Op::not_done) {
-      reactor_->post_immediate_completion(p.p, is_continuation);
-    } else {
-      reactor_->start_op(Reactor::read_op, impl.socket_, impl.reactor_data_, p.p, is_continuation,
-                         true);
-    }
+    next_read(p.p, then, is_continuation);
     p.v = p.p = nullptr;
   }
+
+  // Starts `op`'s next read (or its resume).
+  template <class Op>
+  void next_read(Op* op, block_read_detail::Then then, bool is_continuation) {
+    namespace asio_detail = block_read_detail::asio_detail;
+    using block_read_detail::Then;
+    auto& impl = impl_.get_implementation();
+    op->ec_ = {};
+    op->bytes_transferred_ = 0;
+    if (then == Then::resume) return reactor_->post_immediate_completion(op, is_continuation);
+    // A socket that waits holds no block (the read takes one when it reads).
+    if (op->buffer().size() == 0) op->buffer().shrink_to_fit();
+    if (!(impl.state_ & asio_detail::socket_ops::non_blocking) &&
+        !asio_detail::socket_ops::set_internal_non_blocking(impl.socket_, impl.state_, true,
+                                                            op->ec_)) {
+      reactor_->post_immediate_completion(op, is_continuation);
+    } else if (then == Then::read_now && impl.reactor_data_ && op->perform() != Op::not_done) {
+      reactor_->post_immediate_completion(op, is_continuation);
+    } else {
+      reactor_->start_op(Reactor::read_op, impl.socket_, impl.reactor_data_, op, is_continuation,
+                         true);
+    }
+  }
+
+  template <class, class, class, class, class>
+  friend class block_read_detail::LoopOp;
 
   Reactor* reactor_;
 };

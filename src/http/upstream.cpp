@@ -432,52 +432,52 @@ std::optional<Result<BodyPieces>> UpstreamCall::buffered() {
   return std::nullopt;
 }
 
-// read_some() as one operation whose steps are this object's calls, not a
-// coroutine: a stream reads once a token, and a coroutine's frame cost a
-// malloc, a free and a resume more each time (docs/performance.md).
+// read_some()'s reader: one block-read operation for all the reads it
+// takes, not a coroutine: a stream reads once a token, and a coroutine's
+// frame cost a malloc, a free and a resume more each time, Asio's handler
+// moves a few hundred instructions (docs/performance.md).
 struct UpstreamCall::ReadSome {
+  using Answer = std::tuple<Result<BodyPieces>>;
+  using Then = block_read_detail::Then;
   UpstreamCall& call;
   PieceSink* sink;
-  enum class Step { start, decode, read } step = Step::start;
+  bool reading = false;  // a read is what the next step follows
 
-  template <class Self>
-  void operator()(Self& self, boost::system::error_code ec = {}, std::size_t = 0) {
+  Then start() {
     auto& s = *call.state_;
-    if (step == Step::start && (s.conn->buffer.size() > 0 || s.body->done())) {
-      // An answer without a read still comes after read_some() returns, and
-      // is decoded then: the pieces' span is the thread's.
-      step = Step::decode;
-      return net::post(std::move(self));
+    // An answer without a read still comes after read_some() returns, and
+    // is decoded then: the pieces' span is the thread's.
+    if (s.conn->buffer.size() > 0 || s.body->done()) return Then::resume;
+    return read();
+  }
+
+  std::optional<Answer> step(boost::system::error_code ec, std::size_t, Then& then) {
+    if (std::exchange(reading, false)) {
+      if (auto failed = read_done(ec)) return Answer{std::move(*failed)};
     }
-    if (step == Step::read) {
-      if (auto failed = read_done(ec)) return self.complete(std::move(*failed));
+    if (auto got = call.buffered()) {
+      if (!sink || !*got || (*got)->empty() || !sink->take(**got)) return Answer{std::move(*got)};
+      then = start();
+      return std::nullopt;
     }
-    if (step != Step::start) {
-      if (auto got = call.buffered()) {
-        if (!sink || !*got || (*got)->empty() || !sink->take(**got))
-          return self.complete(std::move(*got));
-        step = Step::start;
-        return (*this)(self);  // the next read posts or waits: no recursion
-      }
-    }
-    step = Step::read;
-    read(std::move(self));
+    then = read();
+    return std::nullopt;
   }
 
   // A stream waits here between tokens and for as long as its engine
   // stalls, holding no read block while nothing half-read is held: 5,000
   // idle streams held 20 MiB of them (docs/reliability.md, "Idle streams").
-  template <class Self>
-  void read(Self&& self) {
+  Then read() {
     auto& s = *call.state_;
     auto& conn = *s.conn;
     const auto now = Clock::now();
     conn.deadline.expires_after(s.pool->options.idle_timeout, now);
     conn.close_check.expires_after(s.pool->options.close_check_after, now);
+    reading = true;
     // A body that ends at the close is read on at once: its close nearly
     // always comes with its last bytes.
     const bool at_once = std::exchange(conn.read_now, false) || s.body->ends_at_close();
-    conn.socket.async_read_block(conn.buffer, 64 * 1024, at_once, std::forward<Self>(self));
+    return at_once ? Then::read_now : Then::read;
   }
 
   // After a read: its failure, or nullopt to decode what came (or read on).
@@ -498,7 +498,8 @@ struct UpstreamCall::ReadSome {
 
 template <class Handler>
 void UpstreamCall::start_read_some(Handler handler, PieceSink* sink) {
-  net::async_compose<Handler, void(Result<BodyPieces>)>(ReadSome{*this, sink}, handler);
+  auto& conn = *state_->conn;
+  conn.socket.async_read_blocks(conn.buffer, 64 * 1024, ReadSome{*this, sink}, std::move(handler));
 }
 
 // The handler `co_await` gives an operation completing with a

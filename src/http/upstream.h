@@ -204,7 +204,7 @@ class UpstreamCall {
   // A read's failure; `detail`, when given, says what was wrong instead of
   // the error code's message.
   Error read_failed(const boost::system::error_code& ec, const char* detail = nullptr);
-  // read_some()'s steps (upstream.cpp), started for the handler that
+  // read_some()'s reader (upstream.cpp), started for the handler that
   // `co_await` gives the operation (instantiated there for that type only).
   struct ReadSome;
   template <class Handler>
