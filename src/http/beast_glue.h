@@ -7,6 +7,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include <cerrno>
+
+#include "http/socket_calls.h"
 #include "http/use_tuple.h"
 
 namespace switchyard::http {
@@ -51,15 +54,25 @@ boost::system::error_code parse_buffered(Parser& parser, Buffer& buffer,
   return ec;
 }
 
+// A non-blocking system call's bytes (socket_calls.h); 0 and no error in
+// `ec` when the socket would block, 0 and the error when it failed.
+inline std::size_t call_result(long n, boost::system::error_code& ec) {
+  if (n >= 0) return static_cast<std::size_t>(n);
+  if (errno != EAGAIN && errno != EWOULDBLOCK) ec.assign(errno, net::error::get_system_category());
+  return 0;
+}
+
 // Reads what the socket holds now, neither waiting nor through the event
 // loop; 0 bytes and no error when it holds nothing yet.
 inline std::size_t read_now(tcp::socket& socket, net::mutable_buffer into,
                             boost::system::error_code& ec) {
   if (!socket.non_blocking()) socket.non_blocking(true, ec);
-  std::size_t n = 0;
-  if (!ec) n = socket.read_some(into, ec);
-  if (error_is(ec, net::error::would_block, net::error::try_again)) ec = {};
-  return n;
+  if (ec || into.size() == 0) return 0;
+  for (;;) {
+    const long n = receive(socket.native_handle(), into.data(), into.size());
+    if (n == 0) ec = net::error::eof;
+    if (n >= 0 || errno != EINTR) return call_result(n, ec);
+  }
 }
 
 // Parses a read's `n` bytes, or its failure: the end of the stream ends a
@@ -133,10 +146,13 @@ awaitable<boost::system::error_code> read_until(tcp::socket& socket, Buffer& buf
 template <class Buffers>
 std::size_t write_now(tcp::socket& socket, const Buffers& buffers, boost::system::error_code& ec) {
   if (!socket.non_blocking()) socket.non_blocking(true, ec);
-  std::size_t sent = 0;
-  if (!ec) sent = socket.write_some(buffers, ec);
-  if (error_is(ec, net::error::would_block, net::error::try_again)) ec = {};
-  return sent;
+  if (ec) return 0;
+  net::detail::buffer_sequence_adapter<net::const_buffer, Buffers> pieces(buffers);
+  if (pieces.all_empty()) return 0;
+  for (;;) {
+    const long n = send_gathered(socket.native_handle(), pieces.buffers(), pieces.count());
+    if (n >= 0 || errno != EINTR) return call_result(n, ec);
+  }
 }
 
 // Writes `buffers` after their first `sent` bytes, waiting for room.

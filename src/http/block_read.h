@@ -37,6 +37,7 @@
 #include <utility>
 
 #include "http/read_buffer.h"
+#include "http/socket_calls.h"
 
 namespace switchyard::http {
 
@@ -62,7 +63,7 @@ Status read_once(int fd, boost::beast::basic_flat_buffer<Alloc>& buffer, std::si
     if (buffer.capacity() == 0) buffer.reserve(kReadBlock);
     const auto room = buffer.prepare(boost::beast::read_size(buffer, limit));
     for (;;) {
-      const ssize_t n = ::recv(fd, room.data(), room.size(), 0);
+      const long n = receive(fd, room.data(), room.size());
       if (n > 0) {
         got = static_cast<std::size_t>(n);
         buffer.commit(got);

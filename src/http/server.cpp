@@ -274,7 +274,9 @@ class SessionExchange final : public Exchange {
     for (const auto& piece : pieces) {
       const std::size_t skip = std::min(sent, piece.size());
       sent -= skip;
-      backlog_.append(static_cast<const char*>(piece.data()) + skip, piece.size() - skip);
+      // Nearly always all of it went: an empty append costs a length check.
+      if (skip < piece.size())
+        backlog_.append(static_cast<const char*>(piece.data()) + skip, piece.size() - skip);
     }
     return true;
   }
