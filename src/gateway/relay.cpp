@@ -242,9 +242,17 @@ bool Relay::take(http::BodyPieces pieces) {
     // starting may suspend, and other streams then use the thread's buffer.
     std::string& out = started_ ? read_output() : first_;
     std::int64_t outputs = 0;  // in this read's events
+    // An event shaped like the last delta is rewritten where it starts;
+    // the others once the splitter has found their end.
+    const auto known = [&](std::string_view rest) {
+      const std::size_t length = rewriter_.rewrite_known_event(rest, out);
+      outputs += length > 0;
+      return length;
+    };
     for (auto piece : pieces)
-      splitter_.split(
-          piece, [&](std::string_view event) { outputs += rewriter_.rewrite_event(event, out); });
+      splitter_.split(piece, known, [&](std::string_view event) {
+        outputs += rewriter_.rewrite_event(event, out);
+      });
     obs::GenerationMeter::add(*generated_, outputs);
     if (splitter_.overflowed()) {
       // An event that never ends cannot be relayed event by event.

@@ -26,8 +26,26 @@ class SseSplitter {
   // each view is valid during its call. Does nothing once overflowed().
   template <class OnEvent>
   void split(std::string_view bytes, OnEvent&& on_event) {
+    split(
+        bytes, [](std::string_view) { return std::size_t{0}; }, on_event);
+  }
+  // As split(), but at each event's start `known(rest)` is asked first with
+  // the bytes from there: a length > 0 says it took a whole event of that
+  // length (whose end it knew without a search), which is then skipped.
+  template <class Known, class OnEvent>
+  void split(std::string_view bytes, Known&& known, OnEvent&& on_event) {
     begin(bytes);
-    while (auto event = next()) on_event(*event);
+    for (;;) {
+      if (start_ == scan_ && start_ < view_.size()) {
+        if (const std::size_t n = known(view_.substr(start_))) {
+          start_ = scan_ = start_ + n;
+          continue;
+        }
+      }
+      const auto event = next();
+      if (!event) break;
+      on_event(*event);
+    }
   }
   // Bytes received that do not yet form a complete event.
   std::string_view pending() const { return std::string_view(carry_).substr(start_); }

@@ -69,13 +69,19 @@ void DeltaTemplate::remember(std::string_view event, TextSpan text, std::string_
   sent_as_is_ = head_out_ == head_ && tail_out_ == tail_;
 }
 
-bool DeltaTemplate::apply(std::string_view event, std::string& out) const {
-  if (head_.empty() || event.size() <= head_.size() + tail_.size()) return false;
-  if (!event.starts_with(head_) || !event.ends_with(tail_)) return false;
-  const std::string_view text =
-      event.substr(head_.size(), event.size() - head_.size() - tail_.size());
-  // The text must be one string that the tail's first quote closes.
-  if (closing_quote(text, 0) || escaped(text, text.size())) return false;
+std::optional<std::string_view> DeltaTemplate::text_at_start(std::string_view bytes) const {
+  if (head_.empty() || !bytes.starts_with(head_)) return std::nullopt;
+  // The text is one string, which the tail's first quote closes.
+  const auto close = closing_quote(bytes, head_.size());
+  if (!close || *close == head_.size()) return std::nullopt;
+  const std::string_view text = bytes.substr(head_.size(), *close - head_.size());
+  // A raw line break is no JSON, and would end the event's line.
+  if (std::memchr(text.data(), '\n', text.size())) return std::nullopt;
+  if (!bytes.substr(*close).starts_with(tail_)) return std::nullopt;
+  return text;
+}
+
+void DeltaTemplate::emit(std::string_view event, std::string_view text, std::string& out) const {
   if (sent_as_is_) {
     out.append(event);
   } else {
@@ -83,7 +89,21 @@ bool DeltaTemplate::apply(std::string_view event, std::string& out) const {
     out.append(text);
     out.append(tail_out_);
   }
+}
+
+bool DeltaTemplate::apply(std::string_view event, std::string& out) const {
+  const auto text = text_at_start(event);
+  if (!text || head_.size() + text->size() + tail_.size() != event.size()) return false;
+  emit(event, *text, out);
   return true;
+}
+
+std::size_t DeltaTemplate::apply_at_start(std::string_view bytes, std::string& out) const {
+  const auto text = text_at_start(bytes);
+  if (!text) return 0;
+  const std::size_t length = head_.size() + text->size() + tail_.size();
+  emit(bytes.substr(0, length), *text, out);
+  return length;
 }
 
 }  // namespace switchyard::openai

@@ -31,8 +31,19 @@ class DeltaTemplate {
   // When `event` is the remembered one with other text (a well-formed JSON
   // string between the same bytes): appends what the client gets of it.
   bool apply(std::string_view event, std::string& out) const;
+  // apply() for the event `bytes` start with, its end not yet found: the
+  // text's closing quote and the bytes after it say where it ends, so the
+  // event is compared, not searched. Returns its length (0: not such an
+  // event, nothing appended).
+  std::size_t apply_at_start(std::string_view bytes, std::string& out) const;
 
  private:
+  // The text of the event `bytes` start with, when it has the remembered
+  // shape: the same head, a text without a line break, the same tail.
+  std::optional<std::string_view> text_at_start(std::string_view bytes) const;
+  // Appends what the client gets of `event` (which has `text`).
+  void emit(std::string_view event, std::string_view text, std::string& out) const;
+
   std::string head_, tail_;          // as the engine sent them
   std::string head_out_, tail_out_;  // as the client gets them
   bool sent_as_is_ = false;          // the client gets the events unchanged: one copy

@@ -235,6 +235,10 @@ bool ResponseRewriter::rewrite_event(std::string_view event, std::string& out) {
   return text.has_value();
 }
 
+std::size_t ResponseRewriter::rewrite_known_event(std::string_view bytes, std::string& out) {
+  return held_finish_.empty() ? last_delta_.apply_at_start(bytes, out) : 0;
+}
+
 void ResponseRewriter::finish_stream(std::string& out) {
   out.append(held_finish_);
   held_finish_.clear();

@@ -44,6 +44,11 @@ class ResponseRewriter {
   // delta): engines stream one token per such event by default, so counting
   // them measures generation as it happens.
   bool rewrite_event(std::string_view event, std::string& out);
+  // rewrite_event() for the event `bytes` start with, when it has the last
+  // text delta's shape (its end then known without a search): its length,
+  // what the client gets of it appended to `out`. 0, nothing appended, when
+  // it has not: the caller finds the event's end and calls rewrite_event().
+  std::size_t rewrite_known_event(std::string_view bytes, std::string& out);
 
   // What is still held back at the end of a stream (a finish chunk whose
   // usage chunk never came), appended to `out`.

@@ -110,6 +110,44 @@ TEST(SseSplitter, ABlankLineSplitAcrossPiecesIsFound) {
   EXPECT_EQ(events[0], "data: a\r\n\r\n");
 }
 
+// Events a caller knows at their start are skipped at the length it says,
+// not searched (when they lie in the piece at hand); the events come out
+// the same, in order, however the stream is cut, and what is left
+// unfinished is kept.
+TEST(SseSplitter, SkipsTheEventsACallerKnowsAtTheirStart) {
+  const std::string known = "data: k\n\n";
+  const std::string stream = known + "data: a\n\n" + known + known + "data: b\n\n" + known;
+  const std::vector<std::string> expected = {known, "data: a\n\n", known,
+                                             known, "data: b\n\n", known};
+  for (const std::size_t cut : {std::size_t{3}, std::size_t{13}, stream.size()}) {
+    SseSplitter s;
+    std::vector<std::string> seen;
+    int skipped = 0;
+    for (std::size_t at = 0; at < stream.size(); at += cut) {
+      s.split(
+          std::string_view(stream).substr(at, cut),
+          [&](std::string_view rest) {
+            if (!rest.starts_with(known)) return std::size_t{0};
+            seen.push_back(known);
+            ++skipped;
+            return known.size();
+          },
+          [&](std::string_view e) { seen.emplace_back(e); });
+    }
+    EXPECT_EQ(seen, expected) << "pieces of " << cut;
+    EXPECT_TRUE(s.pending().empty());
+    if (cut == stream.size()) {
+      EXPECT_EQ(skipped, 4) << "every known event, unsearched";
+    }
+  }
+  SseSplitter s;
+  s.split(
+      known + "data: par",
+      [&](std::string_view rest) { return rest.starts_with(known) ? known.size() : 0; },
+      [](std::string_view) {});
+  EXPECT_EQ(s.pending(), "data: par");
+}
+
 TEST(SseData, JoinsDataLinesAndIgnoresOtherFields) {
   EXPECT_EQ(sse_data("event: x\ndata: one\ndata:two\nid: 3\n\n"), "one\ntwo");
   EXPECT_EQ(sse_data(": comment\n\n"), "");

@@ -66,6 +66,24 @@ TEST(DeltaTemplate, RefusesWhatIsNotTheSameStructure) {
   EXPECT_EQ(out, head + "a\\\\" + tail);
 }
 
+// The next delta found at the start of what follows it: its end is where
+// the template's tail ends after the text's closing quote.
+TEST(DeltaTemplate, AppliesToTheEventAtTheStartOfWhatFollows) {
+  ResponseRewriter r("qwen", false);
+  std::string out;
+  EXPECT_TRUE(r.rewrite_event(chunk("a"), out));
+  out.clear();
+  const std::string next = chunk("bc");
+  EXPECT_EQ(r.rewrite_known_event(next + chunk("de") + "data: [DO", out), next.size());
+  EXPECT_EQ(out, chunk("bc", "qwen"));
+  out.clear();
+  EXPECT_EQ(r.rewrite_known_event(next.substr(0, next.size() - 1), out), 0u) << "cut short";
+  EXPECT_EQ(r.rewrite_known_event(chunk("b\nc"), out), 0u) << "a raw line break";
+  EXPECT_EQ(r.rewrite_known_event(chunk("b", "/m.gguf", "2"), out), 0u) << "another tail";
+  EXPECT_EQ(r.rewrite_known_event("data: [DONE]\n\n", out), 0u);
+  EXPECT_TRUE(out.empty());
+}
+
 // The change (the model renamed) may come before the text, as vLLM writes
 // its chunks, or after it, as llama-server does.
 TEST(DeltaTemplate, KeepsAChangeBeforeOrAfterTheText) {
