@@ -164,7 +164,6 @@ class LoopOp : public asio_detail::reactor_op {
         handler_(std::move(handler)),
         work_(handler_, io_ex) {}
 
-  Socket& socket() { return socket_; }
   Buffer& buffer() { return buffer_; }
 
   static Status do_perform(reactor_op* base) {
