@@ -236,7 +236,7 @@ awaitable<AttemptOutcome> Relay::end_broken(const Error& broke) {
   co_return outcome;
 }
 
-bool Relay::take(http::BodyPieces pieces) {
+bool Relay::take(http::BodyPieces pieces, std::chrono::steady_clock::time_point now) {
   try {
     // Before the stream starts, what the coroutine will send is held here:
     // starting may suspend, and other streams then use the thread's buffer.
@@ -253,7 +253,7 @@ bool Relay::take(http::BodyPieces pieces) {
       splitter_.split(piece, known, [&](std::string_view event) {
         outputs += rewriter_.rewrite_event(event, out);
       });
-    obs::GenerationMeter::add(*generated_, outputs);
+    obs::GenerationMeter::add(*generated_, outputs, now);
     if (splitter_.overflowed()) {
       // An event that never ends cannot be relayed event by event.
       call_.abort();

@@ -8,6 +8,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -71,7 +72,7 @@ class Relay final : private http::PieceSink {
   // stream has started, written to it. False when the coroutine must go
   // on: the stream to start (its events held in first_), a write to
   // finish, broke_, or the client gone.
-  bool take(http::BodyPieces pieces) override;
+  bool take(http::BodyPieces pieces, std::chrono::steady_clock::time_point now) override;
   // What take() left to the coroutine: the stream's start, or a write's end.
   boost::asio::awaitable<bool> deliver();
   boost::asio::awaitable<bool> send(std::string_view bytes);

@@ -443,34 +443,36 @@ struct UpstreamCall::ReadSome {
   PieceSink* sink;
   bool reading = false;  // a read is what the next step follows
 
-  Then start() {
-    auto& s = *call.state_;
-    // An answer without a read still comes after read_some() returns, and
-    // is decoded then: the pieces' span is the thread's.
-    if (s.conn->buffer.size() > 0 || s.body->done()) return Then::resume;
-    return read();
+  // An answer without a read still comes after read_some() returns, and
+  // is decoded then: the pieces' span is the thread's.
+  bool decodes_first() const {
+    const auto& s = *call.state_;
+    return s.conn->buffer.size() > 0 || s.body->done();
   }
+
+  Then start() { return decodes_first() ? Then::resume : read(Clock::now()); }
 
   std::optional<Answer> step(boost::system::error_code ec, std::size_t, Then& then) {
     if (std::exchange(reading, false)) {
       if (auto failed = read_done(ec)) return Answer{std::move(*failed)};
     }
     if (auto got = call.buffered()) {
-      if (!sink || !*got || (*got)->empty() || !sink->take(**got)) return Answer{std::move(*got)};
-      then = start();
+      if (!sink || !*got || (*got)->empty()) return Answer{std::move(*got)};
+      const auto now = Clock::now();
+      if (!sink->take(**got, now)) return Answer{std::move(*got)};
+      then = decodes_first() ? Then::resume : read(now);
       return std::nullopt;
     }
-    then = read();
+    then = read(Clock::now());
     return std::nullopt;
   }
 
   // A stream waits here between tokens and for as long as its engine
   // stalls, holding no read block while nothing half-read is held: 5,000
   // idle streams held 20 MiB of them (docs/reliability.md, "Idle streams").
-  Then read() {
+  Then read(Clock::time_point now) {
     auto& s = *call.state_;
     auto& conn = *s.conn;
-    const auto now = Clock::now();
     conn.deadline.expires_after(s.pool->options.idle_timeout, now);
     conn.close_check.expires_after(s.pool->options.close_check_after, now);
     reading = true;

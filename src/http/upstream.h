@@ -98,8 +98,10 @@ using BodyPieces = std::span<const std::string_view>;
 class PieceSink {
  public:
   // Whether the next read follows at once; false: read_some() completes
-  // with these pieces, taken already. Must not throw.
-  virtual bool take(BodyPieces pieces) = 0;
+  // with these pieces, taken already. `now`: when the read completed (the
+  // clock read once for the sink and the call's next deadlines). Must not
+  // throw.
+  virtual bool take(BodyPieces pieces, std::chrono::steady_clock::time_point now) = 0;
 
  protected:
   ~PieceSink() = default;

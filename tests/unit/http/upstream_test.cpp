@@ -442,7 +442,7 @@ TEST_F(UpstreamTest, AnUpstreamSilentMidBodyTimesOut) {
 
 // Takes every read's pieces, and stops the call after its `stop_at`-th read.
 struct CollectingSink final : PieceSink {
-  bool take(BodyPieces pieces) override {
+  bool take(BodyPieces pieces, std::chrono::steady_clock::time_point) override {
     ++reads;
     for (auto piece : pieces) taken += piece;
     return reads != stop_at;
